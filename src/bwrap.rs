@@ -1,1 +1,301 @@
-//! (being written)
+//! The bwrap(1) command line: one pure function from a [`Policy`] and how snug's init is
+//! launched. Golden files in `tests/golden/` pin it (`UPDATE_GOLDEN=1` rewrites them).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use crate::policy::{Mount, MountKind, Policy};
+
+/// Where snug's own executable is bound inside the sandbox and run as its init (pid 1).
+pub const INIT_PATH: &str = "/run/snug/init";
+
+/// How to start the sandbox init.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// The bwrap binary (argv[0] of the command line).
+    pub bwrap: PathBuf,
+    /// snug's own executable on the host, bound read-only at [`INIT_PATH`].
+    pub init_exe: PathBuf,
+    /// Shared objects init needs (its ELF interpreter and libraries, as paths the binary
+    /// names them); each is bound read-only at the same path unless a policy bind already
+    /// covers it, so init starts even under `--no-defaults` where there is no /usr.
+    pub init_libs: Vec<PathBuf>,
+    /// Descriptor holding a compiled seccomp filter, passed as `--seccomp FD`.
+    pub seccomp_fd: Option<i32>,
+    /// Arguments after init's path, verbatim (mode, channel, `--`, CMD…).
+    pub init_args: Vec<String>,
+}
+
+/// The namespace and privilege options, before the environment and mounts. Each
+/// namespace is new (user, ipc, pid, uts, cgroup when possible, net: loopback only until
+/// pasta attaches, SPEC N1); `--as-pid-1` because snug's init is the pid 1 (DESIGN.md);
+/// no `--new-session`: init chooses setsid() or setpgid() by mode (SPEC T, D).
+const PROLOGUE: [&str; 13] = [
+    "--unshare-user",
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--unshare-net",
+    "--die-with-parent",
+    "--as-pid-1",
+    "--cap-drop",
+    "ALL",
+    "--hostname",
+    "snug",
+    "--clearenv",
+];
+
+/// Build bwrap's argv (first element: the bwrap path). Order: namespaces and privileges,
+/// `--setenv` per environment entry, the policy's mounts in its order, init's binary and
+/// libraries, `--seccomp`, `--chdir DIR` (after `--dir DIR` when no mount provides DIR),
+/// then `-- /run/snug/init ARGS…`.
+pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let mut argv = vec![s(&launch.bwrap)];
+    argv.extend(PROLOGUE.iter().map(|a| a.to_string()));
+    for (k, v) in &policy.env {
+        argv.extend(["--setenv".to_string(), k.clone(), v.clone()]);
+    }
+    for m in &policy.mounts {
+        let src = m.src.as_deref().map(s).unwrap_or_default();
+        let dest = s(&m.dest);
+        let words: Vec<String> = match m.kind {
+            MountKind::Ro => vec!["--ro-bind".into(), src, dest],
+            MountKind::Rw => vec!["--bind".into(), src, dest],
+            MountKind::Tmpfs => vec!["--tmpfs".into(), dest],
+            MountKind::Symlink => vec!["--symlink".into(), src, dest],
+            MountKind::Dev => vec!["--dev".into(), dest],
+            MountKind::Proc => vec!["--proc".into(), dest],
+        };
+        argv.extend(words);
+    }
+    argv.extend([
+        "--ro-bind".to_string(),
+        s(&launch.init_exe),
+        INIT_PATH.to_string(),
+    ]);
+    for lib in &launch.init_libs {
+        if !covered_by_bind(policy, lib) {
+            argv.extend(["--ro-bind".to_string(), s(lib), s(lib)]);
+        }
+    }
+    if let Some(fd) = launch.seccomp_fd {
+        argv.extend(["--seccomp".to_string(), fd.to_string()]);
+    }
+    if !target_exists(policy) {
+        // `--no-defaults` without @cwd-rw: bwrap's --chdir would fail on a missing path,
+        // so the payload starts in an empty directory at DIR's path (SPEC R1).
+        argv.extend(["--dir".to_string(), s(&policy.target)]);
+    }
+    argv.extend(["--chdir".to_string(), s(&policy.target), "--".to_string()]);
+    argv.push(INIT_PATH.to_string());
+    argv.extend(launch.init_args.iter().cloned());
+    argv
+}
+
+/// The policy mount that provides `path` inside the sandbox: the deepest one at or above
+/// it, following `@sys` symlinks on the way (`/lib64/ld-linux-x86-64.so.2` is provided by
+/// the /usr bind when /lib64 -> usr/lib64), a few levels at most. Also returns `path` as
+/// resolved through those symlinks.
+fn provider<'a>(policy: &'a Policy, path: &Path) -> Option<(&'a Mount, PathBuf)> {
+    let mut path = path.to_path_buf();
+    for _ in 0..8 {
+        let m = policy
+            .mounts
+            .iter()
+            .filter(|m| path.starts_with(&m.dest))
+            .max_by_key(|m| m.dest.components().count())?;
+        match (m.kind, &m.src) {
+            (MountKind::Symlink, Some(target)) if m.dest != path => {
+                let rest = path
+                    .strip_prefix(&m.dest)
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default();
+                let base = m.dest.parent().unwrap_or(Path::new("/"));
+                path = base.join(target).join(rest);
+            }
+            _ => return Some((m, path)),
+        }
+    }
+    None
+}
+
+/// A host file at `path` is visible inside: a ro/rw bind provides it.
+fn covered_by_bind(policy: &Policy, path: &Path) -> bool {
+    provider(policy, path).is_some_and(|(m, _)| matches!(m.kind, MountKind::Ro | MountKind::Rw))
+}
+
+/// DIR exists inside: a bind provides it (it exists on the host), or a mount sits on it.
+fn target_exists(policy: &Policy) -> bool {
+    provider(policy, &policy.target).is_some_and(|(m, resolved)| {
+        matches!(m.kind, MountKind::Ro | MountKind::Rw) || m.dest == resolved
+    })
+}
+
+/// Find program `name` in the caller's PATH, then in /usr/bin and /bin (execvp(3) rules:
+/// the first regular, executable file wins).
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::env::split_paths(&path).chain(["/usr/bin", "/bin"].map(PathBuf::from));
+    dirs.filter(|d| d.is_absolute())
+        .map(|d| d.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Golden-file checks shared by this module's and [`crate::dryrun`]'s tests.
+#[cfg(test)]
+pub(crate) mod golden {
+    use std::path::PathBuf;
+
+    /// Compare `actual` with `tests/golden/NAME`; with `UPDATE_GOLDEN=1`, rewrite it.
+    pub fn check(name: &str, actual: &str) {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(name);
+        if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+            std::fs::create_dir_all(path.parent().expect("has parent")).expect("mkdir golden");
+            std::fs::write(&path, actual).expect("write golden");
+            return;
+        }
+        let want = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
+        assert!(
+            want == actual,
+            "{} differs (UPDATE_GOLDEN=1 to accept):\n{actual}",
+            path.display()
+        );
+    }
+
+    /// The fixed request the goldens are built from: HOME /home/u, DIR /home/u/proj/sub.
+    pub fn request(profiles: &[&str], no_defaults: bool) -> crate::policy::Request {
+        let env = [
+            ("HOME", "/home/u"),
+            ("USER", "u"),
+            ("TERM", "xterm"),
+            ("LC_ALL", "C.UTF-8"),
+            ("SECRET", "x"),
+        ];
+        crate::policy::Request {
+            profiles: profiles.iter().map(|s| s.to_string()).collect(),
+            no_defaults,
+            dir: Some(PathBuf::from("proj/sub")),
+            host_env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            config_dirs: vec![PathBuf::from("/home/u/.config/snug/profiles.d")],
+        }
+    }
+
+    /// The fixed launch the goldens use.
+    pub fn launch() -> super::Launch {
+        super::Launch {
+            bwrap: PathBuf::from("/usr/bin/bwrap"),
+            init_exe: PathBuf::from("/opt/snug/bin/snug"),
+            init_libs: [
+                "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                "/lib64/ld-linux-x86-64.so.2",
+            ]
+            .map(PathBuf::from)
+            .to_vec(),
+            seccomp_fd: Some(5),
+            init_args: ["--init", "detached", "--", "sh", "-c", "echo 'hi there'"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+
+    /// Resolve `req` on the fake Debian host (cwd /home/u) with one user profile `dev`.
+    pub fn policy(req: &crate::policy::Request) -> crate::policy::Policy {
+        let dev = "description = \"dev\"\nro = [\"{home}/.gitconfig\"]\nrw = [\"{target_parent}/cache\"]\ntmpfs = [\"{target}/node_modules\"]\n[env]\nEDITOR = \"vi\"\n";
+        let host = crate::policy::host::FakeHost::debian()
+            .cwd("/home/u")
+            .file("/home/u/.gitconfig", "")
+            .dir("/home/u/proj/cache")
+            .file("/home/u/.config/snug/profiles.d/dev.toml", dev);
+        crate::policy::resolve_with(req, &host).expect("fixture resolves")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(argv: &[String]) -> String {
+        // One option with its operands per line, so golden diffs stay readable.
+        let mut out = String::new();
+        for a in argv {
+            if a.starts_with("--") && !out.is_empty() {
+                out.push('\n');
+            } else if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&crate::dryrun::quote(a));
+        }
+        out.push('\n');
+        out
+    }
+
+    #[test]
+    fn p1_default_policy_golden() {
+        let policy = golden::policy(&golden::request(&[], false));
+        golden::check(
+            "bwrap-defaults.txt",
+            &lines(&command_line(&policy, &golden::launch())),
+        );
+    }
+
+    #[test]
+    fn p2_no_defaults_binds_init_libs_golden() {
+        let policy = golden::policy(&golden::request(&["@net"], true));
+        let argv = command_line(&policy, &golden::launch());
+        assert!(argv
+            .windows(2)
+            .any(|w| w[0] == "--ro-bind" && w[1] == "/lib64/ld-linux-x86-64.so.2"));
+        golden::check("bwrap-no-defaults.txt", &lines(&argv));
+    }
+
+    #[test]
+    fn p2_user_profile_golden() {
+        let policy = golden::policy(&golden::request(&["dev"], false));
+        golden::check(
+            "bwrap-dev-profile.txt",
+            &lines(&command_line(&policy, &golden::launch())),
+        );
+    }
+
+    #[test]
+    fn p1_shape_of_the_command_line() {
+        let policy = golden::policy(&golden::request(&[], false));
+        let mut launch = golden::launch();
+        launch.seccomp_fd = None;
+        let argv = command_line(&policy, &launch);
+        assert_eq!(argv[0], "/usr/bin/bwrap");
+        assert_eq!(argv[1..14], PROLOGUE);
+        assert!(!argv
+            .iter()
+            .any(|a| a == "--new-session" || a == "--seccomp"));
+        // libc is under the /usr bind, ld.so under /lib64 -> usr/lib64: neither bound again.
+        assert!(!argv
+            .iter()
+            .any(|a| a.ends_with(".so.6") || a.ends_with(".so.2")));
+        let dd = argv.iter().position(|a| a == "--").expect("--");
+        assert_eq!(
+            argv[dd - 2..dd],
+            ["--chdir".to_string(), "/home/u/proj/sub".to_string()]
+        );
+        assert_eq!(argv[dd + 1], INIT_PATH);
+        assert_eq!(argv[dd + 2..], launch.init_args[..]);
+    }
+
+    #[test]
+    fn find_program_finds_sh() {
+        assert!(find_program("sh").is_some());
+        assert!(find_program("no-such-program-snug").is_none());
+    }
+}

@@ -1,1 +1,282 @@
-//! (being written)
+//! The command line (SPEC R1, P2, O1–O4): `snug [OPTIONS] [DIR] [-- CMD [ARG]...]`,
+//! `snug doctor`, `snug profile list`, `snug profile show NAME`.
+//!
+//! A DIR spelt like a subcommand is reachable with a path (`snug ./doctor`): clap only
+//! takes a bare word that equals a subcommand name as that subcommand.
+
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{error::ErrorKind, Parser, Subcommand};
+
+use crate::error::{failure, USAGE};
+
+/// What snug was asked to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Run CMD in a sandbox (or only show how, with `--dry-run`).
+    Run(RunArgs),
+    /// `snug doctor`: check the host (SPEC O2).
+    Doctor,
+    /// `snug profile list` (SPEC O3).
+    ProfileList,
+    /// `snug profile show NAME` (SPEC O3).
+    ProfileShow(String),
+}
+
+/// Options of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunArgs {
+    /// `-p NAME`, repeatable, in order.
+    pub profiles: Vec<String>,
+    /// `--no-defaults`: drop `@sys @home @cwd-rw @parent-ro`.
+    pub no_defaults: bool,
+    /// `-n/--dry-run`: print the plan, start nothing (SPEC O1).
+    pub dry_run: bool,
+    /// `--json` (only with `--dry-run`): the plan as one JSON object.
+    pub json: bool,
+    /// `-v/--verbose`: log signal events to stderr (SPEC O4).
+    pub verbose: bool,
+    /// DIR; `None` means the current directory.
+    pub dir: Option<PathBuf>,
+    /// CMD and its arguments, after `--`; empty means the default shell.
+    pub cmd: Vec<String>,
+}
+
+impl RunArgs {
+    /// The payload's argv (SPEC R1): CMD, else `$SHELL` when set and not empty, else
+    /// `/bin/sh`.
+    pub fn command(&self) -> Vec<String> {
+        if !self.cmd.is_empty() {
+            return self.cmd.clone();
+        }
+        let shell = std::env::var("SHELL").ok().filter(|s| !s.is_empty());
+        vec![shell.unwrap_or_else(|| "/bin/sh".to_string())]
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "snug",
+    version,
+    about = "Run a command in a bubblewrap sandbox: DIR writable, the rest of the system read-only or hidden",
+    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    sub: Option<Sub>,
+    /// Add profile NAME (repeatable); builtins start with @, others are NAME.toml files
+    #[arg(short = 'p', long = "profile", value_name = "NAME")]
+    profiles: Vec<String>,
+    /// Do not use the default profiles @sys @home @cwd-rw @parent-ro
+    #[arg(long)]
+    no_defaults: bool,
+    /// Print the mode, the policy and the bwrap command line; start nothing
+    #[arg(short = 'n', long)]
+    dry_run: bool,
+    /// With --dry-run: print one JSON object
+    #[arg(long)]
+    json: bool,
+    /// Log signal events to stderr
+    #[arg(short, long)]
+    verbose: bool,
+    /// The writable directory and the payload's working directory [default: .]
+    #[arg(value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The command to run [default: $SHELL, else /bin/sh]
+    #[arg(last = true, value_name = "CMD")]
+    cmd: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Sub {
+    /// Check that this host can run snug
+    Doctor,
+    /// List or show profiles
+    Profile {
+        #[command(subcommand)]
+        what: ProfileSub,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ProfileSub {
+    /// List builtin and user profiles
+    List,
+    /// Show one profile as written
+    Show {
+        /// Profile name (@builtin or a user profile)
+        name: String,
+    },
+}
+
+/// Words that name a subcommand; a DIR spelt so must be written with a path (`./doctor`).
+const SUBCOMMANDS: [&str; 2] = ["doctor", "profile"];
+
+/// Parse snug's own command line. `--help` and `--version` print and exit 0 here.
+///
+/// # Errors
+/// A [`USAGE`] failure (exit 64) with one line, never clap's multi-line text (SPEC R4).
+pub fn parse() -> anyhow::Result<Command> {
+    parse_from(std::env::args_os())
+}
+
+/// [`parse`] over `args` (the first one is the program name).
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_from<I, T>(args: I) -> anyhow::Result<Command>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            // Help and version are answers, not errors: print them and end with 0.
+            let _ = e.print();
+            std::process::exit(0);
+        }
+        Err(e) => return Err(failure(USAGE, usage_line(&e.render().to_string()))),
+    };
+    match cli.sub {
+        Some(Sub::Doctor) => return Ok(Command::Doctor),
+        Some(Sub::Profile {
+            what: ProfileSub::List,
+        }) => return Ok(Command::ProfileList),
+        Some(Sub::Profile {
+            what: ProfileSub::Show { name },
+        }) => return Ok(Command::ProfileShow(name)),
+        None => {}
+    }
+    // clap stops looking for subcommands once an option was given (`snug -v doctor`):
+    // refuse the bare word rather than silently treat it as DIR.
+    if let Some(word) = cli
+        .dir
+        .as_ref()
+        .and_then(|d| d.to_str())
+        .filter(|d| SUBCOMMANDS.contains(d))
+    {
+        return Err(failure(
+            USAGE,
+            format!("{word} is a subcommand and takes no options; write ./{word} for a directory"),
+        ));
+    }
+    if cli.json && !cli.dry_run {
+        return Err(failure(USAGE, "--json only goes with --dry-run"));
+    }
+    Ok(Command::Run(RunArgs {
+        profiles: cli.profiles,
+        no_defaults: cli.no_defaults,
+        dry_run: cli.dry_run,
+        json: cli.json,
+        verbose: cli.verbose,
+        dir: cli.dir,
+        cmd: cli.cmd,
+    }))
+}
+
+/// clap's error text up to its first blank line, as one line without the `error: ` prefix,
+/// pointing at `--help` for the rest.
+fn usage_line(rendered: &str) -> String {
+    let head = rendered.split("\n\n").next().unwrap_or(rendered);
+    let text = head.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    format!("{text} (see snug --help)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{code_of, one_line};
+
+    fn run(args: &[&str]) -> RunArgs {
+        let argv = std::iter::once("snug").chain(args.iter().copied());
+        match parse_from(argv) {
+            Ok(Command::Run(r)) => r,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    fn usage_error(args: &[&str]) -> String {
+        let argv = std::iter::once("snug").chain(args.iter().copied());
+        let err = parse_from(argv).expect_err("usage error");
+        assert_eq!(code_of(&err), USAGE, "{args:?}");
+        let line = one_line(&err);
+        assert!(!line.contains('\n') && !line.contains("Usage:"), "{line}");
+        line
+    }
+
+    #[test]
+    fn r1_dir_and_command() {
+        let r = run(&[
+            "-p",
+            "a",
+            "--profile",
+            "b",
+            "-nv",
+            "/w",
+            "--",
+            "ls",
+            "-l",
+            "--",
+            "x",
+        ]);
+        assert_eq!(r.profiles, ["a", "b"]);
+        assert!(r.dry_run && r.verbose && !r.json && !r.no_defaults);
+        assert_eq!(r.dir, Some(PathBuf::from("/w")));
+        assert_eq!(r.cmd, ["ls", "-l", "--", "x"]);
+        assert_eq!(r.command(), ["ls", "-l", "--", "x"]);
+    }
+
+    #[test]
+    fn r1_defaults() {
+        let r = run(&[]);
+        assert_eq!((r.dir, r.cmd.len()), (None, 0));
+        let r = run(&["--", "true"]);
+        assert_eq!((r.dir, r.cmd), (None, vec!["true".to_string()]));
+        let r = run(&["--no-defaults", "-n", "--json"]);
+        assert!(r.no_defaults && r.json);
+    }
+
+    #[test]
+    fn r1_default_command_is_a_shell() {
+        let r = run(&[]);
+        let cmd = r.command();
+        assert_eq!(cmd.len(), 1);
+        let want = std::env::var("SHELL").ok().filter(|s| !s.is_empty());
+        assert_eq!(cmd[0], want.unwrap_or_else(|| "/bin/sh".to_string()));
+    }
+
+    #[test]
+    fn o2_o3_subcommands_and_dir_spelt_like_one() {
+        let p = |a: &[&str]| parse_from(std::iter::once("snug").chain(a.iter().copied())).ok();
+        assert_eq!(p(&["doctor"]), Some(Command::Doctor));
+        assert_eq!(p(&["profile", "list"]), Some(Command::ProfileList));
+        assert_eq!(
+            p(&["profile", "show", "@sys"]),
+            Some(Command::ProfileShow("@sys".into()))
+        );
+        assert_eq!(run(&["./doctor"]).dir, Some(PathBuf::from("./doctor")));
+        assert_eq!(
+            run(&["./profile", "--", "x"]).dir,
+            Some(PathBuf::from("./profile"))
+        );
+    }
+
+    #[test]
+    fn r4_usage_errors_are_one_line() {
+        assert_eq!(usage_error(&["--json"]), "--json only goes with --dry-run");
+        assert!(usage_error(&["--frobnicate"]).contains("--frobnicate"));
+        usage_error(&["a", "b"]);
+        usage_error(&["profile"]);
+        usage_error(&["profile", "show"]);
+        usage_error(&["-p"]);
+        let line = usage_error(&["-p", "x", "doctor"]);
+        assert!(line.contains("./doctor"), "{line}");
+        usage_error(&["-v", "profile", "--", "ls"]);
+    }
+}

@@ -1,1 +1,219 @@
-//! (being written)
+//! `--dry-run` (SPEC O1): the mode, the policy and the exact command lines, as text a
+//! person reads or as one JSON object; nothing is started.
+
+#![allow(dead_code)]
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use serde_json::{json, Map, Value};
+
+use crate::mode::Mode;
+use crate::policy::{MountKind, Policy};
+
+/// Render the plan. `argv` is bwrap's command line ([`crate::bwrap::command_line`]);
+/// `extra` are further named command lines (`("pasta", argv)`), shown after it. With
+/// `json`, one JSON object with the keys `mode` ([`Mode::word`]), `profiles`, `mounts`,
+/// `env`, `net`, `bwrap` and one key per `extra` name; it ends with a newline.
+pub fn render(
+    mode: Mode,
+    policy: &Policy,
+    argv: &[String],
+    extra: &[(&str, Vec<String>)],
+    json: bool,
+) -> String {
+    if json {
+        render_json(mode, policy, argv, extra)
+    } else {
+        render_text(mode, policy, argv, extra)
+    }
+}
+
+fn render_text(
+    mode: Mode,
+    policy: &Policy,
+    argv: &[String],
+    extra: &[(&str, Vec<String>)],
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "mode:     {}", mode.describe());
+    let _ = writeln!(out, "profiles: {}", policy.profiles.join(" "));
+    let _ = writeln!(out, "dir:      {}", quote(&policy.target.to_string_lossy()));
+    let net = if policy.net {
+        "pasta (@net)"
+    } else {
+        "none (loopback only)"
+    };
+    let _ = writeln!(out, "network:  {net}");
+    out.push_str("mounts:\n");
+    for m in &policy.mounts {
+        let dest = policy_path(&m.dest);
+        let what = match (m.kind, &m.src) {
+            (MountKind::Symlink, Some(t)) => format!("{dest} -> {}", policy_path(t)),
+            (MountKind::Ro | MountKind::Rw, Some(src)) if *src != m.dest => {
+                format!("{dest} (from {})", policy_path(src))
+            }
+            _ => dest,
+        };
+        let _ = writeln!(out, "  {:<8} {what:<40} {}", kind_word(m.kind), m.profile);
+    }
+    out.push_str("env:\n");
+    for (k, v) in &policy.env {
+        let _ = writeln!(out, "  {k}={}", quote(v));
+    }
+    out.push_str("bwrap:\n");
+    let _ = writeln!(out, "  {}", quote_line(argv));
+    for (name, words) in extra {
+        let _ = writeln!(out, "{name}:\n  {}", quote_line(words));
+    }
+    out
+}
+
+fn render_json(
+    mode: Mode,
+    policy: &Policy,
+    argv: &[String],
+    extra: &[(&str, Vec<String>)],
+) -> String {
+    let env: Map<String, Value> = policy
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let mut obj = json!({
+        "mode": mode.word(),
+        "profiles": policy.profiles,
+        "mounts": policy.mounts,
+        "env": env,
+        "net": policy.net,
+        "bwrap": argv,
+    });
+    if let Value::Object(map) = &mut obj {
+        for (name, words) in extra {
+            // A name that collides with a fixed key would silently replace it: keep the key.
+            map.entry(name.to_string()).or_insert_with(|| json!(words));
+        }
+    }
+    // Serialising a Value built from strings, bools and arrays cannot fail.
+    let mut text = serde_json::to_string_pretty(&obj).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn kind_word(kind: MountKind) -> &'static str {
+    match kind {
+        MountKind::Ro => "ro",
+        MountKind::Rw => "rw",
+        MountKind::Tmpfs => "tmpfs",
+        MountKind::Symlink => "symlink",
+        MountKind::Dev => "dev",
+        MountKind::Proc => "proc",
+    }
+}
+
+fn policy_path(p: &std::path::Path) -> String {
+    quote(&p.to_string_lossy()).into_owned()
+}
+
+/// Quote `word` for a POSIX shell (sh(1p), 2.2 Quoting): unchanged when it only holds
+/// characters no shell treats specially, else in single quotes, each `'` written `'\''`.
+/// The empty word becomes `''`.
+pub fn quote(word: &str) -> Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:@%+,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return Cow::Borrowed(word);
+    }
+    Cow::Owned(format!("'{}'", word.replace('\'', r"'\''")))
+}
+
+/// `words` quoted and joined with spaces: a line that a shell splits back into `words`.
+pub fn quote_line(words: &[String]) -> String {
+    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bwrap::{command_line, golden};
+
+    const TRICKY: [&str; 14] = [
+        "plain",
+        "",
+        "two words",
+        "it's",
+        "''",
+        "$HOME",
+        "`id`",
+        "a\nb",
+        "*.rs",
+        "~user",
+        "#not-a-comment",
+        "x=1",
+        "back\\slash",
+        "--flag=\"q\"",
+    ];
+
+    #[test]
+    fn o1_quote_golden() {
+        let table: String = TRICKY
+            .iter()
+            .map(|w| format!("{:?} {}\n", w, quote(w)))
+            .collect();
+        golden::check("shell-quote.txt", &table);
+    }
+
+    #[test]
+    fn o1_quote_round_trips_through_sh() {
+        let words: Vec<String> = TRICKY.iter().map(|w| w.to_string()).collect();
+        let script = format!("printf '%s\\0' {}", quote_line(&words));
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .expect("run sh");
+        let text = String::from_utf8(out.stdout).expect("utf8");
+        let back: Vec<&str> = text.split_terminator('\0').collect();
+        assert_eq!(back, TRICKY);
+    }
+
+    fn plan(profiles: &[&str], json: bool) -> String {
+        let policy = golden::policy(&golden::request(profiles, false));
+        let argv = command_line(&policy, &golden::launch());
+        let pasta: Vec<String> = ["/usr/bin/pasta", "--config-net", "12345"]
+            .map(String::from)
+            .to_vec();
+        let extra: Vec<(&str, Vec<String>)> = if policy.net {
+            vec![("pasta", pasta)]
+        } else {
+            vec![]
+        };
+        render(
+            Mode::Terminal { foreground: true },
+            &policy,
+            &argv,
+            &extra,
+            json,
+        )
+    }
+
+    #[test]
+    fn o1_text_golden() {
+        golden::check("dryrun-defaults.txt", &plan(&[], false));
+        golden::check("dryrun-net-dev.txt", &plan(&["@net", "dev"], false));
+    }
+
+    #[test]
+    fn o1_json_golden_and_parses() {
+        let text = plan(&["@net", "dev"], true);
+        golden::check("dryrun-net-dev.json", &text);
+        let v: Value = serde_json::from_str(&text).expect("valid JSON");
+        assert_eq!(v["mode"], "terminal-fg");
+        assert_eq!(v["net"], true);
+        assert_eq!(v["bwrap"][0], "/usr/bin/bwrap");
+        assert_eq!(v["pasta"][0], "/usr/bin/pasta");
+        assert_eq!(v["env"]["EDITOR"], "vi");
+        assert!(v["mounts"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["kind"] == "tmpfs")));
+    }
+}

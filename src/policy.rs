@@ -1,1 +1,343 @@
-//! (being written)
+//! Policy: what the sandbox sees. Resolves the requested profiles (SPEC P1–P3) into an
+//! ordered list of mounts, a clean environment and the network switch, which
+//! [`crate::bwrap::command_line`] turns into bwrap(1) options.
+//!
+//! Merge rules, per destination path (profiles compose by union):
+//! - `rw` beats `tmpfs` beats `ro` beats a `@sys` symlink; on a tie the first profile keeps
+//!   it. So a path asked ro and rw is rw (P2), DIR == $HOME is read-write, and when DIR's
+//!   parent is $HOME, $HOME stays an empty tmpfs: hiding the home directory is `@home`'s
+//!   promise, and a read-only bind of the parent would show all of it.
+//! - The base mounts `--dev /dev`, `--proc /proc`, `--tmpfs /tmp` lose to any profile at the
+//!   same path (`@tmp-shared`, or DIR's parent when DIR is `/tmp/x`), except that /dev and
+//!   /proc cannot be replaced at all: a private /proc is what hides host pids (SPEC X1).
+//! - Mounts are sorted by path, component by component, so a parent is always mounted
+//!   before anything below it and never covers it.
+
+#![allow(dead_code)]
+
+pub mod host;
+#[cfg(test)]
+mod tests;
+mod values;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{failure, POLICY, USAGE};
+use crate::profiles::{self, Profile};
+pub use host::{host_env, request_from_host};
+use host::{Entry, Host, RealHost};
+use values::{environment, expand, normalise, Vars};
+
+/// PATH inside the sandbox: fixed, so a host PATH cannot point into hidden directories.
+pub const SANE_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+
+/// [`Mount::profile`] of the mounts every sandbox gets (/dev, /proc, private /tmp).
+pub const BASE: &str = "(base)";
+
+/// How one path is provided inside the sandbox (the bwrap(1) option it becomes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MountKind {
+    /// `--ro-bind SRC DEST`.
+    Ro,
+    /// `--bind SRC DEST`.
+    Rw,
+    /// `--tmpfs DEST`: empty, private, gone after the run.
+    Tmpfs,
+    /// `--symlink SRC DEST`, SRC being the link's target (as on the host).
+    Symlink,
+    /// `--dev DEST`: a minimal private /dev.
+    Dev,
+    /// `--proc DEST`: the sandbox pid namespace's own procfs.
+    Proc,
+}
+
+impl MountKind {
+    /// Merge rank at one destination: the higher one wins (see the module doc).
+    fn rank(self) -> u8 {
+        match self {
+            MountKind::Rw => 4,
+            MountKind::Tmpfs => 3,
+            MountKind::Ro => 2,
+            MountKind::Symlink => 1,
+            MountKind::Dev | MountKind::Proc => 0,
+        }
+    }
+}
+
+/// One mount of the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Mount {
+    /// What kind of mount.
+    pub kind: MountKind,
+    /// Host path for binds, link target for symlinks, `None` otherwise.
+    pub src: Option<PathBuf>,
+    /// Path inside the sandbox.
+    pub dest: PathBuf,
+    /// The profile that asked for it, or [`BASE`].
+    pub profile: String,
+}
+
+/// The resolved policy: everything bwrap needs to know about the sandbox's view.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Policy {
+    /// Profiles in effect, requested ones first, each included one after its includer.
+    pub profiles: Vec<String>,
+    /// Mounts in the order bwrap must perform them (parents first).
+    pub mounts: Vec<Mount>,
+    /// The complete environment of the payload (bwrap `--clearenv` + `--setenv`).
+    pub env: Vec<(String, String)>,
+    /// `@net` asked for a network (SPEC N1); otherwise loopback only.
+    pub net: bool,
+    /// DIR, canonical: writable under the defaults, and the payload's cwd.
+    pub target: PathBuf,
+    /// The caller's $HOME (normalised), the same path inside.
+    pub home: PathBuf,
+}
+
+/// What the caller asked for, with the host facts resolution depends on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// `-p NAME`, in command-line order.
+    pub profiles: Vec<String>,
+    /// `--no-defaults`: drop [`profiles::DEFAULTS`].
+    pub no_defaults: bool,
+    /// DIR as given (`None`: the current directory).
+    pub dir: Option<PathBuf>,
+    /// The caller's environment.
+    pub host_env: Vec<(String, String)>,
+    /// User profile directories in search order ([`profiles::config_dirs`]).
+    pub config_dirs: Vec<PathBuf>,
+}
+
+/// Resolve `req` on this machine: [`resolve_with`] and the real host.
+///
+/// # Errors
+/// See [`resolve_with`].
+pub fn resolve(req: &Request) -> anyhow::Result<Policy> {
+    resolve_with(req, &RealHost)
+}
+
+/// Resolve `req` against `host`. Reads profile files and stats paths; nothing else.
+///
+/// # Errors
+/// [`USAGE`] (64): DIR missing or not a directory, HOME unset or relative.
+/// [`POLICY`] (77): unknown profile, bad profile file, include cycle, a ro/rw path that
+/// does not exist, a bad path or env entry, two profiles setting one variable differently,
+/// an attempt to replace /dev or /proc. Every message is one line naming the profile
+/// (and its file) and the key.
+pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
+    let get = |k: &str| {
+        req.host_env
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let home = match get("HOME").map(Path::new) {
+        Some(h) if h.is_absolute() => normalise(h),
+        _ => return Err(failure(USAGE, "HOME must be set to an absolute path")),
+    };
+    let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let target = host
+        .canonicalize(&dir)
+        .map_err(|e| failure(USAGE, format!("{}: {e}", dir.display())))?;
+    if host.stat(&target) != Entry::Dir {
+        return Err(failure(
+            USAGE,
+            format!("{}: not a directory", dir.display()),
+        ));
+    }
+    let vars = Vars {
+        home: home.clone(),
+        target_parent: target.parent().map(Path::to_path_buf),
+        target,
+    };
+
+    let mut names: Vec<String> = Vec::new();
+    if !req.no_defaults {
+        names.extend(profiles::DEFAULTS.iter().map(|s| s.to_string()));
+    }
+    names.extend(req.profiles.iter().cloned());
+    let mut order: Vec<Profile> = Vec::new();
+    for name in &names {
+        visit(name, &mut Vec::new(), &mut order, &req.config_dirs, host)?;
+    }
+
+    let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
+    let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut net = false;
+    for p in &order {
+        for (key, kind, list) in [
+            ("ro", MountKind::Ro, &p.ro),
+            ("rw", MountKind::Rw, &p.rw),
+            ("tmpfs", MountKind::Tmpfs, &p.tmpfs),
+        ] {
+            for raw in list {
+                let Some(dest) = expand(raw, &vars).map_err(|e| bad(p, key, raw, &e))? else {
+                    continue; // {target_parent} when DIR is /
+                };
+                if kind != MountKind::Tmpfs && host.stat(&dest) == Entry::Missing {
+                    return Err(bad(
+                        p,
+                        key,
+                        raw,
+                        &format!("{} does not exist", dest.display()),
+                    ));
+                }
+                if dest == Path::new("/dev") || dest == Path::new("/proc") {
+                    return Err(bad(p, key, raw, "/dev and /proc are always private"));
+                }
+                let src = (kind != MountKind::Tmpfs).then(|| dest.clone());
+                ask(
+                    &mut mounts,
+                    Mount {
+                        kind,
+                        src,
+                        dest,
+                        profile: p.name.clone(),
+                    },
+                );
+            }
+        }
+        if p.host_view {
+            sys_host_view(p, host, &mut mounts);
+        }
+        net |= p.net;
+        for (k, v) in &p.env {
+            if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
+                return Err(bad(p, "env", k, "not a valid environment entry"));
+            }
+            match env.get(k) {
+                Some((v0, p0)) if v0 != v => {
+                    return Err(failure(
+                        POLICY,
+                        format!(
+                            "env {k}: profile {p0} sets {v0:?}, profile {} sets {v:?}",
+                            p.name
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    env.insert(k.clone(), (v.clone(), p.name.clone()));
+                }
+            }
+        }
+    }
+    for (path, kind) in [
+        ("/dev", MountKind::Dev),
+        ("/proc", MountKind::Proc),
+        ("/tmp", MountKind::Tmpfs),
+    ] {
+        let dest = PathBuf::from(path);
+        let profile = BASE.to_string();
+        mounts.entry(dest.clone()).or_insert(Mount {
+            kind,
+            src: None,
+            dest,
+            profile,
+        });
+    }
+
+    Ok(Policy {
+        profiles: order.into_iter().map(|p| p.name).collect(),
+        mounts: mounts.into_values().collect(),
+        env: environment(&req.host_env, &vars.home, env),
+        net,
+        target: vars.target,
+        home,
+    })
+}
+
+/// Depth-first: a profile, then its includes; each profile once; a cycle is an error.
+fn visit(
+    name: &str,
+    chain: &mut Vec<String>,
+    order: &mut Vec<Profile>,
+    dirs: &[PathBuf],
+    host: &dyn Host,
+) -> anyhow::Result<()> {
+    if chain.iter().any(|c| c == name) {
+        chain.push(name.to_string());
+        return Err(failure(
+            POLICY,
+            format!("include cycle: {}", chain.join(" -> ")),
+        ));
+    }
+    if order.iter().any(|p| p.name == name) {
+        return Ok(());
+    }
+    let p = profiles::load(name, dirs, host).map_err(|e| match chain.last() {
+        Some(by) => failure(
+            POLICY,
+            format!("{} (included by {by})", crate::error::one_line(&e)),
+        ),
+        None => e,
+    })?;
+    let includes = p.include.clone();
+    order.push(p);
+    chain.push(name.to_string());
+    for inc in &includes {
+        visit(inc, chain, order, dirs, host)?;
+    }
+    chain.pop();
+    Ok(())
+}
+
+/// `@sys`'s host-dependent part: [`profiles::SYS_LINKS`] as on the host, existing
+/// [`profiles::SYS_ETC`] entries read-only.
+fn sys_host_view(p: &Profile, host: &dyn Host, mounts: &mut BTreeMap<PathBuf, Mount>) {
+    let profile = p.name.clone();
+    for path in profiles::SYS_LINKS {
+        let dest = PathBuf::from(path);
+        let (kind, src) = match host.lstat(&dest) {
+            Entry::Symlink(t) => (MountKind::Symlink, t),
+            Entry::Dir => (MountKind::Ro, dest.clone()),
+            Entry::File | Entry::Missing => continue,
+        };
+        ask(
+            mounts,
+            Mount {
+                kind,
+                src: Some(src),
+                dest,
+                profile: profile.clone(),
+            },
+        );
+    }
+    for path in profiles::SYS_ETC {
+        let dest = PathBuf::from(path);
+        if host.stat(&dest) != Entry::Missing {
+            ask(
+                mounts,
+                Mount {
+                    kind: MountKind::Ro,
+                    src: Some(dest.clone()),
+                    dest,
+                    profile: profile.clone(),
+                },
+            );
+        }
+    }
+}
+
+/// Record `m` unless a mount of higher or equal rank already holds its destination.
+fn ask(mounts: &mut BTreeMap<PathBuf, Mount>, m: Mount) {
+    match mounts.get(&m.dest) {
+        Some(old) if old.kind.rank() >= m.kind.rank() => {}
+        _ => {
+            mounts.insert(m.dest.clone(), m);
+        }
+    }
+}
+
+fn bad(p: &Profile, key: &str, entry: &str, why: &str) -> anyhow::Error {
+    let place = match &p.source {
+        profiles::Source::Builtin => format!("profile {}", p.name),
+        profiles::Source::File(f) => format!("profile {} ({})", p.name, f.display()),
+    };
+    failure(POLICY, format!("{place}: {key} {entry:?}: {why}"))
+}

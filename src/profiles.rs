@@ -1,1 +1,408 @@
-//! (being written)
+//! Profiles: the builtin ones (`@sys`, `@home`, `@cwd-rw`, `@parent-ro`, `@net`,
+//! `@tmp-shared`) and user profiles read from TOML files (SPEC P2, P3, O3).
+//!
+//! A profile is kept here as written: paths still hold their `{home}`, `{target}` and
+//! `{target_parent}` placeholders. [`crate::policy`] expands and merges them.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{failure, POLICY};
+use crate::policy::host::{Host, RealHost};
+
+/// The profiles used unless `--no-defaults` is given, in this order (SPEC P1).
+pub const DEFAULTS: [&str; 4] = ["@sys", "@home", "@cwd-rw", "@parent-ro"];
+
+/// Host entries `@sys` reproduces as they are on the host: a `--symlink` when the host
+/// has a symlink there (merged-/usr systems: `/bin -> usr/bin`), a read-only bind when it
+/// is a real directory, nothing when absent. Programs and ELF interpreters use these paths
+/// (`#!/bin/sh`, `/lib64/ld-linux-x86-64.so.2`), so they must resolve as on the host.
+pub const SYS_LINKS: [&str; 6] = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+/// Files under /etc that `@sys` binds read-only when they exist on the host. Kept short on
+/// purpose: everything else in /etc (shadow, ssh keys, machine-id, sudoers…) stays hidden.
+pub const SYS_ETC: [&str; 15] = [
+    // getpwuid(3)/getgrgid(3): `id`, `ls -l`, shells and prompts name the user.
+    "/etc/passwd",
+    "/etc/group",
+    // nsswitch.conf(5) tells glibc where passwd, group and hosts lookups go.
+    "/etc/nsswitch.conf",
+    // Name resolution, used once `@net` gives a network (resolv.conf(5), gai.conf(5)).
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    // Local time zone for date(1), logs, timestamps (localtime(5)).
+    "/etc/localtime",
+    // ld.so(8) finds shared libraries in multiarch directories through its cache.
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    // Debian's update-alternatives(1): /usr/bin/awk, editor, java… point into it.
+    "/etc/alternatives",
+    // TLS trust anchors (not /etc/ssl as a whole: /etc/ssl/private holds keys).
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    // os-release(5): tools that ask which distribution they run on.
+    "/etc/os-release",
+];
+
+/// Where a profile came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Compiled into snug (its name starts with `@`).
+    Builtin,
+    /// A user profile file `NAME.toml`.
+    File(PathBuf),
+}
+
+impl Source {
+    /// `builtin` or the file's path, for messages.
+    pub fn label(&self) -> String {
+        match self {
+            Source::Builtin => "builtin".to_string(),
+            Source::File(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// One profile as written, placeholders not yet expanded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// `@sys`, or the user profile's file stem.
+    pub name: String,
+    /// Builtin or the file it was read from.
+    pub source: Source,
+    /// One line for `profile list`.
+    pub description: String,
+    /// Further profiles this one pulls in.
+    pub include: Vec<String>,
+    /// Paths bound read-only; each must exist.
+    pub ro: Vec<String>,
+    /// Paths bound read-write; each must exist.
+    pub rw: Vec<String>,
+    /// Paths that get an empty private tmpfs.
+    pub tmpfs: Vec<String>,
+    /// Environment entries added to the clean environment.
+    pub env: BTreeMap<String, String>,
+    /// `@sys` only: add [`SYS_LINKS`] and the existing [`SYS_ETC`] entries.
+    pub host_view: bool,
+    /// `@net` only: the sandbox gets a network (SPEC N1).
+    pub net: bool,
+}
+
+impl Profile {
+    fn builtin(name: &str, description: &str) -> Profile {
+        Profile {
+            name: name.to_string(),
+            source: Source::Builtin,
+            description: description.to_string(),
+            include: Vec::new(),
+            ro: Vec::new(),
+            rw: Vec::new(),
+            tmpfs: Vec::new(),
+            env: BTreeMap::new(),
+            host_view: false,
+            net: false,
+        }
+    }
+}
+
+/// Names of the builtin profiles, in the order `profile list` shows them.
+pub const BUILTINS: [&str; 6] = [
+    "@sys",
+    "@home",
+    "@cwd-rw",
+    "@parent-ro",
+    "@net",
+    "@tmp-shared",
+];
+
+/// The builtin profile `name`, or `None` when there is no such builtin.
+pub fn builtin(name: &str) -> Option<Profile> {
+    let strs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let p = match name {
+        "@sys" => Profile {
+            ro: strs(&["/usr"]),
+            host_view: true,
+            ..Profile::builtin(
+                name,
+                "/usr, the /bin and /lib entries and a few /etc files, read-only",
+            )
+        },
+        "@home" => Profile {
+            tmpfs: strs(&["{home}"]),
+            ..Profile::builtin(name, "$HOME is an empty private tmpfs, gone after the run")
+        },
+        "@cwd-rw" => Profile {
+            rw: strs(&["{target}"]),
+            ..Profile::builtin(name, "DIR read-write")
+        },
+        "@parent-ro" => Profile {
+            ro: strs(&["{target_parent}"]),
+            ..Profile::builtin(name, "DIR's parent read-only (nothing when DIR is /)")
+        },
+        "@net" => Profile {
+            net: true,
+            ..Profile::builtin(
+                name,
+                "network through pasta (no access to the host's loopback)",
+            )
+        },
+        "@tmp-shared" => Profile {
+            rw: strs(&["/tmp"]),
+            ..Profile::builtin(
+                name,
+                "the host's /tmp read-write instead of a private tmpfs",
+            )
+        },
+        _ => return None,
+    };
+    Some(p)
+}
+
+/// The keys a profile file may hold, exactly (SPEC P2); anything else is an error (P3).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    include: Vec<String>,
+    #[serde(default)]
+    ro: Vec<String>,
+    #[serde(default)]
+    rw: Vec<String>,
+    #[serde(default)]
+    tmpfs: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+/// A user profile name is a file stem: letters, digits, `-`, `_`, `.`, not starting with
+/// `.`, so that a name can never walk out of the profile directory (`../x`).
+pub fn valid_user_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Parse the text of profile file `file` named `name`.
+///
+/// # Errors
+/// A [`POLICY`] failure naming the file, the line and the offending key: unknown key,
+/// wrong type, bad TOML (SPEC P3).
+pub fn parse(name: &str, file: &Path, text: &str) -> anyhow::Result<Profile> {
+    let parsed: ProfileFile = toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let at = line.map(|l| format!(":{l}")).unwrap_or_default();
+        failure(POLICY, format!("{}{at}: {}", file.display(), e.message()))
+    })?;
+    Ok(Profile {
+        name: name.to_string(),
+        source: Source::File(file.to_path_buf()),
+        description: parsed.description,
+        include: parsed.include,
+        ro: parsed.ro,
+        rw: parsed.rw,
+        tmpfs: parsed.tmpfs,
+        env: parsed.env,
+        host_view: false,
+        net: false,
+    })
+}
+
+/// Find and read profile `name`: a builtin when it starts with `@`, else the first
+/// `NAME.toml` found in `dirs`, in order (first found wins).
+///
+/// # Errors
+/// [`POLICY`] failures: unknown builtin, no such file in any directory, a file that cannot
+/// be read or parsed.
+pub fn load(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<Profile> {
+    if name.starts_with('@') {
+        return builtin(name).ok_or_else(|| {
+            failure(
+                POLICY,
+                format!("unknown profile {name} (builtins: {})", BUILTINS.join(" ")),
+            )
+        });
+    }
+    if !valid_user_name(name) {
+        return Err(failure(
+            POLICY,
+            format!("unknown profile {name:?}: not a valid profile name"),
+        ));
+    }
+    for dir in dirs {
+        let file = dir.join(format!("{name}.toml"));
+        match host.read(&file) {
+            Ok(Some(text)) => return parse(name, &file, &text),
+            Ok(None) => continue,
+            Err(e) => return Err(failure(POLICY, format!("{}: {e}", file.display()))),
+        }
+    }
+    let places: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    Err(failure(
+        POLICY,
+        format!(
+            "unknown profile {name}: no {name}.toml in {}",
+            places.join(" or ")
+        ),
+    ))
+}
+
+/// The user profile directories in search order: `$XDG_CONFIG_HOME/snug/profiles.d`
+/// (default `$HOME/.config/snug/profiles.d`), then `/etc/snug/profiles.d` (SPEC P2).
+/// A relative `XDG_CONFIG_HOME` is ignored, as the XDG Base Directory spec says, so a
+/// profile is never read relative to the current directory.
+pub fn config_dirs(env: &[(String, String)]) -> Vec<PathBuf> {
+    let get = |k: &str| {
+        env.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    let user = get("XDG_CONFIG_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            get("HOME")
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".config"))
+        });
+    let mut dirs: Vec<PathBuf> = user
+        .into_iter()
+        .map(|c| c.join("snug/profiles.d"))
+        .collect();
+    dirs.push(PathBuf::from("/etc/snug/profiles.d"));
+    dirs
+}
+
+fn host_dirs() -> Vec<PathBuf> {
+    config_dirs(&crate::policy::host_env())
+}
+
+/// `snug profile list`: the builtins, then every user profile with its file (SPEC O3).
+///
+/// # Errors
+/// None today; the `Result` leaves room for unreadable directories to become errors.
+pub fn list() -> anyhow::Result<String> {
+    list_in(&host_dirs())
+}
+
+/// [`list`] over the directories `dirs` (tests use their own).
+pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
+    let mut out = String::from("builtin profiles (defaults: @sys @home @cwd-rw @parent-ro):\n");
+    for name in BUILTINS {
+        if let Some(p) = builtin(name) {
+            let _ = writeln!(out, "  {name:<12} {}", p.description);
+        }
+    }
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut lines = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        for file in files {
+            let Some(name) = file_stem_if_profile(&file) else {
+                continue;
+            };
+            if let Some(first) = seen.get(&name) {
+                lines.push(format!("  {name:<12} (shadowed by {})", first.display()));
+                continue;
+            }
+            let desc = match RealHost.read(&file) {
+                Ok(Some(text)) => match parse(&name, &file, &text) {
+                    Ok(p) if p.description.is_empty() => "(no description)".to_string(),
+                    Ok(p) => p.description,
+                    Err(e) => format!("(invalid: {})", crate::error::one_line(&e)),
+                },
+                Ok(None) => continue,
+                Err(e) => format!("(unreadable: {e})"),
+            };
+            lines.push(format!(
+                "  {name:<12} {desc}\n  {:<12} {}",
+                "",
+                file.display()
+            ));
+            seen.insert(name, file);
+        }
+    }
+    let places: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let _ = writeln!(out, "\nuser profiles ({}):", places.join(", then "));
+    if lines.is_empty() {
+        out.push_str("  (none)\n");
+    }
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+fn file_stem_if_profile(file: &Path) -> Option<String> {
+    if file.extension()? != "toml" {
+        return None;
+    }
+    let stem = file.file_stem()?.to_str()?;
+    valid_user_name(stem).then(|| stem.to_string())
+}
+
+/// `snug profile show NAME`: the profile as written, placeholders kept (SPEC O3).
+///
+/// # Errors
+/// [`POLICY`] when the profile does not exist or its file is bad.
+pub fn show(name: &str) -> anyhow::Result<String> {
+    show_in(name, &host_dirs(), &RealHost)
+}
+
+/// [`show`] over the directories `dirs` and the host view `host`.
+pub fn show_in(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<String> {
+    let p = load(name, dirs, host)?;
+    let mut out = String::new();
+    let _ = writeln!(out, "profile {}  ({})", p.name, p.source.label());
+    if !p.description.is_empty() {
+        let _ = writeln!(out, "  description: {}", p.description);
+    }
+    if !p.include.is_empty() {
+        let _ = writeln!(out, "  include: {}", p.include.join(" "));
+    }
+    for (word, list) in [("ro", &p.ro), ("rw", &p.rw), ("tmpfs", &p.tmpfs)] {
+        for path in list {
+            let _ = writeln!(out, "  {word:<7} {path}");
+        }
+    }
+    if p.host_view {
+        let _ = writeln!(
+            out,
+            "  as-host {}  (symlink or ro, as on the host)",
+            SYS_LINKS.join(" ")
+        );
+        for path in SYS_ETC {
+            let _ = writeln!(out, "  ro      {path}  (when present)");
+        }
+    }
+    if p.ro.iter().any(|r| r.contains("{target_parent}")) {
+        out.push_str("  (an entry with {target_parent} is dropped when DIR is /)\n");
+    }
+    if p.net {
+        out.push_str("  network: pasta\n");
+    }
+    for (k, v) in &p.env {
+        let _ = writeln!(out, "  env     {k}={v}");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

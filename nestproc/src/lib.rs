@@ -1,1 +1,218 @@
+//! Prepare a fresh pid + mount namespace before a program (bwrap) runs as its pid 1.
+//!
+//! A process created with `CLONE_NEWPID | CLONE_NEWNS` (`clone(2)`, `pid_namespaces(7)`)
+//! still sees the /proc of the namespace it came from, and its mount tree still propagates
+//! to and from the host (`mount_namespaces(7)`, "Shared subtrees"). [`prepare`] makes the
+//! tree private and mounts a /proc that belongs to the new pid namespace; [`IdMap`] writes
+//! the uid/gid maps of a new user namespace (`user_namespaces(7)`) when one was created
+//! because the caller is not root. Everything here is async-signal-safe and allocation-free
+//! once built, so it can run between `fork(2)`/`clone3(2)` and `execve(2)`.
 
+/// Which step failed; with the `errno` in [`NestError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Writing `/proc/self/setgroups`.
+    Setgroups,
+    /// Writing `/proc/self/gid_map`.
+    GidMap,
+    /// Writing `/proc/self/uid_map`.
+    UidMap,
+    /// `mount(NULL, "/", NULL, MS_REC | MS_PRIVATE)`.
+    MakePrivate,
+    /// Mounting a new procfs on /proc.
+    MountProc,
+}
+
+/// A failed step and its `errno`, small and `Copy` so a child can send it through a pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {}", .step.describe(), std::io::Error::from_raw_os_error(*.errno))]
+pub struct NestError {
+    /// The step that failed.
+    pub step: Step,
+    /// Its `errno`.
+    pub errno: i32,
+}
+
+impl Step {
+    /// What the step does, for error messages.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Step::Setgroups => "cannot deny setgroups in the new user namespace",
+            Step::GidMap => "cannot write the gid map of the new user namespace",
+            Step::UidMap => "cannot write the uid map of the new user namespace",
+            Step::MakePrivate => "cannot make the mount tree private",
+            Step::MountProc => "the kernel refused to mount /proc in a new pid namespace",
+        }
+    }
+
+    /// The step's number on the wire (see [`NestError::to_bytes`]).
+    fn code(self) -> u8 {
+        self as u8
+    }
+
+    fn from_code(code: u8) -> Option<Step> {
+        [Step::Setgroups, Step::GidMap, Step::UidMap, Step::MakePrivate, Step::MountProc]
+            .into_iter()
+            .find(|s| s.code() == code)
+    }
+}
+
+impl NestError {
+    /// Five bytes a child writes to its parent: the step, then `errno` little-endian.
+    pub fn to_bytes(self) -> [u8; 5] {
+        let e = self.errno.to_le_bytes();
+        [self.step.code(), e[0], e[1], e[2], e[3]]
+    }
+
+    /// The inverse of [`NestError::to_bytes`]; `None` for bytes no child wrote.
+    pub fn from_bytes(b: &[u8]) -> Option<NestError> {
+        let b: &[u8; 5] = b.try_into().ok()?;
+        Some(NestError { step: Step::from_code(b[0])?, errno: i32::from_le_bytes([b[1], b[2], b[3], b[4]]) })
+    }
+}
+
+/// The one-line maps of a user namespace that maps the creator's own uid and gid to
+/// themselves (what an unprivileged process may write, `user_namespaces(7)`). Built before
+/// the fork, written after it without allocating.
+#[derive(Debug, Clone)]
+pub struct IdMap {
+    uid_line: [u8; 40],
+    uid_len: usize,
+    gid_line: [u8; 40],
+    gid_len: usize,
+}
+
+impl IdMap {
+    /// Maps for `uid` and `gid` onto themselves, count 1.
+    pub fn identity(uid: u32, gid: u32) -> IdMap {
+        let mut m = IdMap { uid_line: [0; 40], uid_len: 0, gid_line: [0; 40], gid_len: 0 };
+        m.uid_len = Self::line(&mut m.uid_line, uid);
+        m.gid_len = Self::line(&mut m.gid_line, gid);
+        m
+    }
+
+    fn line(buf: &mut [u8; 40], id: u32) -> usize {
+        let s = format!("{id} {id} 1\n");
+        buf[..s.len()].copy_from_slice(s.as_bytes());
+        s.len()
+    }
+
+    /// Write `deny` to setgroups, then the gid map, then the uid map of the calling process's
+    /// (new) user namespace. Async-signal-safe: `open(2)`, `write(2)`, `close(2)`.
+    ///
+    /// # Errors
+    /// The first step that failed, with its `errno`.
+    pub fn write(&self) -> Result<(), NestError> {
+        write_file(c"/proc/self/setgroups", b"deny", Step::Setgroups)?;
+        write_file(c"/proc/self/gid_map", &self.gid_line[..self.gid_len], Step::GidMap)?;
+        write_file(c"/proc/self/uid_map", &self.uid_line[..self.uid_len], Step::UidMap)
+    }
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn write_file(path: &std::ffi::CStr, data: &[u8], step: Step) -> Result<(), NestError> {
+    // SAFETY: `path` is NUL-terminated; `data` is a live slice; the fd is closed on all paths.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(NestError { step, errno: errno() });
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let err = errno();
+        libc::close(fd);
+        if n != data.len() as isize {
+            return Err(NestError { step, errno: if n < 0 { err } else { libc::EIO } });
+        }
+    }
+    Ok(())
+}
+
+/// Make the mount tree private, then mount a procfs of the calling process's pid namespace on
+/// /proc (`nosuid,nodev,noexec`, which a user namespace needs to match the locked host /proc).
+/// Call it as pid 1 of a new pid + mount namespace. Async-signal-safe: only `mount(2)`.
+///
+/// # Errors
+/// [`Step::MakePrivate`] or [`Step::MountProc`] with the kernel's `errno`. `EPERM` on
+/// [`Step::MountProc`] typically means a container whose own /proc is partly covered, so the
+/// kernel refuses a new one (`mount_too_revealing` in `fs/namespace.c`).
+pub fn prepare() -> Result<(), NestError> {
+    // SAFETY: constant NUL-terminated strings; mount(2) reads only them.
+    unsafe {
+        if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+            return Err(NestError { step: Step::MakePrivate, errno: errno() });
+        }
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        if libc::mount(c"proc".as_ptr(), c"/proc".as_ptr(), c"proc".as_ptr(), flags, std::ptr::null()) != 0 {
+            return Err(NestError { step: Step::MountProc, errno: errno() });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_round_trips_through_bytes() {
+        let e = NestError { step: Step::MountProc, errno: libc::EPERM };
+        assert_eq!(NestError::from_bytes(&e.to_bytes()), Some(e));
+        assert_eq!(NestError::from_bytes(&[9, 0, 0, 0, 0]), None);
+        assert!(e.to_string().contains("mount /proc"));
+    }
+
+    #[test]
+    fn identity_map_lines() {
+        let m = IdMap::identity(1000, 100);
+        assert_eq!(&m.uid_line[..m.uid_len], b"1000 1000 1\n");
+        assert_eq!(&m.gid_line[..m.gid_len], b"100 100 1\n");
+    }
+
+    /// `prepare` in a real child made with unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID):
+    /// the /proc its own child sees has that child as pid 1. Positive control: without
+    /// `prepare`, /proc/self in the new namespace still names a host pid (not 1).
+    #[test]
+    fn prepare_gives_the_new_pid_namespace_its_own_proc() {
+        assert_ne!(self_pid_seen_in_new_ns(false), "1", "control: host /proc leaks");
+        assert_eq!(self_pid_seen_in_new_ns(true), "1");
+    }
+
+    fn self_pid_seen_in_new_ns(with_prepare: bool) -> String {
+        use std::os::unix::process::CommandExt;
+        let root = unsafe { libc::geteuid() } == 0;
+        let map = IdMap::identity(unsafe { libc::getuid() }, unsafe { libc::getgid() });
+        let mut cmd2 = std::process::Command::new("/bin/sh");
+        cmd2.args(["-c", "exec readlink /proc/self"]);
+        // SAFETY: unshare/mount/open/write only, all async-signal-safe.
+        unsafe {
+            cmd2.pre_exec(move || {
+                let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+                if !root {
+                    flags |= libc::CLONE_NEWUSER;
+                }
+                if libc::unshare(flags) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if !root {
+                    map.write().map_err(|e| std::io::Error::from_raw_os_error(e.errno))?;
+                }
+                // unshare(CLONE_NEWPID) puts only later children in the new namespace: fork once.
+                let pid = libc::fork();
+                if pid > 0 {
+                    let mut st = 0;
+                    libc::waitpid(pid, &mut st, 0);
+                    libc::_exit(libc::WEXITSTATUS(st));
+                }
+                if with_prepare {
+                    prepare().map_err(|e| std::io::Error::from_raw_os_error(e.errno))?;
+                }
+                Ok(())
+            });
+        }
+        let out = cmd2.output().expect("child runs");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}

@@ -1,0 +1,293 @@
+//! The channel between snug and its sandbox init: a `SOCK_SEQPACKET` socketpair
+//! (`unix(7)`), one fixed 8-byte message per packet, pidfds passed with `SCM_RIGHTS`.
+//!
+//! Messages come from inside the sandbox; snug treats each as a hint it checks before
+//! acting (DESIGN.md, "Channel").
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Descriptor number the channel has in bwrap and init (set up between fork and exec).
+pub const INIT_FD: RawFd = 3;
+/// Descriptor number of the caller's own stderr in init; bwrap's fd 2 is a pipe to snug so
+/// its errors can be reported as one `snug: ` line, and init puts this one back on fd 2.
+pub const STDERR_FD: RawFd = 4;
+/// Descriptor number of the seccomp program bwrap loads (`--seccomp 5`).
+pub const SECCOMP_FD: RawFd = 5;
+
+/// Messages init sends to snug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// Init is up and leads the sandbox group; carries a pidfd of init.
+    Hello,
+    /// The payload was forked; value: its pid in the sandbox; carries a pidfd of it.
+    Started(i32),
+    /// The payload stopped; value: the stop signal.
+    Stopped(i32),
+    /// The payload continued.
+    Continued,
+    /// Init received a SIGINT the terminal generated (si_code SI_KERNEL): a ^C (SPEC T3).
+    TerminalInt,
+    /// The payload's main process ended; value: its raw wait status (`waitpid(2)`).
+    Exited(i32),
+    /// After [`Report::Exited`] during a grace: the sandbox has no process left.
+    Empty,
+    /// The payload could not be executed; value: the `errno` of `execve(2)`.
+    ExecFailed(i32),
+    /// Init itself failed; value: an `errno`.
+    InitFailed(i32),
+}
+
+/// Orders snug sends to init.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Start the payload (after the network is up, SPEC N3).
+    Go,
+    /// A grace has started: when the payload ends, wait for the sandbox to empty (SPEC G2).
+    Grace,
+}
+
+fn encode(tag: u8, value: i32) -> [u8; 8] {
+    let v = value.to_le_bytes();
+    [tag, 0, 0, 0, v[0], v[1], v[2], v[3]]
+}
+
+impl Report {
+    fn to_bytes(self) -> [u8; 8] {
+        match self {
+            Report::Hello => encode(1, 0),
+            Report::Started(p) => encode(2, p),
+            Report::Stopped(s) => encode(3, s),
+            Report::Continued => encode(4, 0),
+            Report::TerminalInt => encode(5, 0),
+            Report::Exited(s) => encode(6, s),
+            Report::Empty => encode(7, 0),
+            Report::ExecFailed(e) => encode(8, e),
+            Report::InitFailed(e) => encode(9, e),
+        }
+    }
+
+    fn from_bytes(b: [u8; 8]) -> Option<Report> {
+        let v = i32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+        Some(match b[0] {
+            1 => Report::Hello,
+            2 => Report::Started(v),
+            3 => Report::Stopped(v),
+            4 => Report::Continued,
+            5 => Report::TerminalInt,
+            6 => Report::Exited(v),
+            7 => Report::Empty,
+            8 => Report::ExecFailed(v),
+            9 => Report::InitFailed(v),
+            _ => return None,
+        })
+    }
+}
+
+impl Order {
+    fn to_bytes(self) -> [u8; 8] {
+        match self {
+            Order::Go => encode(1, 0),
+            Order::Grace => encode(2, 0),
+        }
+    }
+
+    fn from_bytes(b: [u8; 8]) -> Option<Order> {
+        match b[0] {
+            1 => Some(Order::Go),
+            2 => Some(Order::Grace),
+            _ => None,
+        }
+    }
+}
+
+/// One end of the channel.
+#[derive(Debug)]
+pub struct Channel {
+    fd: OwnedFd,
+}
+
+/// What one receive gave: a message (or `None` for a packet that is not one) and any
+/// descriptor passed with it; `Closed` when the other end is gone.
+pub enum Received<T> {
+    /// A packet.
+    Packet(Option<T>, Option<OwnedFd>),
+    /// The peer closed its end.
+    Closed,
+    /// Non-blocking receive found nothing.
+    Empty,
+}
+
+impl Channel {
+    /// A connected pair, both ends close-on-exec (`socketpair(2)`).
+    ///
+    /// # Errors
+    /// The `socketpair(2)` error.
+    pub fn pair() -> io::Result<(Channel, Channel)> {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` is a 2-element array the kernel fills.
+        let rc = unsafe {
+            libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr())
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just created and are owned by nobody else.
+        Ok(unsafe { (Channel { fd: OwnedFd::from_raw_fd(fds[0]) }, Channel { fd: OwnedFd::from_raw_fd(fds[1]) }) })
+    }
+
+    /// Adopt an inherited descriptor (init's end at [`INIT_FD`]).
+    ///
+    /// # Safety
+    /// `fd` must be an open channel descriptor that nothing else owns.
+    pub unsafe fn from_fd(fd: RawFd) -> Channel {
+        // SAFETY: per the caller's promise.
+        Channel { fd: unsafe { OwnedFd::from_raw_fd(fd) } }
+    }
+
+    /// The raw descriptor, for `poll(2)` and for `dup2(2)` in a child.
+    pub fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Send a report, with `pass` as `SCM_RIGHTS` when given (init side).
+    ///
+    /// # Errors
+    /// The `sendmsg(2)` error (`EPIPE` when snug is gone).
+    pub fn report(&self, r: Report, pass: Option<RawFd>) -> io::Result<()> {
+        self.send(r.to_bytes(), pass)
+    }
+
+    /// Send an order (snug side).
+    ///
+    /// # Errors
+    /// The `sendmsg(2)` error (`EPIPE` when init is gone).
+    pub fn order(&self, o: Order) -> io::Result<()> {
+        self.send(o.to_bytes(), None)
+    }
+
+    /// Receive a report (snug side); `nonblock` for a drain.
+    ///
+    /// # Errors
+    /// The `recvmsg(2)` error.
+    pub fn recv_report(&self, nonblock: bool) -> io::Result<Received<Report>> {
+        Ok(match self.recv(nonblock)? {
+            Received::Packet(Some(b), fd) => Received::Packet(Report::from_bytes(b), fd),
+            Received::Packet(None, fd) => Received::Packet(None, fd),
+            Received::Closed => Received::Closed,
+            Received::Empty => Received::Empty,
+        })
+    }
+
+    /// Receive an order (init side).
+    ///
+    /// # Errors
+    /// The `recvmsg(2)` error.
+    pub fn recv_order(&self, nonblock: bool) -> io::Result<Received<Order>> {
+        Ok(match self.recv(nonblock)? {
+            Received::Packet(Some(b), fd) => Received::Packet(Order::from_bytes(b), fd),
+            Received::Packet(None, fd) => Received::Packet(None, fd),
+            Received::Closed => Received::Closed,
+            Received::Empty => Received::Empty,
+        })
+    }
+
+    fn send(&self, bytes: [u8; 8], pass: Option<RawFd>) -> io::Result<()> {
+        let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut _, iov_len: bytes.len() };
+        // Room for one descriptor, aligned as cmsghdr needs.
+        let mut cbuf = [0u64; 4];
+        // SAFETY: msg points at `iov` and `cbuf`, both alive for the call; CMSG_* compute
+        // offsets within `cbuf`, which is larger than CMSG_SPACE(sizeof(int)).
+        unsafe {
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            if let Some(fd) = pass {
+                msg.msg_control = cbuf.as_mut_ptr().cast();
+                msg.msg_controllen = libc::CMSG_SPACE(4) as _;
+                let c = libc::CMSG_FIRSTHDR(&msg);
+                (*c).cmsg_level = libc::SOL_SOCKET;
+                (*c).cmsg_type = libc::SCM_RIGHTS;
+                (*c).cmsg_len = libc::CMSG_LEN(4) as _;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+            }
+            loop {
+                if libc::sendmsg(self.raw(), &msg, libc::MSG_NOSIGNAL) >= 0 {
+                    return Ok(());
+                }
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    fn recv(&self, nonblock: bool) -> io::Result<Received<[u8; 8]>> {
+        let mut bytes = [0u8; 8];
+        let mut iov = libc::iovec { iov_base: bytes.as_mut_ptr().cast(), iov_len: bytes.len() };
+        let mut cbuf = [0u64; 8];
+        let flags = libc::MSG_CMSG_CLOEXEC | if nonblock { libc::MSG_DONTWAIT } else { 0 };
+        // SAFETY: as in `send`; the kernel writes at most msg_controllen bytes into `cbuf`,
+        // and each SCM_RIGHTS descriptor it installed is adopted exactly once.
+        unsafe {
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = cbuf.as_mut_ptr().cast();
+            msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+            let n = loop {
+                let n = libc::recvmsg(self.raw(), &mut msg, flags);
+                if n >= 0 {
+                    break n;
+                }
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::Interrupted => continue,
+                    io::ErrorKind::WouldBlock => return Ok(Received::Empty),
+                    _ => return Err(e),
+                }
+            };
+            let mut passed = None;
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                    let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / 4;
+                    for i in 0..count {
+                        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>().add(i));
+                        let owned = OwnedFd::from_raw_fd(fd);
+                        if passed.is_none() {
+                            passed = Some(owned);
+                        }
+                    }
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+            if n == 0 {
+                return Ok(Received::Closed);
+            }
+            Ok(Received::Packet(if n == 8 { Some(bytes) } else { None }, passed))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_and_orders_round_trip_with_a_descriptor() {
+        let (a, b) = Channel::pair().unwrap();
+        let probe = std::fs::File::open("/dev/null").unwrap();
+        a.report(Report::Exited(0x0f00), Some(probe.as_raw_fd())).unwrap();
+        match b.recv_report(false).unwrap() {
+            Received::Packet(Some(Report::Exited(0x0f00)), Some(_fd)) => {}
+            _ => panic!("wrong packet"),
+        }
+        b.order(Order::Grace).unwrap();
+        assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(Some(Order::Grace), None)));
+        assert!(matches!(a.recv_order(true).unwrap(), Received::Empty));
+        drop(b);
+        assert!(matches!(a.recv_order(false).unwrap(), Received::Closed));
+    }
+}

@@ -1,0 +1,30 @@
+//! End: snug leaves as the payload did (SPEC R3): its exit code, or death by its signal.
+
+/// Exit as a raw wait status (`waitpid(2)`) says: `exit(N)` for an exit, [`die_of`] for a
+/// signal.
+pub fn as_status(raw: i32) -> ! {
+    if libc::WIFSIGNALED(raw) {
+        die_of(libc::WTERMSIG(raw))
+    }
+    std::process::exit(if libc::WIFEXITED(raw) { libc::WEXITSTATUS(raw) } else { crate::error::INTERNAL })
+}
+
+/// Die of `sig` so the caller sees `WIFSIGNALED` (a shell's `$?` is 128+n and its `for`
+/// loop stops on ^C): core dumps off (`setrlimit(2)` RLIMIT_CORE 0), `sig` back to `SIG_DFL`
+/// and unblocked, then `kill(2)` ourselves; exit 128+n if that did not end us (SPEC R3).
+pub fn die_of(sig: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    // SAFETY: plain syscalls on this process; structures live in this frame.
+    unsafe {
+        let zero = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        libc::setrlimit(libc::RLIMIT_CORE, &zero);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::kill(libc::getpid(), sig);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+    std::process::exit(128 + sig)
+}

@@ -1,0 +1,256 @@
+//! The sandbox init: pid 1 of the sandbox's pid namespace, run by bwrap with `--as-pid-1`
+//! (DESIGN.md, "Why snug's own init"). It leads the sandbox process group, execs the payload,
+//! reaps orphans and reports to snug over the channel. As a namespace init it receives only
+//! signals it handles (`pid_namespaces(7)`), so the payload cannot kill it; when it exits the
+//! kernel kills the rest of the sandbox (SPEC R5).
+
+use crate::channel::{Channel, Order, Received, Report, INIT_FD, STDERR_FD};
+use crate::signals::SignalFd;
+use std::ffi::CString;
+use std::os::fd::RawFd;
+
+/// The first argument that selects init mode in snug's own binary.
+pub const FLAG: &str = "--snug-init";
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// Run as init with `args` = `[MODE, "--", CMD, ARG...]` (what follows [`FLAG`]); never returns.
+pub fn main(args: &[String]) -> ! {
+    // SAFETY: fd INIT_FD was set up by snug's nest for exactly this process.
+    let chan = unsafe { Channel::from_fd(INIT_FD) };
+    let code = match run(&chan, args) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = chan.report(Report::InitFailed(e), None);
+            1
+        }
+    };
+    // SAFETY: _exit ends init at once; the kernel then empties the namespace.
+    unsafe { libc::_exit(code) }
+}
+
+fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
+    let mode = args.first().map(String::as_str).unwrap_or("detached");
+    let cmd: Vec<String> = args.iter().skip_while(|a| *a != "--").skip(1).cloned().collect();
+    // SAFETY: prctl, dup2, close, setsid/setpgid, tcsetpgrp: plain syscalls on our own state.
+    unsafe {
+        // The payload runs as the same uid: keep it from opening our descriptors via /proc.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        libc::fcntl(INIT_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+        // fd 2 is bwrap's error pipe to snug: put the caller's stderr back (SPEC R2).
+        if libc::dup2(STDERR_FD, 2) < 0 {
+            return Err(errno());
+        }
+        libc::close(STDERR_FD);
+        if mode == "detached" {
+            // Own session, led by init: no terminal can signal the sandbox (SPEC D1).
+            if libc::setsid() < 0 {
+                return Err(errno());
+            }
+        } else {
+            // Own group in the caller's session, keeping the controlling terminal (SPEC T1).
+            if libc::setpgid(0, 0) < 0 {
+                return Err(errno());
+            }
+            if mode == "terminal-fg" {
+                with_ttou_blocked(|| libc::tcsetpgrp(0, libc::getpgrp()));
+            }
+        }
+    }
+    let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP]).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    let me = pidfd_self()?;
+    chan.report(Report::Hello, Some(me)).map_err(|_| libc::EPIPE)?;
+    // SAFETY: our own pidfd, passed and no longer needed here.
+    unsafe { libc::close(me) };
+    let mut grace = false;
+    // Hold the payload back until snug says go (the network is up, SPEC N3).
+    loop {
+        match chan.recv_order(false) {
+            Ok(Received::Packet(Some(Order::Go), _)) => break,
+            Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
+            Ok(Received::Packet(None, _)) | Ok(Received::Empty) => {}
+            Ok(Received::Closed) | Err(_) => return Ok(1),
+        }
+    }
+    match spawn(chan, &cmd, &signals)? {
+        Some(payload) => supervise(chan, &signals, payload, grace),
+        None => Ok(127), // reported to snug, which exits 126 or 127
+    }
+}
+
+/// Block SIGTTOU around `f`: `tcsetpgrp(3)` from a background group would stop us.
+///
+/// # Safety
+/// `f` must be safe to call.
+pub unsafe fn with_ttou_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: sigset built in this frame; pthread_sigmask on our own thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        let r = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        r
+    }
+}
+
+fn pidfd_self() -> Result<RawFd, i32> {
+    // SAFETY: plain syscall.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    Ok(fd as RawFd)
+}
+
+/// The payload's program: CMD itself when it has a slash, else the first match on `$PATH`,
+/// as `execvp(3)` searches; the error is the `errno` snug turns into 126 or 127 (SPEC R4).
+fn resolve(cmd: &str) -> Result<CString, i32> {
+    let c = |p: &str| CString::new(p).map_err(|_| libc::EINVAL);
+    if cmd.contains('/') {
+        return c(cmd);
+    }
+    if cmd.is_empty() {
+        return Err(libc::ENOENT);
+    }
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let mut seen_eacces = false;
+    for dir in path.split(':').filter(|d| !d.is_empty()) {
+        let cand = c(&format!("{dir}/{cmd}"))?;
+        // SAFETY: `cand` is NUL-terminated.
+        if unsafe { libc::access(cand.as_ptr(), libc::X_OK) } == 0 {
+            let meta = std::fs::metadata(format!("{dir}/{cmd}"));
+            if meta.map(|m| m.is_file()).unwrap_or(false) {
+                return Ok(cand);
+            }
+        } else if errno() == libc::EACCES {
+            seen_eacces = true;
+        }
+    }
+    Err(if seen_eacces { libc::EACCES } else { libc::ENOENT })
+}
+
+/// Fork and exec the payload, sealed, in the sandbox group; report its pidfd to snug.
+fn spawn(chan: &Channel, cmd: &[String], signals: &SignalFd) -> Result<Option<i32>, i32> {
+    let program = match cmd.first().map_or(Err(libc::ENOENT), |c| resolve(c)) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = chan.report(Report::ExecFailed(e), None);
+            return Ok(None);
+        }
+    };
+    let argv: Vec<CString> = cmd.iter().map(|a| CString::new(a.as_str()).map_err(|_| libc::EINVAL)).collect::<Result<_, _>>()?;
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let mut errpipe = [0; 2];
+    // SAFETY: `errpipe` is filled by the kernel.
+    if unsafe { libc::pipe2(errpipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(errno());
+    }
+    extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    // SAFETY: fork in a single-threaded process; the child makes only async-signal-safe
+    // calls (seal, write, execve, _exit) before exec.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: child side, see above.
+        unsafe {
+            if sigseal::seal().is_err() {
+                libc::_exit(127);
+            }
+            libc::execve(program.as_ptr(), ptrs.as_ptr(), environ);
+            let e = errno().to_le_bytes();
+            libc::write(errpipe[1], e.as_ptr().cast(), 4);
+            libc::_exit(127);
+        }
+    }
+    // SAFETY: closing our copy of the write end.
+    unsafe { libc::close(errpipe[1]) };
+    if pid < 0 {
+        return Err(errno());
+    }
+    let mut e = [0u8; 4];
+    // SAFETY: reads at most 4 bytes into `e`; EOF means the exec succeeded.
+    let n = unsafe { libc::read(errpipe[0], e.as_mut_ptr().cast(), 4) };
+    // SAFETY: our read end.
+    unsafe { libc::close(errpipe[0]) };
+    if n == 4 {
+        let e = i32::from_le_bytes(e);
+        reap_all(signals);
+        let _ = chan.report(Report::ExecFailed(e), None);
+        return Ok(None);
+    }
+    // SAFETY: plain syscall; the pidfd is passed to snug and closed here.
+    let pfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let _ = chan.report(Report::Started(pid), if pfd >= 0 { Some(pfd as RawFd) } else { None });
+    if pfd >= 0 {
+        // SAFETY: our copy of the pidfd.
+        unsafe { libc::close(pfd as RawFd) };
+    }
+    Ok(Some(pid))
+}
+
+fn reap_all(_signals: &SignalFd) {
+    // SAFETY: waitpid with WNOHANG on our own children.
+    unsafe { while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) > 0 {} }
+}
+
+/// Wait for the payload; report stops, continues and its end; reap orphans.
+fn supervise(chan: &Channel, signals: &SignalFd, payload: i32, mut grace: bool) -> Result<i32, i32> {
+    let mut ended: Option<i32> = None;
+    loop {
+        let mut fds = [
+            libc::pollfd { fd: chan.raw(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: signals.raw(), events: libc::POLLIN, revents: 0 },
+        ];
+        // SAFETY: two pollfds in this frame.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            continue;
+        }
+        // Orders first: a Grace is sent before the signal that may end the payload.
+        loop {
+            match chan.recv_order(true) {
+                Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
+                Ok(Received::Packet(..)) => {}
+                Ok(Received::Empty) => break,
+                Ok(Received::Closed) | Err(_) => return Ok(1), // snug is gone
+            }
+        }
+        while let Some(got) = signals.read() {
+            if got.sig == libc::SIGINT && got.from_terminal() {
+                let _ = chan.report(Report::TerminalInt, None);
+            }
+        }
+        loop {
+            let mut status = 0;
+            // SAFETY: `status` is written by the kernel.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | libc::WUNTRACED | libc::WCONTINUED) };
+            if pid <= 0 {
+                if pid < 0 && ended.is_some() {
+                    let _ = chan.report(Report::Empty, None);
+                    return Ok(0); // nothing left: the grace ends early (SPEC G2)
+                }
+                break;
+            }
+            if pid != payload {
+                continue;
+            }
+            if libc::WIFSTOPPED(status) {
+                let _ = chan.report(Report::Stopped(libc::WSTOPSIG(status)), None);
+            } else if libc::WIFCONTINUED(status) {
+                let _ = chan.report(Report::Continued, None);
+            } else {
+                let _ = chan.report(Report::Exited(status), None);
+                if !grace {
+                    return Ok(0); // the kernel kills the rest of the sandbox (SPEC R5)
+                }
+                ended = Some(status);
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! From a policy to a running sandbox: find bwrap, build what init needs inside, seal
+//! snug's own signal state, start nest, supervise, and report how it ended.
+
+use crate::bwrap::{self, Launch};
+use crate::channel::{Channel, SECCOMP_FD};
+use crate::error::{failure, UNAVAILABLE};
+use crate::log::log;
+use crate::mode::Mode;
+use crate::policy::Policy;
+use crate::relay::CAUGHT;
+use crate::signals::{self, SignalFd};
+use crate::supervise::{OnInit, Outcome, Supervisor};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+/// `bwrap` on `$PATH`.
+///
+/// # Errors
+/// 69 naming the Debian package when it is missing (SPEC R4).
+pub fn find_bwrap() -> Result<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join("bwrap"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| failure(UNAVAILABLE, "bwrap not found on PATH: install the Debian package bubblewrap"))
+}
+
+/// The shared objects mapped into snug right now (`/proc/self/maps`, `proc(5)`): exactly
+/// what the same binary needs to run as init, so init starts even under `--no-defaults`
+/// (no /usr) without a static build.
+pub fn libraries() -> Vec<PathBuf> {
+    let exe = std::fs::read_link("/proc/self/exe").ok();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut libs: Vec<PathBuf> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.starts_with('/'))
+        .map(PathBuf::from)
+        .filter(|p| Some(p) != exe.as_ref() && p.is_file())
+        .collect();
+    libs.sort();
+    libs.dedup();
+    libs
+}
+
+/// The bwrap command line for `policy` running `cmd` in `mode`.
+///
+/// # Errors
+/// 69 when bwrap is missing; 70 when snug cannot find its own executable.
+pub fn command_line(policy: &Policy, mode: Mode, cmd: &[String], verbose: bool) -> Result<Vec<String>> {
+    let mut init_args = vec![crate::init::FLAG.to_string(), mode.word().to_string()];
+    if verbose {
+        init_args.push("-v".into());
+    }
+    init_args.push("--".into());
+    init_args.extend(cmd.iter().cloned());
+    let launch = Launch {
+        bwrap: find_bwrap()?,
+        init_exe: std::env::current_exe().context("cannot find snug's own executable")?,
+        init_libs: libraries(),
+        seccomp_fd: Some(SECCOMP_FD),
+        init_args,
+    };
+    Ok(bwrap::command_line(policy, &launch))
+}
+
+/// Run `argv` (bwrap …) in a fresh nest and supervise it to the end.
+///
+/// # Errors
+/// snug's own failures before the sandbox runs (the outcome carries later ones).
+pub fn run(argv: &[String], mode: Mode, cmd: &[String], on_init: OnInit) -> Result<Outcome> {
+    // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
+    signals::default(libc::SIGCHLD);
+    // S2: what was ignored at start stays ignored and is never relayed.
+    let caught: Vec<i32> = CAUGHT.iter().copied().filter(|s| !signals::ignored(*s)).collect();
+    let ignored: Vec<i32> = CAUGHT.iter().copied().filter(|s| !caught.contains(s)).collect();
+    if !ignored.is_empty() {
+        log!("ignored at start, so never relayed: {:?}", ignored.iter().map(|s| crate::log::signame(*s)).collect::<Vec<_>>());
+    }
+    // Blocked before the clone, so a signal during start-up waits in the queue (G3).
+    let signals = SignalFd::new(&caught).context("signalfd")?;
+    let (ours, theirs) = Channel::pair().context("socketpair")?;
+    let seccomp = crate::seccomp::memfd()?;
+    log!("mode: {}", mode.describe());
+    let nest = crate::start::nest(argv, theirs.raw(), std::os::fd::AsRawFd::as_raw_fd(&seccomp))?;
+    drop(theirs);
+    drop(seccomp);
+    let name = cmd.first().cloned().unwrap_or_default();
+    Ok(Supervisor::new(mode, nest, ours, signals, name, on_init).run())
+}

@@ -1,0 +1,70 @@
+//! `-v`: one stderr line per event with milliseconds since snug started (SPEC O4).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+static START: OnceLock<Instant> = OnceLock::new();
+
+/// Turn logging on and fix time zero.
+pub fn enable() {
+    START.get_or_init(Instant::now);
+    VERBOSE.store(true, Ordering::Relaxed);
+}
+
+/// Whether `-v` was given.
+pub fn on() -> bool {
+    VERBOSE.load(Ordering::Relaxed)
+}
+
+/// Write `snug: [<ms> ms] <what>` to stderr when `-v` is on. Milliseconds with three
+/// decimals, from the monotonic clock.
+pub fn event(what: std::fmt::Arguments<'_>) {
+    if on() {
+        let ms = START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1000.0;
+        eprintln!("snug: [{ms:9.3} ms] {what}");
+    }
+}
+
+/// `log!(...)`: [`event`] with `format_args!`; arguments are not evaluated without `-v`.
+macro_rules! log {
+    ($($arg:tt)*) => {
+        if $crate::log::on() {
+            $crate::log::event(format_args!($($arg)*))
+        }
+    };
+}
+pub(crate) use log;
+
+/// A signal's name, `SIGTERM` style, for logs and messages.
+pub fn signame(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGCONT => "SIGCONT",
+        libc::SIGSTOP => "SIGSTOP",
+        libc::SIGTSTP => "SIGTSTP",
+        libc::SIGTTIN => "SIGTTIN",
+        libc::SIGTTOU => "SIGTTOU",
+        libc::SIGWINCH => "SIGWINCH",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}

@@ -1,0 +1,278 @@
+//! The host as policy resolution sees it: a few stat(2) questions and reading profile
+//! files. A trait so that tests (and golden files) use a fixed fake host instead of the
+//! machine they run on.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::Request;
+use crate::profiles;
+
+/// snug's own environment, skipping variables that are not UTF-8 (they are not passed in).
+pub fn host_env() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+/// The [`Request`] for `args` on this host. When HOME is unset (`env -i snug …`) it comes
+/// from the passwd entry of the real uid (getpwuid_r(3)).
+pub fn request_from_host(args: &crate::cli::RunArgs) -> Request {
+    let mut env = host_env();
+    if !env.iter().any(|(k, _)| k == "HOME") {
+        if let Some(home) = passwd_home() {
+            env.push(("HOME".to_string(), home));
+        }
+    }
+    Request {
+        profiles: args.profiles.clone(),
+        no_defaults: args.no_defaults,
+        dir: args.dir.clone(),
+        config_dirs: profiles::config_dirs(&env),
+        host_env: env,
+    }
+}
+
+fn passwd_home() -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: `passwd` is plain integers and pointers; all-zero is a valid value.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is to live, writable memory of the size passed; getpwuid_r
+    // writes the strings into `buf`, which outlives their use below.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::getuid(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: on success pw_dir points to a NUL-terminated string inside `buf`.
+    let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
+    dir.to_str().ok().map(str::to_string)
+}
+
+/// What a path is on the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// Nothing there (or a dangling symlink, for [`Host::stat`]).
+    Missing,
+    /// A directory.
+    Dir,
+    /// Anything else that exists: file, socket, device…
+    File,
+    /// A symlink and its target as readlink(2) returns it (only from [`Host::lstat`]).
+    Symlink(PathBuf),
+}
+
+/// The questions [`crate::policy::resolve`] asks the host.
+pub trait Host {
+    /// lstat(2): the entry itself; a symlink is reported, not followed.
+    fn lstat(&self, path: &Path) -> Entry;
+    /// stat(2): symlinks followed; never [`Entry::Symlink`].
+    fn stat(&self, path: &Path) -> Entry;
+    /// realpath(3): absolute, no symlinks, no `.`/`..` (relative paths start at the cwd).
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// Contents of a profile file, `Ok(None)` when it does not exist.
+    fn read(&self, path: &Path) -> io::Result<Option<String>>;
+}
+
+/// The real machine.
+pub struct RealHost;
+
+impl Host for RealHost {
+    fn lstat(&self, path: &Path) -> Entry {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(path) {
+                Ok(target) => Entry::Symlink(target),
+                Err(_) => Entry::File,
+            },
+            Ok(m) if m.is_dir() => Entry::Dir,
+            Ok(_) => Entry::File,
+            Err(_) => Entry::Missing,
+        }
+    }
+
+    fn stat(&self, path: &Path) -> Entry {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => Entry::Dir,
+            Ok(_) => Entry::File,
+            Err(_) => Entry::Missing,
+        }
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Option<String>> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A fixed in-memory host for tests and golden files: the same answers on every machine.
+#[cfg(test)]
+#[derive(Default)]
+pub struct FakeHost {
+    entries: std::collections::BTreeMap<PathBuf, Fake>,
+    cwd: PathBuf,
+}
+
+#[cfg(test)]
+enum Fake {
+    Dir,
+    File(String),
+    Link(PathBuf),
+}
+
+#[cfg(test)]
+impl FakeHost {
+    /// An empty host whose cwd is `/`.
+    pub fn new() -> FakeHost {
+        FakeHost {
+            cwd: PathBuf::from("/"),
+            ..FakeHost::default()
+        }
+    }
+
+    /// A directory (and its parents).
+    pub fn dir(mut self, path: &str) -> FakeHost {
+        let mut p = PathBuf::from(path);
+        loop {
+            self.entries.entry(p.clone()).or_insert(Fake::Dir);
+            if !p.pop() {
+                return self;
+            }
+        }
+    }
+
+    /// A file with `text` (its parents become directories).
+    pub fn file(self, path: &str, text: &str) -> FakeHost {
+        let mut host = self.dir(parent_of(path));
+        host.entries
+            .insert(PathBuf::from(path), Fake::File(text.to_string()));
+        host
+    }
+
+    /// A symlink `path -> target`.
+    pub fn link(self, path: &str, target: &str) -> FakeHost {
+        let mut host = self.dir(parent_of(path));
+        host.entries
+            .insert(PathBuf::from(path), Fake::Link(PathBuf::from(target)));
+        host
+    }
+
+    /// Relative paths are resolved from `cwd`.
+    pub fn cwd(mut self, cwd: &str) -> FakeHost {
+        self.cwd = PathBuf::from(cwd);
+        self
+    }
+
+    /// A typical Debian host with merged /usr, `/home/u` and a project `/home/u/proj`.
+    pub fn debian() -> FakeHost {
+        let mut h = FakeHost::new()
+            .dir("/usr/bin")
+            .dir("/usr/lib")
+            .dir("/usr/lib64");
+        h = h
+            .link("/bin", "usr/bin")
+            .link("/sbin", "usr/sbin")
+            .link("/lib", "usr/lib");
+        h = h
+            .link("/lib64", "usr/lib64")
+            .dir("/home/u/proj/sub")
+            .dir("/tmp")
+            .dir("/dev");
+        h = h.link(
+            "/etc/resolv.conf",
+            "../run/systemd/resolve/stub-resolv.conf",
+        );
+        for f in [
+            "passwd",
+            "group",
+            "nsswitch.conf",
+            "hosts",
+            "ld.so.cache",
+            "ld.so.conf",
+        ] {
+            h = h.file(&format!("/etc/{f}"), "");
+        }
+        h.dir("/etc/ld.so.conf.d")
+            .dir("/etc/alternatives")
+            .dir("/etc/ssl/certs")
+    }
+
+    fn follow(&self, path: &Path, depth: u32) -> Option<&Fake> {
+        match self.entries.get(path)? {
+            Fake::Link(t) if depth < 8 => {
+                let next = path.parent().unwrap_or(Path::new("/")).join(t);
+                self.follow(&next, depth + 1)
+            }
+            Fake::Link(_) => None,
+            other => Some(other),
+        }
+    }
+}
+
+#[cfg(test)]
+fn parent_of(path: &str) -> &str {
+    Path::new(path)
+        .parent()
+        .and_then(|p| p.to_str())
+        .unwrap_or("/")
+}
+
+#[cfg(test)]
+impl Host for FakeHost {
+    fn lstat(&self, path: &Path) -> Entry {
+        match self.entries.get(path) {
+            None => Entry::Missing,
+            Some(Fake::Dir) => Entry::Dir,
+            Some(Fake::File(_)) => Entry::File,
+            Some(Fake::Link(t)) => Entry::Symlink(t.clone()),
+        }
+    }
+
+    fn stat(&self, path: &Path) -> Entry {
+        match self.follow(path, 0) {
+            None | Some(Fake::Link(_)) => Entry::Missing,
+            Some(Fake::Dir) => Entry::Dir,
+            Some(Fake::File(_)) => Entry::File,
+        }
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        // Enough for tests: lexical `.`/`..`, no symlinks in the middle of a path.
+        let mut out = PathBuf::from("/");
+        for c in self.cwd.join(path).components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                std::path::Component::Normal(n) => out.push(n),
+                _ => {}
+            }
+        }
+        match self.stat(&out) {
+            Entry::Missing => Err(io::Error::from(io::ErrorKind::NotFound)),
+            _ => Ok(out),
+        }
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Option<String>> {
+        match self.follow(path, 0) {
+            Some(Fake::File(text)) => Ok(Some(text.clone())),
+            Some(_) => Err(io::Error::other("is a directory")),
+            None => Ok(None),
+        }
+    }
+}

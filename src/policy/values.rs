@@ -1,0 +1,99 @@
+//! Values that go into a policy: placeholder expansion and path checks for profile
+//! entries, and the payload's clean environment (SPEC P1, P2).
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use super::SANE_PATH;
+
+/// Placeholder values.
+pub(super) struct Vars {
+    pub home: PathBuf,
+    pub target: PathBuf,
+    pub target_parent: Option<PathBuf>,
+}
+
+/// Expand `{home}`, `{target}`, `{target_parent}` in a profile path and check the result:
+/// absolute, no `..`, no NUL. `Ok(None)`: it uses `{target_parent}` and DIR is `/`.
+pub(super) fn expand(raw: &str, vars: &Vars) -> Result<Option<PathBuf>, String> {
+    let mut out = String::new();
+    let mut rest = raw;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            return Err("unclosed {".to_string());
+        };
+        let value = match &rest[open + 1..open + close] {
+            "home" => &vars.home,
+            "target" => &vars.target,
+            "target_parent" => match &vars.target_parent {
+                Some(p) => p,
+                None => return Ok(None),
+            },
+            other => {
+                return Err(format!(
+                "unknown placeholder {{{other}}} (known: {{home}} {{target}} {{target_parent}})"
+            ))
+            }
+        };
+        out.push_str(&value.to_string_lossy());
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    let path = Path::new(&out);
+    if !path.is_absolute() {
+        return Err("not an absolute path".to_string());
+    }
+    if out.contains('\0') || path.components().any(|c| c == Component::ParentDir) {
+        return Err("must not contain .. or NUL".to_string());
+    }
+    Ok(Some(normalise(path)))
+}
+
+/// Drop `.`, repeated and trailing slashes (lexically; `..` is refused before this).
+pub(super) fn normalise(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|c| *c != Component::CurDir)
+        .collect()
+}
+
+/// The payload's whole environment (SPEC P1): HOME, USER, LOGNAME, a fixed PATH, SHELL,
+/// TERM, LANG and LC_* when the caller has them, TMPDIR=/tmp, then the profiles' entries
+/// (which may replace any of these).
+pub(super) fn environment(
+    host_env: &[(String, String)],
+    home: &Path,
+    extra: BTreeMap<String, (String, String)>,
+) -> Vec<(String, String)> {
+    let get = |k: &str| {
+        host_env
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+    };
+    let mut env = vec![("HOME".to_string(), home.to_string_lossy().into_owned())];
+    for key in ["USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG"] {
+        let value = if key == "PATH" {
+            Some(SANE_PATH.to_string())
+        } else {
+            get(key)
+        };
+        env.extend(value.map(|v| (key.to_string(), v)));
+    }
+    let mut lc: Vec<(String, String)> = host_env
+        .iter()
+        .filter(|(k, _)| k.starts_with("LC_"))
+        .cloned()
+        .collect();
+    lc.sort();
+    lc.dedup_by(|a, b| a.0 == b.0);
+    env.extend(lc);
+    env.push(("TMPDIR".to_string(), "/tmp".to_string()));
+    for (k, (v, _)) in extra {
+        match env.iter_mut().find(|(n, _)| *n == k) {
+            Some(slot) => slot.1 = v,
+            None => env.push((k, v)),
+        }
+    }
+    env
+}

@@ -1,0 +1,94 @@
+//! The payload's seccomp filter (SPEC X2, T9), loaded by bwrap from a memfd (`--seccomp`).
+//!
+//! One place lists what is denied, each with `EPERM`:
+//! - `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)`: sharing the caller's terminal must not let the
+//!   payload push keystrokes into the caller's shell (`ioctl_tty(2)`, `ioctl_console(2)`).
+//! - `ptrace`, `process_vm_readv`, `process_vm_writev`: no reading or steering of other
+//!   sandbox processes, init among them.
+//! - `kexec_load`, `kexec_file_load`, `bpf`, `perf_event_open`, `userfaultfd`, `add_key`,
+//!   `keyctl`, `request_key`: kernel attack surface a payload has no business with (as
+//!   flatpak and Docker's default profile deny them).
+//!
+//! Never denied: kill, tgkill, setpgid, setsid, the `tcsetpgrp` ioctls, pidfd calls — job
+//! control inside the sandbox needs them (SPEC T6, DESIGN.md "What not to do").
+
+use anyhow::{anyhow, Context, Result};
+use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
+use std::collections::BTreeMap;
+use std::io::{Seek, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+
+/// `TIOCSTI` and `TIOCLINUX` from `include/uapi/asm-generic/ioctls.h` (same on x86-64 and arm64).
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+
+fn arch() -> Result<TargetArch> {
+    TargetArch::try_from(std::env::consts::ARCH).map_err(|e| anyhow!("seccomp: {e}"))
+}
+
+/// The syscalls denied outright.
+fn denied() -> Vec<i64> {
+    vec![
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_add_key,
+        libc::SYS_keyctl,
+        libc::SYS_request_key,
+    ]
+}
+
+/// The filter as classic BPF (`seccomp(2)`), through the seccompiler crate.
+///
+/// # Errors
+/// An unsupported architecture (only x86-64 and arm64 are built).
+pub fn program() -> Result<BpfProgram> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = denied().into_iter().map(|s| (s, vec![])).collect();
+    // The ioctl request is an `unsigned int` (`ioctl(2)`): compare the low 32 bits only, so a
+    // request with junk in the high half cannot slip past.
+    let ioctl = |req| -> Result<SeccompRule> {
+        Ok(SeccompRule::new(vec![SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, req)?])?)
+    };
+    rules.insert(libc::SYS_ioctl, vec![ioctl(TIOCSTI)?, ioctl(TIOCLINUX)?]);
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch()?)?;
+    Ok(filter.try_into()?)
+}
+
+/// The program written to a sealed-off memfd at offset 0, for bwrap's `--seccomp FD`.
+///
+/// # Errors
+/// `memfd_create(2)` or write errors, or those of [`program`].
+pub fn memfd() -> Result<OwnedFd> {
+    let prog = program()?;
+    // SAFETY: NUL-terminated name; the new descriptor is owned below.
+    let fd = unsafe { libc::memfd_create(c"snug-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error()).context("memfd_create");
+    }
+    // SAFETY: just created, owned by nobody else.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut bytes = Vec::with_capacity(prog.len() * 8);
+    for ins in &prog {
+        bytes.extend_from_slice(&ins.code.to_ne_bytes());
+        bytes.push(ins.jt);
+        bytes.push(ins.jf);
+        bytes.extend_from_slice(&ins.k.to_ne_bytes());
+    }
+    file.write_all(&bytes).context("writing the seccomp program")?;
+    file.rewind().context("rewinding the seccomp program")?;
+    Ok(file.into())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn program_builds_for_this_machine() {
+        let p = super::program().unwrap();
+        assert!(p.len() > 10);
+    }
+}

@@ -1,0 +1,326 @@
+//! Supervise: one poll loop on snug's signalfd, the init channel, bwrap's pidfd and stderr,
+//! with the grace as the poll timeout from a monotonic deadline. No threads, no sleeps: snug
+//! is blocked in the kernel while the payload runs (SPEC B5).
+
+use crate::channel::{Channel, Order, Received, Report};
+use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND, UNAVAILABLE};
+use crate::log::{log, signame};
+use crate::mode::Mode;
+use crate::pidfd::Pinned;
+use crate::relay::{decide, Action};
+use crate::signals::SignalFd;
+use crate::start::Nest;
+use crate::terminal::Terminal;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// The grace: a constant, no flag, no profile key (SPEC G2).
+pub const GRACE: Duration = Duration::from_millis(1000);
+/// A second ^C within this of one the payload did not end on is a force-quit (SPEC T3).
+const FORCE_QUIT: Duration = Duration::from_millis(1000);
+
+/// How the run ended, for [`crate::end`].
+pub enum Outcome {
+    /// The payload's raw wait status (`waitpid(2)`).
+    Status(i32),
+    /// snug dies of this signal (teardown after a grace, force-quit).
+    Signal(i32),
+    /// snug's own failure.
+    Fail(anyhow::Error),
+}
+
+/// Called once init is up, with init's host pid; starts the network before the payload (N3).
+pub type OnInit = Box<dyn FnMut(i32) -> anyhow::Result<()>>;
+
+/// Everything the loop watches, and what it learned.
+pub struct Supervisor {
+    mode: Mode,
+    pid1: Pinned,
+    bwrap_err: Option<OwnedFd>,
+    bwrap_said: Vec<u8>,
+    chan: Channel,
+    signals: SignalFd,
+    terminal: Terminal,
+    on_init: OnInit,
+    cmd: String,
+    init: Option<Pinned>,
+    payload: Option<Pinned>,
+    /// Signals that came before init was up; relayed once it is.
+    pending: Vec<(Action, i32)>,
+    /// Deadline and the signal that started the grace.
+    grace: Option<(Instant, i32)>,
+    ended: Option<i32>,
+    exec_failed: Option<i32>,
+    fail: Option<anyhow::Error>,
+    last_tty_int: Option<Instant>,
+    /// Set once snug tore the sandbox down: the signal to die of (0: a failure).
+    torn_down: Option<i32>,
+}
+
+impl Supervisor {
+    /// A supervisor for a started nest; `cmd` names the payload in 126/127 messages.
+    pub fn new(mode: Mode, nest: Nest, chan: Channel, signals: SignalFd, cmd: String, on_init: OnInit) -> Supervisor {
+        Supervisor {
+            mode,
+            pid1: nest.pid1,
+            bwrap_err: Some(nest.bwrap_err),
+            bwrap_said: Vec::new(),
+            chan,
+            signals,
+            terminal: Terminal::new(mode),
+            on_init,
+            cmd,
+            init: None,
+            payload: None,
+            pending: Vec::new(),
+            grace: None,
+            ended: None,
+            exec_failed: None,
+            fail: None,
+            last_tty_int: None,
+            torn_down: None,
+        }
+    }
+
+    /// Run until the sandbox is gone, give the terminal back (T7) and say how to end.
+    pub fn run(mut self) -> Outcome {
+        while !self.step() {}
+        self.pid1.reap();
+        self.terminal.restore();
+        self.outcome()
+    }
+
+    /// One poll round; true once the outer namespace is gone.
+    fn step(&mut self) -> bool {
+        let timeout = match self.grace {
+            Some((deadline, _)) => deadline.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000) as i32,
+            None => -1,
+        };
+        let err_fd = self.bwrap_err.as_ref().map_or(-1, |f| f.as_raw_fd());
+        let mut fds = [
+            libc::pollfd { fd: self.signals.raw(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: self.chan.raw(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: err_fd, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: self.pid1.raw(), events: libc::POLLIN, revents: 0 },
+        ];
+        // SAFETY: four pollfds in this frame; poll(2) skips a negative fd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+        if n < 0 {
+            return false; // EINTR
+        }
+        if fds[1].revents != 0 {
+            self.read_reports();
+        }
+        if fds[0].revents != 0 {
+            while let Some(got) = self.signals.read() {
+                self.on_signal(got);
+            }
+        }
+        if fds[2].revents != 0 {
+            self.read_bwrap_err();
+        }
+        if let (Some((deadline, sig)), None) = (self.grace, self.torn_down) {
+            if Instant::now() >= deadline {
+                log!("grace over after {} ms", GRACE.as_millis());
+                self.teardown(sig);
+            }
+        }
+        if fds[3].revents != 0 || self.torn_down.is_some() {
+            self.read_reports(); // what init said before it went
+            while self.bwrap_err.is_some() {
+                self.read_bwrap_err();
+            }
+            return true;
+        }
+        false
+    }
+
+    fn read_bwrap_err(&mut self) {
+        let Some(fd) = &self.bwrap_err else { return };
+        let mut buf = [0u8; 4096];
+        // SAFETY: reads into `buf`; poll said readable, or the writer is gone (EOF).
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            self.bwrap_err = None;
+            return;
+        }
+        let text = &buf[..n as usize];
+        if self.init.is_some() {
+            for line in String::from_utf8_lossy(text).lines() {
+                eprintln!("snug: bwrap: {line}");
+            }
+        } else {
+            self.bwrap_said.extend_from_slice(text);
+        }
+    }
+
+    fn read_reports(&mut self) {
+        while let Ok(Received::Packet(r, fd)) = self.chan.recv_report(true) {
+            if let Some(r) = r {
+                self.on_report(r, fd);
+            }
+        }
+    }
+
+    fn on_report(&mut self, r: Report, fd: Option<OwnedFd>) {
+        match r {
+            Report::Hello => self.on_hello(fd),
+            Report::Started(sandbox_pid) => {
+                self.payload = fd.and_then(|fd| Pinned::adopt(fd).ok());
+                let host = self.payload.as_ref().map_or(0, |p| p.host_pid);
+                log!("payload started: pid {host} (pid {sandbox_pid} in the sandbox)");
+            }
+            Report::Stopped(sig) => self.on_stopped(sig),
+            Report::Continued => log!("payload continued"),
+            Report::TerminalInt => self.on_terminal_int(),
+            Report::Exited(status) => {
+                log!("payload ended: {}", describe(status));
+                self.ended = Some(status);
+            }
+            Report::Empty => log!("sandbox empty"),
+            Report::ExecFailed(e) => self.exec_failed = Some(e),
+            Report::InitFailed(e) => {
+                let e = std::io::Error::from_raw_os_error(e);
+                self.fail = Some(failure(INTERNAL, format!("sandbox init failed: {e}")));
+            }
+        }
+    }
+
+    fn on_hello(&mut self, fd: Option<OwnedFd>) {
+        let Some(init) = fd.and_then(|fd| Pinned::adopt(fd).ok()) else {
+            self.fail = Some(failure(INTERNAL, "sandbox init sent no usable pidfd"));
+            return self.teardown(0);
+        };
+        let pid = init.host_pid;
+        log!("tree: bwrap pid {} (pid 1 of the outer namespace), init pid {pid} (pid 1 of the sandbox, leads its group)", self.pid1.host_pid);
+        self.terminal.sandbox_group(pid);
+        self.init = Some(init);
+        if let Err(e) = (self.on_init)(pid) {
+            self.fail = Some(e);
+            return self.teardown(0);
+        }
+        let _ = self.chan.order(Order::Go);
+        for (action, sig) in std::mem::take(&mut self.pending) {
+            self.apply(action, sig);
+        }
+    }
+
+    fn on_signal(&mut self, got: crate::signals::Received) {
+        let origin = if got.from_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
+        log!("received {} from {origin} (si_code {})", signame(got.sig), got.code);
+        let action = decide(&got, self.mode, self.grace.is_some());
+        match action {
+            Action::RelayWithGrace => {
+                // The deadline counts from receipt, also when init is not up yet (G3).
+                self.grace = Some((Instant::now() + GRACE, got.sig));
+                log!("grace started: {} ms", GRACE.as_millis());
+            }
+            Action::Teardown => {
+                log!("second {} during the grace: teardown", signame(got.sig));
+                let first = self.grace.map_or(got.sig, |(_, s)| s);
+                return self.teardown(first);
+            }
+            Action::Drop => return,
+            Action::Relay | Action::Resume => {}
+        }
+        if self.init.is_none() {
+            return self.pending.push((action, got.sig));
+        }
+        self.apply(action, got.sig);
+    }
+
+    fn apply(&mut self, action: Action, sig: i32) {
+        match action {
+            Action::Relay => self.relay(sig),
+            Action::RelayWithGrace => {
+                // Tell init first: the payload may end of this very signal (G2).
+                let _ = self.chan.order(Order::Grace);
+                self.relay(sig);
+            }
+            Action::Resume => {
+                self.terminal.resume();
+                self.relay(libc::SIGCONT);
+            }
+            Action::Teardown | Action::Drop => {}
+        }
+    }
+
+    fn relay(&self, sig: i32) {
+        let Some(init) = &self.init else { return };
+        match init.signal_group(sig) {
+            Ok(()) => log!("relayed {} to the sandbox group {}", signame(sig), init.host_pid),
+            Err(e) => log!("relay of {} failed: {e}", signame(sig)),
+        }
+    }
+
+    fn on_stopped(&mut self, sig: i32) {
+        // A hint from inside: act only if the payload really is stopped.
+        let state = self.payload.as_ref().and_then(|p| p.state());
+        log!("payload stopped by {} (state {state:?})", signame(sig));
+        if !matches!(self.mode, Mode::Terminal { .. }) || !matches!(state, Some('T') | Some('t')) {
+            return;
+        }
+        self.terminal.take_back();
+        let own = if matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) && !crate::signals::ignored(sig) { sig } else { libc::SIGSTOP };
+        log!("stopping snug with {}", signame(own));
+        // SAFETY: signals this process only; execution continues here after SIGCONT.
+        unsafe { libc::kill(libc::getpid(), own) };
+    }
+
+    fn on_terminal_int(&mut self) {
+        let now = Instant::now();
+        match self.last_tty_int {
+            Some(t) if now.duration_since(t) <= FORCE_QUIT => {
+                log!("second ^C within {} ms: force-quit", FORCE_QUIT.as_millis());
+                self.teardown(libc::SIGINT);
+            }
+            _ => {
+                log!("^C delivered to the sandbox by the terminal");
+                self.last_tty_int = Some(now);
+            }
+        }
+    }
+
+    /// Kill bwrap, pid 1 of the outer namespace: the kernel kills and reaps everything below
+    /// before bwrap's own exit is seen (`zap_pid_ns_processes` in `kernel/pid_namespace.c`).
+    fn teardown(&mut self, sig: i32) {
+        if self.torn_down.is_none() {
+            log!("teardown");
+            let _ = self.pid1.signal(libc::SIGKILL);
+            self.torn_down = Some(sig);
+        }
+    }
+
+    fn outcome(&mut self) -> Outcome {
+        if let Some(e) = self.fail.take() {
+            return Outcome::Fail(e);
+        }
+        if let Some(e) = self.exec_failed {
+            let (code, what) = if e == libc::ENOENT { (NOT_FOUND, "command not found".to_string()) } else { (NOT_EXECUTABLE, std::io::Error::from_raw_os_error(e).to_string().to_lowercase()) };
+            return Outcome::Fail(failure(code, format!("{}: {what}", self.cmd)));
+        }
+        if let Some(status) = self.ended {
+            return Outcome::Status(status); // even after a teardown (G2)
+        }
+        match self.torn_down {
+            Some(sig) if sig > 0 => return Outcome::Signal(sig),
+            _ => {}
+        }
+        if self.init.is_none() {
+            let said = String::from_utf8_lossy(&self.bwrap_said);
+            let line = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("exited before the sandbox started");
+            let line = line.strip_prefix("bwrap: ").unwrap_or(line);
+            return Outcome::Fail(failure(UNAVAILABLE, format!("bwrap: {line}")));
+        }
+        Outcome::Fail(failure(INTERNAL, "the sandbox ended without reporting the payload's status"))
+    }
+}
+
+/// A raw wait status in words, for `-v`.
+fn describe(status: i32) -> String {
+    if libc::WIFSIGNALED(status) {
+        format!("killed by {}", signame(libc::WTERMSIG(status)))
+    } else {
+        format!("exit {}", libc::WEXITSTATUS(status))
+    }
+}
