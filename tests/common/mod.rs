@@ -1,0 +1,164 @@
+//! Shared test plumbing: run the real snug binary as root and as an unprivileged user, find
+//! processes by a unique marker, wait with a bound. No mocks: real bwrap, real processes.
+#![allow(dead_code)]
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The unprivileged account tests run snug as (created when missing, as root).
+pub const TEST_USER: &str = "snugtest";
+
+/// Who runs snug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Who {
+    /// The test process's own (root in CI).
+    Root,
+    /// [`TEST_USER`], through `setpriv(1)`, which execs in place so signals hit snug itself.
+    User,
+}
+
+/// Path of the snug binary cargo built for these tests.
+pub fn snug() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_snug"))
+}
+
+pub fn is_root() -> bool {
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// uid and gid of [`TEST_USER`], creating the account when missing (needs root).
+pub fn test_user() -> (u32, u32) {
+    let lookup = || {
+        let out = Command::new("id").args(["-u", TEST_USER]).output().ok()?;
+        let uid = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
+        let out = Command::new("id").args(["-g", TEST_USER]).output().ok()?;
+        Some((uid, String::from_utf8_lossy(&out.stdout).trim().parse().ok()?))
+    };
+    if let Some(ids) = lookup() {
+        return ids;
+    }
+    let _ = Command::new("useradd").args(["-m", "-s", "/bin/bash", TEST_USER]).status();
+    lookup().expect("cannot create the unprivileged test user (useradd)")
+}
+
+/// The identities every row is tested as: root and the test user when running as root,
+/// else just the current user.
+pub fn everyone() -> Vec<Who> {
+    if is_root() {
+        vec![Who::Root, Who::User]
+    } else {
+        vec![Who::Root]
+    }
+}
+
+/// A fresh directory owned by `who`, to run snug in (its DIR).
+pub fn workdir(who: Who) -> tempfile::TempDir {
+    let d = tempfile::Builder::new().prefix("snug-test-").tempdir_in("/tmp").expect("tempdir");
+    if who == Who::User {
+        let (uid, gid) = test_user();
+        std::os::unix::fs::chown(d.path(), Some(uid), Some(gid)).expect("chown workdir");
+    }
+    d
+}
+
+/// `snug ARGS…` as `who` in `dir`, stdin from /dev/null (detached mode) unless changed.
+pub fn snug_cmd(who: Who, dir: &Path, args: &[&str]) -> Command {
+    let mut c = match who {
+        Who::Root => Command::new(snug()),
+        Who::User => {
+            let (uid, gid) = test_user();
+            let mut c = Command::new("setpriv");
+            c.args([format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into(), "--".into()]);
+            c.arg(snug());
+            c.env("HOME", format!("/home/{TEST_USER}")).env("USER", TEST_USER).env("LOGNAME", TEST_USER);
+            c
+        }
+    };
+    c.args(args).current_dir(dir).stdin(Stdio::null());
+    c
+}
+
+/// Start `cmd` in its own process group, so signalling its group never hits the test runner.
+pub fn spawn_own_group(cmd: &mut Command) -> Child {
+    cmd.process_group(0);
+    cmd.spawn().expect("spawn snug")
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A number no other live process has in its command line: for `sleep <marker>`.
+pub fn marker() -> String {
+    let n = SEQ.fetch_add(1, Ordering::Relaxed);
+    format!("{}{:03}{:04}", 7, std::process::id() % 1000, n)
+}
+
+/// Pids whose command line (`/proc/PID/cmdline`, NULs as spaces) contains `needle`.
+pub fn pids_with(needle: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        if pid == me {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if line.contains(needle) && !line.contains("pgrep") {
+            // A zombie holds no cmdline; a live one is a survivor.
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether any process still has `needle` in its command line.
+pub fn alive(needle: &str) -> bool {
+    !pids_with(needle).is_empty()
+}
+
+/// SIGKILL whatever still has `needle` (clean-up after a failed assertion).
+pub fn reap_leftovers(needle: &str) {
+    for p in pids_with(needle) {
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+}
+
+pub fn kill(pid: u32, sig: i32) {
+    unsafe { libc::kill(pid as i32, sig) };
+}
+
+/// Wait for `child` up to `limit`; SIGKILL it (and fail the caller's expectation) past that.
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Some(st);
+        }
+        if Instant::now() >= end {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Wait until `cond` holds, polling every 5 ms, up to `limit`.
+pub fn until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    cond()
+}
+
+/// Shell-style code of a status: N for exit N, 128+n for death by signal n.
+pub fn code(st: ExitStatus) -> i32 {
+    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+}
