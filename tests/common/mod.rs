@@ -64,15 +64,49 @@ pub fn workdir(who: Who) -> tempfile::TempDir {
     d
 }
 
+/// The snug binary as `who` can run it. For the test user it is a copy in a world-readable
+/// directory under /tmp: the build tree may sit below a directory only root may enter
+/// (CI clones wherever it likes).
+pub fn snug_for(who: Who) -> PathBuf {
+    static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if who == Who::Root {
+        return snug();
+    }
+    COPY.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = PathBuf::from(format!("/tmp/snug-bin-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755));
+        let bin = dir.join("snug");
+        let tmp = dir.join("snug.tmp");
+        std::fs::copy(snug(), &tmp).expect("copy snug for the test user");
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::rename(&tmp, &bin).expect("rename");
+        bin
+    })
+    .clone()
+}
+
+/// The command prefix that runs a program as `who`: empty for root, `setpriv …` for the user.
+pub fn as_who(who: Who) -> Vec<String> {
+    match who {
+        Who::Root => vec![],
+        Who::User => {
+            let (uid, gid) = test_user();
+            vec!["setpriv".into(), format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into(), "--".into()]
+        }
+    }
+}
+
 /// `snug ARGS…` as `who` in `dir`, stdin from /dev/null (detached mode) unless changed.
 pub fn snug_cmd(who: Who, dir: &Path, args: &[&str]) -> Command {
     let mut c = match who {
         Who::Root => Command::new(snug()),
         Who::User => {
-            let (uid, gid) = test_user();
-            let mut c = Command::new("setpriv");
-            c.args([format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into(), "--".into()]);
-            c.arg(snug());
+            let prefix = as_who(who);
+            let mut c = Command::new(&prefix[0]);
+            c.args(&prefix[1..]);
+            c.arg(snug_for(who));
             c.env("HOME", format!("/home/{TEST_USER}")).env("USER", TEST_USER).env("LOGNAME", TEST_USER);
             c
         }
