@@ -1,8 +1,6 @@
 //! The bwrap(1) command line: one pure function from a [`Policy`] and how snug's init is
 //! launched. Golden files in `tests/golden/` pin it (`UPDATE_GOLDEN=1` rewrites them).
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 
 use crate::policy::{Mount, MountKind, Policy};
@@ -71,11 +69,7 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
         };
         argv.extend(words);
     }
-    argv.extend([
-        "--ro-bind".to_string(),
-        s(&launch.init_exe),
-        INIT_PATH.to_string(),
-    ]);
+    argv.extend(["--ro-bind".to_string(), s(&launch.init_exe), INIT_PATH.to_string()]);
     for lib in &launch.init_libs {
         if !covered_by_bind(policy, lib) {
             argv.extend(["--ro-bind".to_string(), s(lib), s(lib)]);
@@ -102,17 +96,11 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
 fn provider<'a>(policy: &'a Policy, path: &Path) -> Option<(&'a Mount, PathBuf)> {
     let mut path = path.to_path_buf();
     for _ in 0..8 {
-        let m = policy
-            .mounts
-            .iter()
-            .filter(|m| path.starts_with(&m.dest))
-            .max_by_key(|m| m.dest.components().count())?;
+        let m =
+            policy.mounts.iter().filter(|m| path.starts_with(&m.dest)).max_by_key(|m| m.dest.components().count())?;
         match (m.kind, &m.src) {
             (MountKind::Symlink, Some(target)) if m.dest != path => {
-                let rest = path
-                    .strip_prefix(&m.dest)
-                    .map(Path::to_path_buf)
-                    .unwrap_or_default();
+                let rest = path.strip_prefix(&m.dest).map(Path::to_path_buf).unwrap_or_default();
                 let base = m.dest.parent().unwrap_or(Path::new("/"));
                 path = base.join(target).join(rest);
             }
@@ -129,9 +117,8 @@ fn covered_by_bind(policy: &Policy, path: &Path) -> bool {
 
 /// DIR exists inside: a bind provides it (it exists on the host), or a mount sits on it.
 fn target_exists(policy: &Policy) -> bool {
-    provider(policy, &policy.target).is_some_and(|(m, resolved)| {
-        matches!(m.kind, MountKind::Ro | MountKind::Rw) || m.dest == resolved
-    })
+    provider(policy, &policy.target)
+        .is_some_and(|(m, resolved)| matches!(m.kind, MountKind::Ro | MountKind::Rw) || m.dest == resolved)
 }
 
 /// Find program `name` in the caller's PATH, then in /usr/bin and /bin (execvp(3) rules:
@@ -142,9 +129,7 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
     let dirs = std::env::split_paths(&path).chain(["/usr/bin", "/bin"].map(PathBuf::from));
     dirs.filter(|d| d.is_absolute())
         .map(|d| d.join(name))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 /// Golden-file checks shared by this module's and [`crate::dryrun`]'s tests.
@@ -154,9 +139,7 @@ pub(crate) mod golden {
 
     /// Compare `actual` with `tests/golden/NAME`; with `UPDATE_GOLDEN=1`, rewrite it.
     pub fn check(name: &str, actual: &str) {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/golden")
-            .join(name);
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
         if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
             std::fs::create_dir_all(path.parent().expect("has parent")).expect("mkdir golden");
             std::fs::write(&path, actual).expect("write golden");
@@ -164,30 +147,17 @@ pub(crate) mod golden {
         }
         let want = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
-        assert!(
-            want == actual,
-            "{} differs (UPDATE_GOLDEN=1 to accept):\n{actual}",
-            path.display()
-        );
+        assert!(want == actual, "{} differs (UPDATE_GOLDEN=1 to accept):\n{actual}", path.display());
     }
 
     /// The fixed request the goldens are built from: HOME /home/u, DIR /home/u/proj/sub.
     pub fn request(profiles: &[&str], no_defaults: bool) -> crate::policy::Request {
-        let env = [
-            ("HOME", "/home/u"),
-            ("USER", "u"),
-            ("TERM", "xterm"),
-            ("LC_ALL", "C.UTF-8"),
-            ("SECRET", "x"),
-        ];
+        let env = [("HOME", "/home/u"), ("USER", "u"), ("TERM", "xterm"), ("LC_ALL", "C.UTF-8"), ("SECRET", "x")];
         crate::policy::Request {
             profiles: profiles.iter().map(|s| s.to_string()).collect(),
             no_defaults,
             dir: Some(PathBuf::from("proj/sub")),
-            host_env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            host_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             config_dirs: vec![PathBuf::from("/home/u/.config/snug/profiles.d")],
         }
     }
@@ -197,16 +167,11 @@ pub(crate) mod golden {
         super::Launch {
             bwrap: PathBuf::from("/usr/bin/bwrap"),
             init_exe: PathBuf::from("/opt/snug/bin/snug"),
-            init_libs: [
-                "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                "/lib64/ld-linux-x86-64.so.2",
-            ]
-            .map(PathBuf::from)
-            .to_vec(),
-            seccomp_fd: Some(5),
-            init_args: ["--init", "detached", "--", "sh", "-c", "echo 'hi there'"]
-                .map(String::from)
+            init_libs: ["/usr/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"]
+                .map(PathBuf::from)
                 .to_vec(),
+            seccomp_fd: Some(5),
+            init_args: ["--init", "detached", "--", "sh", "-c", "echo 'hi there'"].map(String::from).to_vec(),
         }
     }
 
@@ -244,29 +209,21 @@ mod tests {
     #[test]
     fn p1_default_policy_golden() {
         let policy = golden::policy(&golden::request(&[], false));
-        golden::check(
-            "bwrap-defaults.txt",
-            &lines(&command_line(&policy, &golden::launch())),
-        );
+        golden::check("bwrap-defaults.txt", &lines(&command_line(&policy, &golden::launch())));
     }
 
     #[test]
     fn p2_no_defaults_binds_init_libs_golden() {
         let policy = golden::policy(&golden::request(&["@net"], true));
         let argv = command_line(&policy, &golden::launch());
-        assert!(argv
-            .windows(2)
-            .any(|w| w[0] == "--ro-bind" && w[1] == "/lib64/ld-linux-x86-64.so.2"));
+        assert!(argv.windows(2).any(|w| w[0] == "--ro-bind" && w[1] == "/lib64/ld-linux-x86-64.so.2"));
         golden::check("bwrap-no-defaults.txt", &lines(&argv));
     }
 
     #[test]
     fn p2_user_profile_golden() {
         let policy = golden::policy(&golden::request(&["dev"], false));
-        golden::check(
-            "bwrap-dev-profile.txt",
-            &lines(&command_line(&policy, &golden::launch())),
-        );
+        golden::check("bwrap-dev-profile.txt", &lines(&command_line(&policy, &golden::launch())));
     }
 
     #[test]
@@ -277,18 +234,11 @@ mod tests {
         let argv = command_line(&policy, &launch);
         assert_eq!(argv[0], "/usr/bin/bwrap");
         assert_eq!(argv[1..14], PROLOGUE);
-        assert!(!argv
-            .iter()
-            .any(|a| a == "--new-session" || a == "--seccomp"));
+        assert!(!argv.iter().any(|a| a == "--new-session" || a == "--seccomp"));
         // libc is under the /usr bind, ld.so under /lib64 -> usr/lib64: neither bound again.
-        assert!(!argv
-            .iter()
-            .any(|a| a.ends_with(".so.6") || a.ends_with(".so.2")));
+        assert!(!argv.iter().any(|a| a.ends_with(".so.6") || a.ends_with(".so.2")));
         let dd = argv.iter().position(|a| a == "--").expect("--");
-        assert_eq!(
-            argv[dd - 2..dd],
-            ["--chdir".to_string(), "/home/u/proj/sub".to_string()]
-        );
+        assert_eq!(argv[dd - 2..dd], ["--chdir".to_string(), "/home/u/proj/sub".to_string()]);
         assert_eq!(argv[dd + 1], INIT_PATH);
         assert_eq!(argv[dd + 2..], launch.init_args[..]);
     }
@@ -297,5 +247,52 @@ mod tests {
     fn find_program_finds_sh() {
         assert!(find_program("sh").is_some());
         assert!(find_program("no-such-program-snug").is_none());
+    }
+
+    /// The default policy on the real host, run by the real bwrap with /bin/sh standing
+    /// in for init: DIR writable, its parent read-only, $HOME empty and writable, /usr
+    /// read-only, a clean environment, only sandbox pids, hostname snug (SPEC P1).
+    #[test]
+    fn p1_real_bwrap_runs_the_default_policy() {
+        let Some(bwrap) = find_program("bwrap") else {
+            return eprintln!("skipped: no bwrap");
+        };
+        let probe = std::process::Command::new(&bwrap)
+            .args(["--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "true"])
+            .output();
+        if !probe.is_ok_and(|o| o.status.success()) {
+            return eprintln!("skipped: bwrap cannot create a user namespace here");
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let work = tmp.path().join("w");
+        std::fs::create_dir(&work).expect("mkdir");
+        let env = [("HOME", "/nonexistent/snug-home"), ("LANG", "C"), ("TOKEN", "secret")];
+        let req = crate::policy::Request {
+            profiles: vec![],
+            no_defaults: false,
+            dir: Some(work.clone()),
+            host_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            config_dirs: vec![],
+        };
+        let policy = crate::policy::resolve(&req).expect("resolves");
+        let script = "set -e; touch ./ok; if touch ../no 2>/dev/null || touch /usr/no 2>/dev/null; then exit 3; fi; \
+            [ -z \"$(ls -A ~)\" ]; touch ~/x; cat /proc/sys/kernel/hostname; \
+            ls /proc | grep -c '^[0-9]'; env | cut -d= -f1 | sort | tr '\\n' ' '";
+        let launch = Launch {
+            bwrap,
+            init_exe: PathBuf::from("/bin/sh"),
+            init_libs: vec![],
+            seccomp_fd: None,
+            init_args: vec!["-c".into(), script.into()],
+        };
+        let argv = command_line(&policy, &launch);
+        let out = std::process::Command::new(&argv[0]).args(&argv[1..]).env_clear().output().expect("run");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(work.join("ok").exists() && !tmp.path().join("no").exists());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "snug");
+        assert!(lines[1].parse::<u32>().is_ok_and(|n| n <= 3), "pids: {}", lines[1]);
+        assert_eq!(lines[2], "HOME LANG PATH PWD TMPDIR ", "environment");
     }
 }

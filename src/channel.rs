@@ -126,9 +126,8 @@ impl Channel {
     pub fn pair() -> io::Result<(Channel, Channel)> {
         let mut fds = [0; 2];
         // SAFETY: `fds` is a 2-element array the kernel fills.
-        let rc = unsafe {
-            libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr())
-        };
+        let rc =
+            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }

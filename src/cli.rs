@@ -4,8 +4,6 @@
 //! A DIR spelt like a subcommand is reachable with a path (`snug ./doctor`): clap only
 //! takes a bare word that equals a subcommand name as that subcommand.
 
-#![allow(dead_code)]
-
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -140,26 +138,21 @@ where
             let _ = e.print();
             std::process::exit(0);
         }
+        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // Only `snug profile` gets here; clap would print its whole help as the error.
+            return Err(failure(USAGE, "profile needs a subcommand: list, or show NAME"));
+        }
         Err(e) => return Err(failure(USAGE, usage_line(&e.render().to_string()))),
     };
     match cli.sub {
         Some(Sub::Doctor) => return Ok(Command::Doctor),
-        Some(Sub::Profile {
-            what: ProfileSub::List,
-        }) => return Ok(Command::ProfileList),
-        Some(Sub::Profile {
-            what: ProfileSub::Show { name },
-        }) => return Ok(Command::ProfileShow(name)),
+        Some(Sub::Profile { what: ProfileSub::List }) => return Ok(Command::ProfileList),
+        Some(Sub::Profile { what: ProfileSub::Show { name } }) => return Ok(Command::ProfileShow(name)),
         None => {}
     }
     // clap stops looking for subcommands once an option was given (`snug -v doctor`):
     // refuse the bare word rather than silently treat it as DIR.
-    if let Some(word) = cli
-        .dir
-        .as_ref()
-        .and_then(|d| d.to_str())
-        .filter(|d| SUBCOMMANDS.contains(d))
-    {
+    if let Some(word) = cli.dir.as_ref().and_then(|d| d.to_str()).filter(|d| SUBCOMMANDS.contains(d)) {
         return Err(failure(
             USAGE,
             format!("{word} is a subcommand and takes no options; write ./{word} for a directory"),
@@ -212,19 +205,7 @@ mod tests {
 
     #[test]
     fn r1_dir_and_command() {
-        let r = run(&[
-            "-p",
-            "a",
-            "--profile",
-            "b",
-            "-nv",
-            "/w",
-            "--",
-            "ls",
-            "-l",
-            "--",
-            "x",
-        ]);
+        let r = run(&["-p", "a", "--profile", "b", "-nv", "/w", "--", "ls", "-l", "--", "x"]);
         assert_eq!(r.profiles, ["a", "b"]);
         assert!(r.dry_run && r.verbose && !r.json && !r.no_defaults);
         assert_eq!(r.dir, Some(PathBuf::from("/w")));
@@ -256,15 +237,9 @@ mod tests {
         let p = |a: &[&str]| parse_from(std::iter::once("snug").chain(a.iter().copied())).ok();
         assert_eq!(p(&["doctor"]), Some(Command::Doctor));
         assert_eq!(p(&["profile", "list"]), Some(Command::ProfileList));
-        assert_eq!(
-            p(&["profile", "show", "@sys"]),
-            Some(Command::ProfileShow("@sys".into()))
-        );
+        assert_eq!(p(&["profile", "show", "@sys"]), Some(Command::ProfileShow("@sys".into())));
         assert_eq!(run(&["./doctor"]).dir, Some(PathBuf::from("./doctor")));
-        assert_eq!(
-            run(&["./profile", "--", "x"]).dir,
-            Some(PathBuf::from("./profile"))
-        );
+        assert_eq!(run(&["./profile", "--", "x"]).dir, Some(PathBuf::from("./profile")));
     }
 
     #[test]
@@ -272,7 +247,7 @@ mod tests {
         assert_eq!(usage_error(&["--json"]), "--json only goes with --dry-run");
         assert!(usage_error(&["--frobnicate"]).contains("--frobnicate"));
         usage_error(&["a", "b"]);
-        usage_error(&["profile"]);
+        assert!(usage_error(&["profile"]).contains("list, or show NAME"));
         usage_error(&["profile", "show"]);
         usage_error(&["-p"]);
         let line = usage_error(&["-p", "x", "doctor"]);

@@ -2,8 +2,6 @@
 //! (a user namespace, a procfs mount, a pidfd group signal) rather than guessing from
 //! versions, and names the Debian package to install when something is missing.
 
-#![allow(dead_code)]
-
 use std::fmt::Write as _;
 
 use crate::bwrap::find_program;
@@ -41,12 +39,7 @@ struct Row {
 }
 
 fn row(name: &'static str, status: Status, detail: impl Into<String>, required: bool) -> Row {
-    Row {
-        name,
-        status,
-        detail: detail.into(),
-        required,
-    }
+    Row { name, status, detail: detail.into(), required }
 }
 
 /// Run every check, print the table on stdout, and return the exit code: 0 when snug can
@@ -75,19 +68,11 @@ fn table(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(out, "{:<26} {:<8} {}", r.name, r.status.word(), r.detail);
     }
-    let failed: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.required && r.status != Status::Ok)
-        .map(|r| r.name)
-        .collect();
+    let failed: Vec<&str> = rows.iter().filter(|r| r.required && r.status != Status::Ok).map(|r| r.name).collect();
     if failed.is_empty() {
         out.push_str("\nsnug can run on this host.\n");
     } else {
-        let _ = writeln!(
-            out,
-            "\nsnug cannot run on this host: {}.",
-            failed.join(", ")
-        );
+        let _ = writeln!(out, "\nsnug cannot run on this host: {}.", failed.join(", "));
     }
     out
 }
@@ -96,18 +81,8 @@ fn checks() -> Vec<Row> {
     let mut rows = Vec::new();
     let bwrap = find_program("bwrap");
     rows.push(match &bwrap {
-        Some(p) => row(
-            "bwrap",
-            Status::Ok,
-            format!("{} ({})", p.display(), version(p)),
-            true,
-        ),
-        None => row(
-            "bwrap",
-            Status::Missing,
-            "not in PATH: install the Debian package bubblewrap",
-            true,
-        ),
+        Some(p) => row("bwrap", Status::Ok, format!("{} ({})", p.display(), version(p)), true),
+        None => row("bwrap", Status::Missing, "not in PATH: install the Debian package bubblewrap", true),
     });
     let kernel_userns = match fork_unshare_user() {
         Ok(()) => "unshare(CLONE_NEWUSER) works".to_string(),
@@ -115,70 +90,30 @@ fn checks() -> Vec<Row> {
     };
     rows.push(match &bwrap {
         Some(p) => match try_bwrap(p, &[]) {
-            Ok(()) => row(
-                "user namespaces",
-                Status::Ok,
-                format!("bwrap --unshare-user ran true; {kernel_userns}"),
-                true,
-            ),
-            Err(e) => row(
-                "user namespaces",
-                Status::Missing,
-                format!("bwrap --unshare-user: {e}; {kernel_userns}"),
-                true,
-            ),
+            Ok(()) => {
+                row("user namespaces", Status::Ok, format!("bwrap --unshare-user ran true; {kernel_userns}"), true)
+            }
+            Err(e) => {
+                row("user namespaces", Status::Missing, format!("bwrap --unshare-user: {e}; {kernel_userns}"), true)
+            }
         },
-        None => row(
-            "user namespaces",
-            Status::Missing,
-            format!("needs bwrap; {kernel_userns}"),
-            true,
-        ),
+        None => row("user namespaces", Status::Missing, format!("needs bwrap; {kernel_userns}"), true),
     });
     rows.push(userns_sysctls());
     rows.push(match &bwrap {
         Some(p) => match try_bwrap(p, &["--proc", "/proc"]) {
-            Ok(()) => row(
-                "proc in new pid namespace",
-                Status::Ok,
-                "bwrap --unshare-pid --proc /proc works",
-                true,
-            ),
-            Err(e) => row(
-                "proc in new pid namespace",
-                Status::Missing,
-                format!("bwrap --proc /proc: {e}"),
-                true,
-            ),
+            Ok(()) => row("proc in new pid namespace", Status::Ok, "bwrap --unshare-pid --proc /proc works", true),
+            Err(e) => row("proc in new pid namespace", Status::Missing, format!("bwrap --proc /proc: {e}"), true),
         },
-        None => row(
-            "proc in new pid namespace",
-            Status::Missing,
-            "needs bwrap",
-            true,
-        ),
+        None => row("proc in new pid namespace", Status::Missing, "needs bwrap", true),
     });
     rows.push(match find_program("pasta") {
-        Some(p) => row(
-            "pasta",
-            Status::Ok,
-            format!("{} ({})", p.display(), version(&p)),
-            false,
-        ),
-        None => row(
-            "pasta",
-            Status::Missing,
-            "not in PATH: -p @net needs it; install the Debian package passt",
-            false,
-        ),
+        Some(p) => row("pasta", Status::Ok, format!("{} ({})", p.display(), version(&p)), false),
+        None => row("pasta", Status::Missing, "not in PATH: -p @net needs it; install the Debian package passt", false),
     });
     rows.push(tun());
     rows.extend(pidfd());
-    rows.push(tiocsti(
-        std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti")
-            .ok()
-            .as_deref(),
-    ));
+    rows.push(tiocsti(std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").ok().as_deref()));
     rows
 }
 
@@ -194,10 +129,7 @@ mod tests {
         let bad = row("user namespaces", Status::Missing, "no", true);
         assert_eq!(verdict(&[ok, warn, bad.clone()]), UNAVAILABLE);
         let text = table(&[bad]);
-        assert!(
-            text.contains("snug cannot run on this host: user namespaces."),
-            "{text}"
-        );
+        assert!(text.contains("snug cannot run on this host: user namespaces."), "{text}");
     }
 
     #[test]

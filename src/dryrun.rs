@@ -1,8 +1,6 @@
 //! `--dry-run` (SPEC O1): the mode, the policy and the exact command lines, as text a
 //! person reads or as one JSON object; nothing is started.
 
-#![allow(dead_code)]
-
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -15,13 +13,7 @@ use crate::policy::{MountKind, Policy};
 /// `extra` are further named command lines (`("pasta", argv)`), shown after it. With
 /// `json`, one JSON object with the keys `mode` ([`Mode::word`]), `profiles`, `mounts`,
 /// `env`, `net`, `bwrap` and one key per `extra` name; it ends with a newline.
-pub fn render(
-    mode: Mode,
-    policy: &Policy,
-    argv: &[String],
-    extra: &[(&str, Vec<String>)],
-    json: bool,
-) -> String {
+pub fn render(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec<String>)], json: bool) -> String {
     if json {
         render_json(mode, policy, argv, extra)
     } else {
@@ -29,21 +21,12 @@ pub fn render(
     }
 }
 
-fn render_text(
-    mode: Mode,
-    policy: &Policy,
-    argv: &[String],
-    extra: &[(&str, Vec<String>)],
-) -> String {
+fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec<String>)]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "mode:     {}", mode.describe());
     let _ = writeln!(out, "profiles: {}", policy.profiles.join(" "));
     let _ = writeln!(out, "dir:      {}", quote(&policy.target.to_string_lossy()));
-    let net = if policy.net {
-        "pasta (@net)"
-    } else {
-        "none (loopback only)"
-    };
+    let net = if policy.net { "pasta (@net)" } else { "none (loopback only)" };
     let _ = writeln!(out, "network:  {net}");
     out.push_str("mounts:\n");
     for m in &policy.mounts {
@@ -69,17 +52,8 @@ fn render_text(
     out
 }
 
-fn render_json(
-    mode: Mode,
-    policy: &Policy,
-    argv: &[String],
-    extra: &[(&str, Vec<String>)],
-) -> String {
-    let env: Map<String, Value> = policy
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-        .collect();
+fn render_json(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec<String>)]) -> String {
+    let env: Map<String, Value> = policy.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
     let mut obj = json!({
         "mode": mode.word(),
         "profiles": policy.profiles,
@@ -155,10 +129,7 @@ mod tests {
 
     #[test]
     fn o1_quote_golden() {
-        let table: String = TRICKY
-            .iter()
-            .map(|w| format!("{:?} {}\n", w, quote(w)))
-            .collect();
+        let table: String = TRICKY.iter().map(|w| format!("{:?} {}\n", w, quote(w))).collect();
         golden::check("shell-quote.txt", &table);
     }
 
@@ -166,11 +137,7 @@ mod tests {
     fn o1_quote_round_trips_through_sh() {
         let words: Vec<String> = TRICKY.iter().map(|w| w.to_string()).collect();
         let script = format!("printf '%s\\0' {}", quote_line(&words));
-        let out = std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(&script)
-            .output()
-            .expect("run sh");
+        let out = std::process::Command::new("/bin/sh").arg("-c").arg(&script).output().expect("run sh");
         let text = String::from_utf8(out.stdout).expect("utf8");
         let back: Vec<&str> = text.split_terminator('\0').collect();
         assert_eq!(back, TRICKY);
@@ -179,21 +146,9 @@ mod tests {
     fn plan(profiles: &[&str], json: bool) -> String {
         let policy = golden::policy(&golden::request(profiles, false));
         let argv = command_line(&policy, &golden::launch());
-        let pasta: Vec<String> = ["/usr/bin/pasta", "--config-net", "12345"]
-            .map(String::from)
-            .to_vec();
-        let extra: Vec<(&str, Vec<String>)> = if policy.net {
-            vec![("pasta", pasta)]
-        } else {
-            vec![]
-        };
-        render(
-            Mode::Terminal { foreground: true },
-            &policy,
-            &argv,
-            &extra,
-            json,
-        )
+        let pasta: Vec<String> = ["/usr/bin/pasta", "--config-net", "12345"].map(String::from).to_vec();
+        let extra: Vec<(&str, Vec<String>)> = if policy.net { vec![("pasta", pasta)] } else { vec![] };
+        render(Mode::Terminal { foreground: true }, &policy, &argv, &extra, json)
     }
 
     #[test]
@@ -212,8 +167,6 @@ mod tests {
         assert_eq!(v["bwrap"][0], "/usr/bin/bwrap");
         assert_eq!(v["pasta"][0], "/usr/bin/pasta");
         assert_eq!(v["env"]["EDITOR"], "vi");
-        assert!(v["mounts"]
-            .as_array()
-            .is_some_and(|m| m.iter().any(|m| m["kind"] == "tmpfs")));
+        assert!(v["mounts"].as_array().is_some_and(|m| m.iter().any(|m| m["kind"] == "tmpfs")));
     }
 }

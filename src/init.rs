@@ -59,7 +59,8 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
             }
         }
     }
-    let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP]).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     let me = pidfd_self()?;
     chan.report(Report::Hello, Some(me)).map_err(|_| libc::EPIPE)?;
     // SAFETY: our own pidfd, passed and no longer needed here.
@@ -143,7 +144,8 @@ fn spawn(chan: &Channel, cmd: &[String], signals: &SignalFd) -> Result<Option<i3
             return Ok(None);
         }
     };
-    let argv: Vec<CString> = cmd.iter().map(|a| CString::new(a.as_str()).map_err(|_| libc::EINVAL)).collect::<Result<_, _>>()?;
+    let argv: Vec<CString> =
+        cmd.iter().map(|a| CString::new(a.as_str()).map_err(|_| libc::EINVAL)).collect::<Result<_, _>>()?;
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
     let mut errpipe = [0; 2];
@@ -222,7 +224,7 @@ fn supervise(chan: &Channel, signals: &SignalFd, payload: i32, mut grace: bool) 
             }
         }
         while let Some(got) = signals.read() {
-            if got.sig == libc::SIGINT && got.from_terminal() {
+            if got.sig == libc::SIGINT && got.by_terminal() {
                 let _ = chan.report(Report::TerminalInt, None);
             }
         }

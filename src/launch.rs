@@ -38,9 +38,40 @@ pub fn libraries() -> Vec<PathBuf> {
         .map(PathBuf::from)
         .filter(|p| Some(p) != exe.as_ref() && p.is_file())
         .collect();
+    // The loader at the path the binary names (PT_INTERP), e.g. /lib64/ld-linux-x86-64.so.2;
+    // maps shows it under its resolved name, which is not where the kernel will look.
+    if let Some(interp) = exe.as_deref().and_then(interpreter) {
+        libs.push(interp);
+    }
     libs.sort();
     libs.dedup();
     libs
+}
+
+/// The program interpreter an ELF64 file names (its `PT_INTERP` segment, `elf(5)`); `None`
+/// for a static binary or anything unreadable.
+fn interpreter(exe: &std::path::Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = vec![0u8; 8192];
+    let n = std::fs::File::open(exe).ok()?.read(&mut head).ok()?;
+    let head = &head[..n];
+    let u16_at = |o: usize| Some(u16::from_le_bytes(head.get(o..o + 2)?.try_into().ok()?));
+    let u32_at = |o: usize| Some(u32::from_le_bytes(head.get(o..o + 4)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_le_bytes(head.get(o..o + 8)?.try_into().ok()?));
+    if head.get(..5)? != b"\x7fELF\x02" {
+        return None;
+    }
+    let (phoff, phentsize, phnum) = (u64_at(0x20)? as usize, u16_at(0x36)? as usize, u16_at(0x38)? as usize);
+    (0..phnum).find_map(|i| {
+        let ph = phoff + i * phentsize;
+        if u32_at(ph)? != 3 {
+            return None; // not PT_INTERP
+        }
+        let (off, len) = (u64_at(ph + 8)? as usize, u64_at(ph + 32)? as usize);
+        let raw = head.get(off..off + len)?;
+        let path = std::str::from_utf8(raw.split(|b| *b == 0).next()?).ok()?;
+        Some(PathBuf::from(path))
+    })
 }
 
 /// The bwrap command line for `policy` running `cmd` in `mode`.
@@ -75,7 +106,10 @@ pub fn run(argv: &[String], mode: Mode, cmd: &[String], on_init: OnInit) -> Resu
     let caught: Vec<i32> = CAUGHT.iter().copied().filter(|s| !signals::ignored(*s)).collect();
     let ignored: Vec<i32> = CAUGHT.iter().copied().filter(|s| !caught.contains(s)).collect();
     if !ignored.is_empty() {
-        log!("ignored at start, so never relayed: {:?}", ignored.iter().map(|s| crate::log::signame(*s)).collect::<Vec<_>>());
+        log!(
+            "ignored at start, so never relayed: {:?}",
+            ignored.iter().map(|s| crate::log::signame(*s)).collect::<Vec<_>>()
+        );
     }
     // Blocked before the clone, so a signal during start-up waits in the queue (G3).
     let signals = SignalFd::new(&caught).context("signalfd")?;

@@ -22,9 +22,8 @@ impl Mode {
     /// own session (a terminal that is some other session's gives no job control to snug).
     pub fn detect() -> Mode {
         // SAFETY: plain syscalls on fd 0 and on this process; no memory is passed.
-        let (tty_sid, own_sid, fg, own_pgrp) = unsafe {
-            (libc::tcgetsid(0), libc::getsid(0), libc::tcgetpgrp(0), libc::getpgrp())
-        };
+        let (tty_sid, own_sid, fg, own_pgrp) =
+            unsafe { (libc::tcgetsid(0), libc::getsid(0), libc::tcgetpgrp(0), libc::getpgrp()) };
         if tty_sid < 0 || tty_sid != own_sid {
             return Mode::Detached;
         }

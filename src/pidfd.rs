@@ -81,7 +81,13 @@ impl Pinned {
     pub fn signal_group(&self, sig: i32) -> io::Result<()> {
         // SAFETY: plain syscall with a null siginfo.
         let rc = unsafe {
-            libc::syscall(libc::SYS_pidfd_send_signal, self.raw(), sig, std::ptr::null::<u8>(), PIDFD_SIGNAL_PROCESS_GROUP)
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.raw(),
+                sig,
+                std::ptr::null::<u8>(),
+                PIDFD_SIGNAL_PROCESS_GROUP,
+            )
         };
         if rc == 0 {
             return Ok(());

@@ -13,8 +13,6 @@
 //! - Mounts are sorted by path, component by component, so a parent is always mounted
 //!   before anything below it and never covers it.
 
-#![allow(dead_code)]
-
 pub mod host;
 #[cfg(test)]
 mod tests;
@@ -130,31 +128,17 @@ pub fn resolve(req: &Request) -> anyhow::Result<Policy> {
 /// an attempt to replace /dev or /proc. Every message is one line naming the profile
 /// (and its file) and the key.
 pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
-    let get = |k: &str| {
-        req.host_env
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |k: &str| req.host_env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let home = match get("HOME").map(Path::new) {
         Some(h) if h.is_absolute() => normalise(h),
         _ => return Err(failure(USAGE, "HOME must be set to an absolute path")),
     };
     let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let target = host
-        .canonicalize(&dir)
-        .map_err(|e| failure(USAGE, format!("{}: {e}", dir.display())))?;
+    let target = host.canonicalize(&dir).map_err(|e| failure(USAGE, format!("{}: {}", dir.display(), io_text(&e))))?;
     if host.stat(&target) != Entry::Dir {
-        return Err(failure(
-            USAGE,
-            format!("{}: not a directory", dir.display()),
-        ));
+        return Err(failure(USAGE, format!("{}: not a directory", dir.display())));
     }
-    let vars = Vars {
-        home: home.clone(),
-        target_parent: target.parent().map(Path::to_path_buf),
-        target,
-    };
+    let vars = Vars { home: home.clone(), target_parent: target.parent().map(Path::to_path_buf), target };
 
     let mut names: Vec<String> = Vec::new();
     if !req.no_defaults {
@@ -170,36 +154,21 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut net = false;
     for p in &order {
-        for (key, kind, list) in [
-            ("ro", MountKind::Ro, &p.ro),
-            ("rw", MountKind::Rw, &p.rw),
-            ("tmpfs", MountKind::Tmpfs, &p.tmpfs),
-        ] {
+        for (key, kind, list) in
+            [("ro", MountKind::Ro, &p.ro), ("rw", MountKind::Rw, &p.rw), ("tmpfs", MountKind::Tmpfs, &p.tmpfs)]
+        {
             for raw in list {
                 let Some(dest) = expand(raw, &vars).map_err(|e| bad(p, key, raw, &e))? else {
                     continue; // {target_parent} when DIR is /
                 };
                 if kind != MountKind::Tmpfs && host.stat(&dest) == Entry::Missing {
-                    return Err(bad(
-                        p,
-                        key,
-                        raw,
-                        &format!("{} does not exist", dest.display()),
-                    ));
+                    return Err(bad(p, key, raw, &format!("{} does not exist", dest.display())));
                 }
                 if dest == Path::new("/dev") || dest == Path::new("/proc") {
                     return Err(bad(p, key, raw, "/dev and /proc are always private"));
                 }
                 let src = (kind != MountKind::Tmpfs).then(|| dest.clone());
-                ask(
-                    &mut mounts,
-                    Mount {
-                        kind,
-                        src,
-                        dest,
-                        profile: p.name.clone(),
-                    },
-                );
+                ask(&mut mounts, Mount { kind, src, dest, profile: p.name.clone() });
             }
         }
         if p.host_view {
@@ -214,10 +183,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
                 Some((v0, p0)) if v0 != v => {
                     return Err(failure(
                         POLICY,
-                        format!(
-                            "env {k}: profile {p0} sets {v0:?}, profile {} sets {v:?}",
-                            p.name
-                        ),
+                        format!("env {k}: profile {p0} sets {v0:?}, profile {} sets {v:?}", p.name),
                     ))
                 }
                 Some(_) => {}
@@ -227,19 +193,10 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
             }
         }
     }
-    for (path, kind) in [
-        ("/dev", MountKind::Dev),
-        ("/proc", MountKind::Proc),
-        ("/tmp", MountKind::Tmpfs),
-    ] {
+    for (path, kind) in [("/dev", MountKind::Dev), ("/proc", MountKind::Proc), ("/tmp", MountKind::Tmpfs)] {
         let dest = PathBuf::from(path);
         let profile = BASE.to_string();
-        mounts.entry(dest.clone()).or_insert(Mount {
-            kind,
-            src: None,
-            dest,
-            profile,
-        });
+        mounts.entry(dest.clone()).or_insert(Mount { kind, src: None, dest, profile });
     }
 
     Ok(Policy {
@@ -252,6 +209,15 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     })
 }
 
+/// An io::Error's text without the trailing ` (os error N)`: the message is for people.
+fn io_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
 /// Depth-first: a profile, then its includes; each profile once; a cycle is an error.
 fn visit(
     name: &str,
@@ -262,19 +228,13 @@ fn visit(
 ) -> anyhow::Result<()> {
     if chain.iter().any(|c| c == name) {
         chain.push(name.to_string());
-        return Err(failure(
-            POLICY,
-            format!("include cycle: {}", chain.join(" -> ")),
-        ));
+        return Err(failure(POLICY, format!("include cycle: {}", chain.join(" -> "))));
     }
     if order.iter().any(|p| p.name == name) {
         return Ok(());
     }
     let p = profiles::load(name, dirs, host).map_err(|e| match chain.last() {
-        Some(by) => failure(
-            POLICY,
-            format!("{} (included by {by})", crate::error::one_line(&e)),
-        ),
+        Some(by) => failure(POLICY, format!("{} (included by {by})", crate::error::one_line(&e))),
         None => e,
     })?;
     let includes = p.include.clone();
@@ -298,28 +258,12 @@ fn sys_host_view(p: &Profile, host: &dyn Host, mounts: &mut BTreeMap<PathBuf, Mo
             Entry::Dir => (MountKind::Ro, dest.clone()),
             Entry::File | Entry::Missing => continue,
         };
-        ask(
-            mounts,
-            Mount {
-                kind,
-                src: Some(src),
-                dest,
-                profile: profile.clone(),
-            },
-        );
+        ask(mounts, Mount { kind, src: Some(src), dest, profile: profile.clone() });
     }
     for path in profiles::SYS_ETC {
         let dest = PathBuf::from(path);
         if host.stat(&dest) != Entry::Missing {
-            ask(
-                mounts,
-                Mount {
-                    kind: MountKind::Ro,
-                    src: Some(dest.clone()),
-                    dest,
-                    profile: profile.clone(),
-                },
-            );
+            ask(mounts, Mount { kind: MountKind::Ro, src: Some(dest.clone()), dest, profile: profile.clone() });
         }
     }
 }

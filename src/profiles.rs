@@ -4,8 +4,6 @@
 //! A profile is kept here as written: paths still hold their `{home}`, `{target}` and
 //! `{target_parent}` placeholders. [`crate::policy`] expands and merges them.
 
-#![allow(dead_code)]
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -114,14 +112,7 @@ impl Profile {
 }
 
 /// Names of the builtin profiles, in the order `profile list` shows them.
-pub const BUILTINS: [&str; 6] = [
-    "@sys",
-    "@home",
-    "@cwd-rw",
-    "@parent-ro",
-    "@net",
-    "@tmp-shared",
-];
+pub const BUILTINS: [&str; 6] = ["@sys", "@home", "@cwd-rw", "@parent-ro", "@net", "@tmp-shared"];
 
 /// The builtin profile `name`, or `None` when there is no such builtin.
 pub fn builtin(name: &str) -> Option<Profile> {
@@ -130,36 +121,23 @@ pub fn builtin(name: &str) -> Option<Profile> {
         "@sys" => Profile {
             ro: strs(&["/usr"]),
             host_view: true,
-            ..Profile::builtin(
-                name,
-                "/usr, the /bin and /lib entries and a few /etc files, read-only",
-            )
+            ..Profile::builtin(name, "/usr, the /bin and /lib entries and a few /etc files, read-only")
         },
         "@home" => Profile {
             tmpfs: strs(&["{home}"]),
             ..Profile::builtin(name, "$HOME is an empty private tmpfs, gone after the run")
         },
-        "@cwd-rw" => Profile {
-            rw: strs(&["{target}"]),
-            ..Profile::builtin(name, "DIR read-write")
-        },
+        "@cwd-rw" => Profile { rw: strs(&["{target}"]), ..Profile::builtin(name, "DIR read-write") },
         "@parent-ro" => Profile {
             ro: strs(&["{target_parent}"]),
             ..Profile::builtin(name, "DIR's parent read-only (nothing when DIR is /)")
         },
-        "@net" => Profile {
-            net: true,
-            ..Profile::builtin(
-                name,
-                "network through pasta (no access to the host's loopback)",
-            )
-        },
+        "@net" => {
+            Profile { net: true, ..Profile::builtin(name, "network through pasta (no access to the host's loopback)") }
+        }
         "@tmp-shared" => Profile {
             rw: strs(&["/tmp"]),
-            ..Profile::builtin(
-                name,
-                "the host's /tmp read-write instead of a private tmpfs",
-            )
+            ..Profile::builtin(name, "the host's /tmp read-write instead of a private tmpfs")
         },
         _ => return None,
     };
@@ -189,9 +167,7 @@ struct ProfileFile {
 pub fn valid_user_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// Parse the text of profile file `file` named `name`.
@@ -201,9 +177,7 @@ pub fn valid_user_name(name: &str) -> bool {
 /// wrong type, bad TOML (SPEC P3).
 pub fn parse(name: &str, file: &Path, text: &str) -> anyhow::Result<Profile> {
     let parsed: ProfileFile = toml::from_str(text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
         let at = line.map(|l| format!(":{l}")).unwrap_or_default();
         failure(POLICY, format!("{}{at}: {}", file.display(), e.message()))
     })?;
@@ -229,18 +203,11 @@ pub fn parse(name: &str, file: &Path, text: &str) -> anyhow::Result<Profile> {
 /// be read or parsed.
 pub fn load(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<Profile> {
     if name.starts_with('@') {
-        return builtin(name).ok_or_else(|| {
-            failure(
-                POLICY,
-                format!("unknown profile {name} (builtins: {})", BUILTINS.join(" ")),
-            )
-        });
+        return builtin(name)
+            .ok_or_else(|| failure(POLICY, format!("unknown profile {name} (builtins: {})", BUILTINS.join(" "))));
     }
     if !valid_user_name(name) {
-        return Err(failure(
-            POLICY,
-            format!("unknown profile {name:?}: not a valid profile name"),
-        ));
+        return Err(failure(POLICY, format!("unknown profile {name:?}: not a valid profile name")));
     }
     for dir in dirs {
         let file = dir.join(format!("{name}.toml"));
@@ -251,13 +218,7 @@ pub fn load(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<Pro
         }
     }
     let places: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    Err(failure(
-        POLICY,
-        format!(
-            "unknown profile {name}: no {name}.toml in {}",
-            places.join(" or ")
-        ),
-    ))
+    Err(failure(POLICY, format!("unknown profile {name}: no {name}.toml in {}", places.join(" or "))))
 }
 
 /// The user profile directories in search order: `$XDG_CONFIG_HOME/snug/profiles.d`
@@ -265,22 +226,11 @@ pub fn load(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<Pro
 /// A relative `XDG_CONFIG_HOME` is ignored, as the XDG Base Directory spec says, so a
 /// profile is never read relative to the current directory.
 pub fn config_dirs(env: &[(String, String)]) -> Vec<PathBuf> {
-    let get = |k: &str| {
-        env.iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| PathBuf::from(v))
-    };
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| PathBuf::from(v));
     let user = get("XDG_CONFIG_HOME")
         .filter(|p| p.is_absolute())
-        .or_else(|| {
-            get("HOME")
-                .filter(|p| p.is_absolute())
-                .map(|h| h.join(".config"))
-        });
-    let mut dirs: Vec<PathBuf> = user
-        .into_iter()
-        .map(|c| c.join("snug/profiles.d"))
-        .collect();
+        .or_else(|| get("HOME").filter(|p| p.is_absolute()).map(|h| h.join(".config")));
+    let mut dirs: Vec<PathBuf> = user.into_iter().map(|c| c.join("snug/profiles.d")).collect();
     dirs.push(PathBuf::from("/etc/snug/profiles.d"));
     dirs
 }
@@ -330,11 +280,7 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
                 Ok(None) => continue,
                 Err(e) => format!("(unreadable: {e})"),
             };
-            lines.push(format!(
-                "  {name:<12} {desc}\n  {:<12} {}",
-                "",
-                file.display()
-            ));
+            lines.push(format!("  {name:<12} {desc}\n  {:<12} {}", "", file.display()));
             seen.insert(name, file);
         }
     }
@@ -383,11 +329,7 @@ pub fn show_in(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<
         }
     }
     if p.host_view {
-        let _ = writeln!(
-            out,
-            "  as-host {}  (symlink or ro, as on the host)",
-            SYS_LINKS.join(" ")
-        );
+        let _ = writeln!(out, "  as-host {}  (symlink or ro, as on the host)", SYS_LINKS.join(" "));
         for path in SYS_ETC {
             let _ = writeln!(out, "  ro      {path}  (when present)");
         }

@@ -21,8 +21,16 @@ pub enum Action {
 }
 
 /// The signals snug catches (through its signalfd) unless they were ignored at start (S2).
-pub const CAUGHT: [i32; 8] =
-    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2, libc::SIGWINCH, libc::SIGCONT];
+pub const CAUGHT: [i32; 8] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGWINCH,
+    libc::SIGCONT,
+];
 
 /// Decide for `got` in `mode`, given whether a grace is running.
 ///
@@ -35,7 +43,7 @@ pub const CAUGHT: [i32; 8] =
 pub fn decide(got: &Received, mode: Mode, in_grace: bool) -> Action {
     match got.sig {
         libc::SIGINT | libc::SIGTERM | libc::SIGHUP => {
-            if matches!(mode, Mode::Terminal { .. }) && got.from_terminal() {
+            if matches!(mode, Mode::Terminal { .. }) && got.by_terminal() {
                 Action::Relay
             } else if in_grace {
                 Action::Teardown

@@ -13,7 +13,9 @@
 //! control inside the sandbox needs them (SPEC T6, DESIGN.md "What not to do").
 
 use anyhow::{anyhow, Context, Result};
-use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+};
 use std::collections::BTreeMap;
 use std::io::{Seek, Write};
 use std::os::fd::{FromRawFd, OwnedFd};

@@ -19,7 +19,7 @@ pub struct Received {
 
 impl Received {
     /// Whether the terminal (the kernel) generated it rather than a process.
-    pub fn from_terminal(&self) -> bool {
+    pub fn by_terminal(&self) -> bool {
         self.code == SI_KERNEL
     }
 }
@@ -66,7 +66,11 @@ impl SignalFd {
             let mut info: libc::signalfd_siginfo = std::mem::zeroed();
             let size = std::mem::size_of_val(&info);
             let n = libc::read(self.raw(), (&mut info as *mut libc::signalfd_siginfo).cast(), size);
-            (n == size as isize).then_some(Received { sig: info.ssi_signo as i32, code: info.ssi_code, pid: info.ssi_pid })
+            (n == size as isize).then_some(Received {
+                sig: info.ssi_signo as i32,
+                code: info.ssi_code,
+                pid: info.ssi_pid,
+            })
         }
     }
 }

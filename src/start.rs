@@ -56,7 +56,12 @@ fn high(fd: RawFd) -> Result<OwnedFd> {
 }
 
 fn cstrings(v: &[String]) -> Result<Vec<CString>> {
-    v.iter().map(|s| CString::new(s.as_str()).map_err(|_| failure(crate::error::USAGE, format!("argument contains a NUL byte: {s:?}")))).collect()
+    v.iter()
+        .map(|s| {
+            CString::new(s.as_str())
+                .map_err(|_| failure(crate::error::USAGE, format!("argument contains a NUL byte: {s:?}")))
+        })
+        .collect()
 }
 
 /// Clone nest and have it exec `argv` (bwrap) with an empty environment, with the channel at
@@ -106,7 +111,10 @@ pub fn nest(argv: &[String], channel: RawFd, seccomp: RawFd) -> Result<Nest> {
     }
     if pid < 0 {
         let e = std::io::Error::last_os_error();
-        return Err(failure(UNAVAILABLE, format!("cannot create the sandbox's namespaces (clone3: {e}); `snug doctor` says why")));
+        return Err(failure(
+            UNAVAILABLE,
+            format!("cannot create the sandbox's namespaces (clone3: {e}); `snug doctor` says why"),
+        ));
     }
     drop(err_w);
     drop(fds);

@@ -192,7 +192,10 @@ impl Supervisor {
             return self.teardown(0);
         };
         let pid = init.host_pid;
-        log!("tree: bwrap pid {} (pid 1 of the outer namespace), init pid {pid} (pid 1 of the sandbox, leads its group)", self.pid1.host_pid);
+        log!(
+            "tree: bwrap pid {} (pid 1 of the outer namespace), init pid {pid} (pid 1 of the sandbox, leads its group)",
+            self.pid1.host_pid
+        );
         self.terminal.sandbox_group(pid);
         self.init = Some(init);
         if let Err(e) = (self.on_init)(pid) {
@@ -206,7 +209,7 @@ impl Supervisor {
     }
 
     fn on_signal(&mut self, got: crate::signals::Received) {
-        let origin = if got.from_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
+        let origin = if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
         log!("received {} from {origin} (si_code {})", signame(got.sig), got.code);
         let action = decide(&got, self.mode, self.grace.is_some());
         match action {
@@ -261,7 +264,11 @@ impl Supervisor {
             return;
         }
         self.terminal.take_back();
-        let own = if matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) && !crate::signals::ignored(sig) { sig } else { libc::SIGSTOP };
+        let own = if matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) && !crate::signals::ignored(sig) {
+            sig
+        } else {
+            libc::SIGSTOP
+        };
         log!("stopping snug with {}", signame(own));
         // SAFETY: signals this process only; execution continues here after SIGCONT.
         unsafe { libc::kill(libc::getpid(), own) };
@@ -296,7 +303,11 @@ impl Supervisor {
             return Outcome::Fail(e);
         }
         if let Some(e) = self.exec_failed {
-            let (code, what) = if e == libc::ENOENT { (NOT_FOUND, "command not found".to_string()) } else { (NOT_EXECUTABLE, std::io::Error::from_raw_os_error(e).to_string().to_lowercase()) };
+            let (code, what) = if e == libc::ENOENT {
+                (NOT_FOUND, "command not found".to_string())
+            } else {
+                (NOT_EXECUTABLE, std::io::Error::from_raw_os_error(e).to_string().to_lowercase())
+            };
             return Outcome::Fail(failure(code, format!("{}: {what}", self.cmd)));
         }
         if let Some(status) = self.ended {

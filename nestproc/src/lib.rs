@@ -141,7 +141,14 @@ fn write_file(path: &std::ffi::CStr, data: &[u8], step: Step) -> Result<(), Nest
 pub fn prepare() -> Result<(), NestError> {
     // SAFETY: constant NUL-terminated strings; mount(2) reads only them.
     unsafe {
-        if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+        if libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
             return Err(NestError { step: Step::MakePrivate, errno: errno() });
         }
         let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;

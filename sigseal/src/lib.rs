@@ -40,11 +40,27 @@ pub fn seal() -> Result<(), SealError> {
         let mut old = KernelSigaction::default();
         // SAFETY: the raw rt_sigaction(2) with no new action only writes the old one into
         // `old`, a plain struct of the kernel's layout that lives in this frame.
-        let rc = unsafe { libc::syscall(libc::SYS_rt_sigaction, sig, std::ptr::null::<KernelSigaction>(), &mut old as *mut KernelSigaction, 8usize) };
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                std::ptr::null::<KernelSigaction>(),
+                &mut old as *mut KernelSigaction,
+                8usize,
+            )
+        };
         if rc == 0 && old.handler == libc::SIG_IGN {
             let dfl = KernelSigaction::default();
             // SAFETY: installs SIG_DFL (handler 0), which runs no code; `dfl` lives in this frame.
-            unsafe { libc::syscall(libc::SYS_rt_sigaction, sig, &dfl as *const KernelSigaction, std::ptr::null_mut::<KernelSigaction>(), 8usize) };
+            unsafe {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    sig,
+                    &dfl as *const KernelSigaction,
+                    std::ptr::null_mut::<KernelSigaction>(),
+                    8usize,
+                )
+            };
         }
     }
     // The raw rt_sigprocmask(2): glibc's wrapper keeps its own signals 32 and 33 as they were,
@@ -53,7 +69,13 @@ pub fn seal() -> Result<(), SealError> {
     // SAFETY: an 8-byte (kernel sigset_t) empty set that lives in this frame; a raw syscall is
     // async-signal-safe.
     let rc = unsafe {
-        libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_SETMASK, &empty as *const u64, std::ptr::null_mut::<u64>(), 8usize)
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &empty as *const u64,
+            std::ptr::null_mut::<u64>(),
+            8usize,
+        )
     };
     if rc != 0 {
         return Err(SealError(io::Error::last_os_error().raw_os_error().unwrap_or(0)));

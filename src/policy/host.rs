@@ -10,9 +10,7 @@ use crate::profiles;
 
 /// snug's own environment, skipping variables that are not UTF-8 (they are not passed in).
 pub fn host_env() -> Vec<(String, String)> {
-    std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect()
+    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
 }
 
 /// The [`Request`] for `args` on this host. When HOME is unset (`env -i snug …`) it comes
@@ -40,15 +38,7 @@ fn passwd_home() -> Option<String> {
     let mut found: *mut libc::passwd = std::ptr::null_mut();
     // SAFETY: every pointer is to live, writable memory of the size passed; getpwuid_r
     // writes the strings into `buf`, which outlives their use below.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut found,
-        )
-    };
+    let rc = unsafe { libc::getpwuid_r(libc::getuid(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
     if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
         return None;
     }
@@ -138,10 +128,7 @@ enum Fake {
 impl FakeHost {
     /// An empty host whose cwd is `/`.
     pub fn new() -> FakeHost {
-        FakeHost {
-            cwd: PathBuf::from("/"),
-            ..FakeHost::default()
-        }
+        FakeHost { cwd: PathBuf::from("/"), ..FakeHost::default() }
     }
 
     /// A directory (and its parents).
@@ -158,16 +145,14 @@ impl FakeHost {
     /// A file with `text` (its parents become directories).
     pub fn file(self, path: &str, text: &str) -> FakeHost {
         let mut host = self.dir(parent_of(path));
-        host.entries
-            .insert(PathBuf::from(path), Fake::File(text.to_string()));
+        host.entries.insert(PathBuf::from(path), Fake::File(text.to_string()));
         host
     }
 
     /// A symlink `path -> target`.
     pub fn link(self, path: &str, target: &str) -> FakeHost {
         let mut host = self.dir(parent_of(path));
-        host.entries
-            .insert(PathBuf::from(path), Fake::Link(PathBuf::from(target)));
+        host.entries.insert(PathBuf::from(path), Fake::Link(PathBuf::from(target)));
         host
     }
 
@@ -179,36 +164,14 @@ impl FakeHost {
 
     /// A typical Debian host with merged /usr, `/home/u` and a project `/home/u/proj`.
     pub fn debian() -> FakeHost {
-        let mut h = FakeHost::new()
-            .dir("/usr/bin")
-            .dir("/usr/lib")
-            .dir("/usr/lib64");
-        h = h
-            .link("/bin", "usr/bin")
-            .link("/sbin", "usr/sbin")
-            .link("/lib", "usr/lib");
-        h = h
-            .link("/lib64", "usr/lib64")
-            .dir("/home/u/proj/sub")
-            .dir("/tmp")
-            .dir("/dev");
-        h = h.link(
-            "/etc/resolv.conf",
-            "../run/systemd/resolve/stub-resolv.conf",
-        );
-        for f in [
-            "passwd",
-            "group",
-            "nsswitch.conf",
-            "hosts",
-            "ld.so.cache",
-            "ld.so.conf",
-        ] {
+        let mut h = FakeHost::new().dir("/usr/bin").dir("/usr/lib").dir("/usr/lib64");
+        h = h.link("/bin", "usr/bin").link("/sbin", "usr/sbin").link("/lib", "usr/lib");
+        h = h.link("/lib64", "usr/lib64").dir("/home/u/proj/sub").dir("/tmp").dir("/dev");
+        h = h.link("/etc/resolv.conf", "../run/systemd/resolve/stub-resolv.conf");
+        for f in ["passwd", "group", "nsswitch.conf", "hosts", "ld.so.cache", "ld.so.conf"] {
             h = h.file(&format!("/etc/{f}"), "");
         }
-        h.dir("/etc/ld.so.conf.d")
-            .dir("/etc/alternatives")
-            .dir("/etc/ssl/certs")
+        h.dir("/etc/ld.so.conf.d").dir("/etc/alternatives").dir("/etc/ssl/certs")
     }
 
     fn follow(&self, path: &Path, depth: u32) -> Option<&Fake> {
@@ -225,10 +188,7 @@ impl FakeHost {
 
 #[cfg(test)]
 fn parent_of(path: &str) -> &str {
-    Path::new(path)
-        .parent()
-        .and_then(|p| p.to_str())
-        .unwrap_or("/")
+    Path::new(path).parent().and_then(|p| p.to_str()).unwrap_or("/")
 }
 
 #[cfg(test)]

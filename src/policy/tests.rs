@@ -11,16 +11,10 @@ fn request(dir: &str, profiles: &[&str], no_defaults: bool) -> Request {
         profiles: profiles.iter().map(|s| s.to_string()).collect(),
         no_defaults,
         dir: Some(PathBuf::from(dir)),
-        host_env: [
-            ("HOME", "/home/u"),
-            ("PATH", "/evil"),
-            ("LC_TIME", "C"),
-            ("LANG", "C.UTF-8"),
-            ("TOKEN", "s"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect(),
+        host_env: [("HOME", "/home/u"), ("PATH", "/evil"), ("LC_TIME", "C"), ("LANG", "C.UTF-8"), ("TOKEN", "s")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         config_dirs: vec![PathBuf::from("/cfg")],
     }
 }
@@ -49,11 +43,7 @@ fn p1_defaults_on_a_merged_usr_host() {
     assert_eq!(p.target, PathBuf::from("/home/u/proj"));
     let m = mounts(&p);
     // Parent == HOME: @home's tmpfs wins over @parent-ro, DIR is bound after it.
-    let pos = |s: &str| {
-        m.iter()
-            .position(|x| x == s)
-            .unwrap_or_else(|| panic!("{s} not in {m:?}"))
-    };
+    let pos = |s: &str| m.iter().position(|x| x == s).unwrap_or_else(|| panic!("{s} not in {m:?}"));
     assert!(pos("tmpfs /home/u") < pos("rw /home/u/proj"));
     assert!(!m.contains(&"ro /home/u".to_string()));
     for want in [
@@ -68,27 +58,16 @@ fn p1_defaults_on_a_merged_usr_host() {
         pos(want);
     }
     // Absent on the host: /lib32, /libx32, gai.conf; dangling: resolv.conf.
-    assert!(!m
-        .iter()
-        .any(|x| x.contains("lib32") || x.contains("gai.conf") || x.contains("resolv.conf")));
+    assert!(!m.iter().any(|x| x.contains("lib32") || x.contains("gai.conf") || x.contains("resolv.conf")));
     assert!(!p.net);
 }
 
 #[test]
 fn p1_mounts_are_sorted_parents_first() {
-    let p = resolve_with(
-        &request("/home/u/proj/sub", &[], false),
-        &FakeHost::debian(),
-    )
-    .expect("ok");
+    let p = resolve_with(&request("/home/u/proj/sub", &[], false), &FakeHost::debian()).expect("ok");
     for (i, a) in p.mounts.iter().enumerate() {
         for b in &p.mounts[i + 1..] {
-            assert!(
-                !a.dest.starts_with(&b.dest),
-                "{} after its parent {}",
-                a.dest.display(),
-                b.dest.display()
-            );
+            assert!(!a.dest.starts_with(&b.dest), "{} after its parent {}", a.dest.display(), b.dest.display());
         }
     }
     let m = mounts(&p);
@@ -111,10 +90,7 @@ fn p1_dir_under_tmp_keeps_its_parent_read_only() {
     let host = FakeHost::debian().dir("/tmp/w");
     let p = resolve_with(&request("/tmp/w", &[], false), &host).expect("ok");
     let m = mounts(&p);
-    assert!(
-        m.contains(&"ro /tmp".to_string()) && m.contains(&"rw /tmp/w".to_string()),
-        "{m:?}"
-    );
+    assert!(m.contains(&"ro /tmp".to_string()) && m.contains(&"rw /tmp/w".to_string()), "{m:?}");
     let shared = resolve_with(&request("/tmp/w", &["@tmp-shared"], false), &host).expect("ok");
     assert!(mounts(&shared).contains(&"rw /tmp".to_string()));
 }
@@ -124,22 +100,12 @@ fn p1_root_dir_has_no_parent_mount() {
     let p = resolve_with(&request("/", &[], false), &FakeHost::debian()).expect("ok");
     assert_eq!(p.mounts[0].dest, PathBuf::from("/"));
     assert_eq!(p.mounts[0].kind, MountKind::Rw);
-    assert_eq!(
-        p.mounts
-            .iter()
-            .filter(|m| m.dest == Path::new("/"))
-            .count(),
-        1
-    );
+    assert_eq!(p.mounts.iter().filter(|m| m.dest == Path::new("/")).count(), 1);
 }
 
 #[test]
 fn p2_no_defaults_keeps_only_base_mounts() {
-    let p = resolve_with(
-        &request("/home/u/proj", &["@net"], true),
-        &FakeHost::debian(),
-    )
-    .expect("ok");
+    let p = resolve_with(&request("/home/u/proj", &["@net"], true), &FakeHost::debian()).expect("ok");
     assert_eq!(p.profiles, ["@net"]);
     assert_eq!(mounts(&p), ["dev /dev", "proc /proc", "tmpfs /tmp"]);
     assert!(p.net);
@@ -149,23 +115,16 @@ fn p2_no_defaults_keeps_only_base_mounts() {
 fn p2_union_ro_and_rw_becomes_rw_and_duplicates_collapse() {
     let host = FakeHost::debian()
         .file("/cfg/a.toml", "ro = [\"/srv/data\"]\ninclude = [\"b\", \"@sys\"]")
-        .file("/cfg/b.toml", "rw = [\"/srv/data/\"]\ntmpfs = [\"{target}/node_modules\"]\n[env]\nEDITOR = \"vi\"\nPATH = \"/x\"")
+        .file(
+            "/cfg/b.toml",
+            "rw = [\"/srv/data/\"]\ntmpfs = [\"{target}/node_modules\"]\n[env]\nEDITOR = \"vi\"\nPATH = \"/x\"",
+        )
         .dir("/srv/data");
     let p = resolve_with(&request("/home/u/proj", &["a", "@sys", "a"], false), &host).expect("ok");
-    assert_eq!(
-        p.profiles,
-        ["@sys", "@home", "@cwd-rw", "@parent-ro", "a", "b"]
-    );
-    let data: Vec<&Mount> = p
-        .mounts
-        .iter()
-        .filter(|m| m.dest == Path::new("/srv/data"))
-        .collect();
+    assert_eq!(p.profiles, ["@sys", "@home", "@cwd-rw", "@parent-ro", "a", "b"]);
+    let data: Vec<&Mount> = p.mounts.iter().filter(|m| m.dest == Path::new("/srv/data")).collect();
     assert_eq!(data.len(), 1);
-    assert_eq!(
-        (data[0].kind, data[0].profile.as_str()),
-        (MountKind::Rw, "b")
-    );
+    assert_eq!((data[0].kind, data[0].profile.as_str()), (MountKind::Rw, "b"));
     assert!(mounts(&p).contains(&"tmpfs /home/u/proj/node_modules".to_string()));
     assert!(p.env.contains(&("EDITOR".to_string(), "vi".to_string())));
     assert!(p.env.contains(&("PATH".to_string(), "/x".to_string())));
@@ -178,10 +137,7 @@ fn p3_include_cycle_names_the_chain() {
         .file("/cfg/b.toml", "include = [\"c\"]")
         .file("/cfg/c.toml", "include = [\"a\"]");
     let (code, msg) = err_of(&host, &request("/home/u", &["a"], false));
-    assert_eq!(
-        (code, msg.as_str()),
-        (POLICY, "include cycle: a -> b -> c -> a")
-    );
+    assert_eq!((code, msg.as_str()), (POLICY, "include cycle: a -> b -> c -> a"));
 }
 
 #[test]
@@ -198,24 +154,15 @@ fn p3_bad_profiles_exit_77() {
         .file("/cfg/env2.toml", "[env]\nA = \"2\"")
         .file("/cfg/envbad.toml", "[env]\n\"A=B\" = \"1\"");
     let cases: [(&[&str], &str); 10] = [
-        (
-            &["nosuch"],
-            "unknown profile nosuch: no nosuch.toml in /cfg",
-        ),
+        (&["nosuch"], "unknown profile nosuch: no nosuch.toml in /cfg"),
         (&["inc"], "(included by inc)"),
-        (
-            &["gone"],
-            "profile gone (/cfg/gone.toml): ro \"/nope\": /nope does not exist",
-        ),
+        (&["gone"], "profile gone (/cfg/gone.toml): ro \"/nope\": /nope does not exist"),
         (&["rel"], "not an absolute path"),
         (&["ph"], "unknown placeholder {cwd}"),
         (&["up"], "must not contain .."),
         (&["proc"], "/dev and /proc are always private"),
         (&["key"], "/cfg/key.toml:1: unknown field `mounts`"),
-        (
-            &["env1", "env2"],
-            "env A: profile env1 sets \"1\", profile env2 sets \"2\"",
-        ),
+        (&["env1", "env2"], "env A: profile env1 sets \"1\", profile env2 sets \"2\""),
         (&["envbad"], "env \"A=B\""),
     ];
     for (profiles, want) in cases {

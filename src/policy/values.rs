@@ -31,9 +31,7 @@ pub(super) fn expand(raw: &str, vars: &Vars) -> Result<Option<PathBuf>, String> 
                 None => return Ok(None),
             },
             other => {
-                return Err(format!(
-                "unknown placeholder {{{other}}} (known: {{home}} {{target}} {{target_parent}})"
-            ))
+                return Err(format!("unknown placeholder {{{other}}} (known: {{home}} {{target}} {{target_parent}})"))
             }
         };
         out.push_str(&value.to_string_lossy());
@@ -52,9 +50,7 @@ pub(super) fn expand(raw: &str, vars: &Vars) -> Result<Option<PathBuf>, String> 
 
 /// Drop `.`, repeated and trailing slashes (lexically; `..` is refused before this).
 pub(super) fn normalise(path: &Path) -> PathBuf {
-    path.components()
-        .filter(|c| *c != Component::CurDir)
-        .collect()
+    path.components().filter(|c| *c != Component::CurDir).collect()
 }
 
 /// The payload's whole environment (SPEC P1): HOME, USER, LOGNAME, a fixed PATH, SHELL,
@@ -65,26 +61,13 @@ pub(super) fn environment(
     home: &Path,
     extra: BTreeMap<String, (String, String)>,
 ) -> Vec<(String, String)> {
-    let get = |k: &str| {
-        host_env
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-    };
+    let get = |k: &str| host_env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let mut env = vec![("HOME".to_string(), home.to_string_lossy().into_owned())];
     for key in ["USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG"] {
-        let value = if key == "PATH" {
-            Some(SANE_PATH.to_string())
-        } else {
-            get(key)
-        };
+        let value = if key == "PATH" { Some(SANE_PATH.to_string()) } else { get(key) };
         env.extend(value.map(|v| (key.to_string(), v)));
     }
-    let mut lc: Vec<(String, String)> = host_env
-        .iter()
-        .filter(|(k, _)| k.starts_with("LC_"))
-        .cloned()
-        .collect();
+    let mut lc: Vec<(String, String)> = host_env.iter().filter(|(k, _)| k.starts_with("LC_")).cloned().collect();
     lc.sort();
     lc.dedup_by(|a, b| a.0 == b.0);
     env.extend(lc);

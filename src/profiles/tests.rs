@@ -6,18 +6,10 @@ use crate::policy::host::FakeHost;
 
 #[test]
 fn p3_unknown_key_names_file_line_and_key() {
-    let err = parse(
-        "x",
-        Path::new("/c/x.toml"),
-        "ro = []\nwritable = [\"/a\"]\n",
-    )
-    .expect_err("unknown key");
+    let err = parse("x", Path::new("/c/x.toml"), "ro = []\nwritable = [\"/a\"]\n").expect_err("unknown key");
     assert_eq!(code_of(&err), POLICY);
     let msg = crate::error::one_line(&err);
-    assert!(
-        msg.starts_with("/c/x.toml:2: unknown field `writable`"),
-        "{msg}"
-    );
+    assert!(msg.starts_with("/c/x.toml:2: unknown field `writable`"), "{msg}");
 }
 
 #[test]
@@ -29,9 +21,8 @@ fn p3_wrong_type_is_policy_error() {
 
 #[test]
 fn p2_first_directory_wins() {
-    let host = FakeHost::new()
-        .file("/u/dev.toml", "description = \"user\"")
-        .file("/etc/dev.toml", "description = \"system\"");
+    let host =
+        FakeHost::new().file("/u/dev.toml", "description = \"user\"").file("/etc/dev.toml", "description = \"system\"");
     let dirs = [PathBuf::from("/u"), PathBuf::from("/etc")];
     let p = load("dev", &dirs, &host).expect("found");
     assert_eq!(p.description, "user");
@@ -51,11 +42,7 @@ fn p3_unknown_names_are_policy_errors() {
 
 #[test]
 fn p2_config_dirs_follow_xdg() {
-    let env = |v: &[(&str, &str)]| {
-        v.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<Vec<_>>()
-    };
+    let env = |v: &[(&str, &str)]| v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
     let etc = PathBuf::from("/etc/snug/profiles.d");
     assert_eq!(
         config_dirs(&env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")])),
@@ -71,7 +58,8 @@ fn p2_config_dirs_follow_xdg() {
 #[test]
 fn o3_show_and_list() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let text = "description = \"dev tools\"\ninclude = [\"@net\"]\nro = [\"{home}/.gitconfig\"]\n[env]\nEDITOR = \"vi\"\n";
+    let text =
+        "description = \"dev tools\"\ninclude = [\"@net\"]\nro = [\"{home}/.gitconfig\"]\n[env]\nEDITOR = \"vi\"\n";
     std::fs::write(dir.path().join("dev.toml"), text).expect("write");
     std::fs::write(dir.path().join("bad.toml"), "nope = 1").expect("write");
     let dirs = [dir.path().to_path_buf()];
