@@ -51,3 +51,10 @@ pub fn one_line(err: &anyhow::Error) -> String {
     };
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// The C library's text for `errno`, lower-case and without Rust's ` (os error N)` suffix.
+pub fn strerror(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    text.to_lowercase()
+}

@@ -75,7 +75,7 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
             Ok(Received::Closed) | Err(_) => return Ok(1),
         }
     }
-    match spawn(chan, &cmd, &signals)? {
+    match spawn(chan, &cmd)? {
         Some(payload) => supervise(chan, &signals, payload, grace),
         None => Ok(127), // reported to snug, which exits 126 or 127
     }
@@ -136,7 +136,7 @@ fn resolve(cmd: &str) -> Result<CString, i32> {
 }
 
 /// Fork and exec the payload, sealed, in the sandbox group; report its pidfd to snug.
-fn spawn(chan: &Channel, cmd: &[String], signals: &SignalFd) -> Result<Option<i32>, i32> {
+fn spawn(chan: &Channel, cmd: &[String]) -> Result<Option<i32>, i32> {
     let program = match cmd.first().map_or(Err(libc::ENOENT), |c| resolve(c)) {
         Ok(p) => p,
         Err(e) => {
@@ -183,7 +183,8 @@ fn spawn(chan: &Channel, cmd: &[String], signals: &SignalFd) -> Result<Option<i3
     unsafe { libc::close(errpipe[0]) };
     if n == 4 {
         let e = i32::from_le_bytes(e);
-        reap_all(signals);
+        // SAFETY: the child that failed to exec has exited (it wrote, then _exit): reap it.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
         let _ = chan.report(Report::ExecFailed(e), None);
         return Ok(None);
     }
@@ -195,11 +196,6 @@ fn spawn(chan: &Channel, cmd: &[String], signals: &SignalFd) -> Result<Option<i3
         unsafe { libc::close(pfd as RawFd) };
     }
     Ok(Some(pid))
-}
-
-fn reap_all(_signals: &SignalFd) {
-    // SAFETY: waitpid with WNOHANG on our own children.
-    unsafe { while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) > 0 {} }
 }
 
 /// Wait for the payload; report stops, continues and its end; reap orphans.

@@ -180,8 +180,7 @@ impl Supervisor {
             Report::Empty => log!("sandbox empty"),
             Report::ExecFailed(e) => self.exec_failed = Some(e),
             Report::InitFailed(e) => {
-                let e = std::io::Error::from_raw_os_error(e);
-                self.fail = Some(failure(INTERNAL, format!("sandbox init failed: {e}")));
+                self.fail = Some(failure(INTERNAL, format!("sandbox init failed: {}", crate::error::strerror(e))));
             }
         }
     }
@@ -306,7 +305,7 @@ impl Supervisor {
             let (code, what) = if e == libc::ENOENT {
                 (NOT_FOUND, "command not found".to_string())
             } else {
-                (NOT_EXECUTABLE, std::io::Error::from_raw_os_error(e).to_string().to_lowercase())
+                (NOT_EXECUTABLE, crate::error::strerror(e))
             };
             return Outcome::Fail(failure(code, format!("{}: {what}", self.cmd)));
         }
