@@ -45,6 +45,13 @@ pub enum Order {
     Go,
     /// A grace has started: when the payload ends, wait for the sandbox to empty (SPEC G2).
     Grace,
+    /// Relay this signal to every sandbox process: init sends it with `kill(-1, sig)`, which
+    /// from the namespace's pid 1 reaches all its processes in every group and session, and
+    /// nothing outside (`kill(2)`, `pid_namespaces(7)`).
+    Signal(i32),
+    /// Resume after a stop: SIGCONT to the sandbox group and to the payload's own group (an
+    /// interactive shell payload leads a group of its own, SPEC T5).
+    Continue,
 }
 
 fn encode(tag: u8, value: i32) -> [u8; 8] {
@@ -89,6 +96,8 @@ impl Order {
         match self {
             Order::Go => encode(1, 0),
             Order::Grace => encode(2, 0),
+            Order::Signal(sig) => encode(3, sig),
+            Order::Continue => encode(4, 0),
         }
     }
 
@@ -96,6 +105,8 @@ impl Order {
         match b[0] {
             1 => Some(Order::Go),
             2 => Some(Order::Grace),
+            3 => Some(Order::Signal(i32::from_le_bytes([b[4], b[5], b[6], b[7]]))),
+            4 => Some(Order::Continue),
             _ => None,
         }
     }
@@ -285,6 +296,8 @@ mod tests {
         }
         b.order(Order::Grace).unwrap();
         assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(Some(Order::Grace), None)));
+        b.order(Order::Signal(libc::SIGUSR2)).unwrap();
+        assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(Some(Order::Signal(libc::SIGUSR2)), None)));
         assert!(matches!(a.recv_order(true).unwrap(), Received::Empty));
         drop(b);
         assert!(matches!(a.recv_order(false).unwrap(), Received::Closed));

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::bwrap::find_program;
 use crate::error::UNAVAILABLE;
-use probes::{fork_unshare_user, pidfd, tiocsti, try_bwrap, tun, userns_sysctls, version};
+use probes::{fork_unshare_user, pasta_attach, pidfd, tiocsti, try_bwrap, tun, userns_sysctls, version};
 
 mod probes;
 
@@ -47,7 +47,7 @@ fn row(name: &'static str, status: Status, detail: impl Into<String>, required: 
 /// usable), [`UNAVAILABLE`] (69) otherwise.
 pub fn run() -> i32 {
     let rows = checks();
-    print!("{}", table(&rows));
+    crate::log::print(&table(&rows));
     verdict(&rows)
 }
 
@@ -107,11 +107,19 @@ fn checks() -> Vec<Row> {
         },
         None => row("proc in new pid namespace", Status::Missing, "needs bwrap", true),
     });
-    rows.push(match find_program("pasta") {
-        Some(p) => row("pasta", Status::Ok, format!("{} ({})", p.display(), version(&p)), false),
+    let pasta = crate::net::find_pasta();
+    rows.push(match &pasta {
+        Some(p) => row("pasta", Status::Ok, format!("{} ({})", p.display(), version(p)), false),
         None => row("pasta", Status::Missing, "not in PATH: -p @net needs it; install the Debian package passt", false),
     });
     rows.push(tun());
+    // The real attach runs snug itself: not from unit tests, whose executable is the harness.
+    let exe = std::env::current_exe();
+    rows.push(match (&pasta, &bwrap, exe) {
+        (Some(_), Some(_), Ok(exe)) if !cfg!(test) => pasta_attach(&exe),
+        (Some(_), Some(_), _) => row("pasta attach", Status::Warn, "not tried", false),
+        _ => row("pasta attach", Status::Missing, "needs pasta and bwrap", false),
+    });
     rows.extend(pidfd());
     rows.push(tiocsti(std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").ok().as_deref()));
     rows
@@ -149,6 +157,7 @@ mod tests {
             "userns sysctls",
             "proc in new pid namespace",
             "pasta",
+            "pasta attach",
             "/dev/net/tun",
             "pidfd_open",
             "pidfd group signals",

@@ -51,11 +51,11 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
             }
         } else {
             // Own group in the caller's session, keeping the controlling terminal (SPEC T1).
+            // snug, not init, hands this group the foreground: only snug knows whether it is
+            // still in the foreground itself (a ^Z during start-up must not let the sandbox
+            // take the caller's terminal).
             if libc::setpgid(0, 0) < 0 {
                 return Err(errno());
-            }
-            if mode == "terminal-fg" {
-                with_ttou_blocked(|| libc::tcsetpgrp(0, libc::getpgrp()));
             }
         }
     }
@@ -71,31 +71,14 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
         match chan.recv_order(false) {
             Ok(Received::Packet(Some(Order::Go), _)) => break,
             Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
-            Ok(Received::Packet(None, _)) | Ok(Received::Empty) => {}
+            // snug holds relays back until the payload is started: nothing else to do here.
+            Ok(Received::Packet(_, _)) | Ok(Received::Empty) => {}
             Ok(Received::Closed) | Err(_) => return Ok(1),
         }
     }
     match spawn(chan, &cmd)? {
         Some(payload) => supervise(chan, &signals, payload, grace),
         None => Ok(127), // reported to snug, which exits 126 or 127
-    }
-}
-
-/// Block SIGTTOU around `f`: `tcsetpgrp(3)` from a background group would stop us.
-///
-/// # Safety
-/// `f` must be safe to call.
-pub unsafe fn with_ttou_blocked<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: sigset built in this frame; pthread_sigmask on our own thread.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGTTOU);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-        let r = f();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        r
     }
 }
 
@@ -198,6 +181,29 @@ fn spawn(chan: &Channel, cmd: &[String]) -> Result<Option<i32>, i32> {
     Ok(Some(pid))
 }
 
+/// Send `sig` to every process of the sandbox: from the namespace's pid 1, `kill(-1)` reaches
+/// each one but init itself, in whatever group or session it put itself (a payload that ran
+/// `setsid`, an interactive shell that leads its own group), and no process outside the
+/// namespace can be named (`kill(2)`, `pid_namespaces(7)`). Simpler than tracking groups,
+/// and it never names a pid.
+fn relay(sig: i32) {
+    // SAFETY: plain syscall.
+    unsafe { libc::kill(-1, sig) };
+}
+
+/// Continue what a stop stopped: the sandbox group (init's, addressed as our own group: its
+/// id is 1, and `kill(-1)` would mean everyone) and the payload's group when it has its own.
+fn resume(payload: i32) {
+    // SAFETY: plain syscalls on our own group and the payload's group.
+    unsafe {
+        libc::kill(0, libc::SIGCONT);
+        let group = libc::getpgid(payload);
+        if group > 1 {
+            libc::kill(-group, libc::SIGCONT);
+        }
+    }
+}
+
 /// Wait for the payload; report stops, continues and its end; reap orphans.
 fn supervise(chan: &Channel, signals: &SignalFd, payload: i32, mut grace: bool) -> Result<i32, i32> {
     let mut ended: Option<i32> = None;
@@ -214,6 +220,8 @@ fn supervise(chan: &Channel, signals: &SignalFd, payload: i32, mut grace: bool) 
         loop {
             match chan.recv_order(true) {
                 Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
+                Ok(Received::Packet(Some(Order::Signal(sig)), _)) => relay(sig),
+                Ok(Received::Packet(Some(Order::Continue), _)) => resume(payload),
                 Ok(Received::Packet(..)) => {}
                 Ok(Received::Empty) => break,
                 Ok(Received::Closed) | Err(_) => return Ok(1), // snug is gone

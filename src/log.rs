@@ -23,7 +23,7 @@ pub fn on() -> bool {
 pub fn event(what: std::fmt::Arguments<'_>) {
     if on() {
         let ms = START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1000.0;
-        eprintln!("snug: [{ms:9.3} ms] {what}");
+        say_line(format_args!("snug: [{ms:9.3} ms] {what}"));
     }
 }
 
@@ -36,6 +36,32 @@ macro_rules! log {
     };
 }
 pub(crate) use log;
+
+/// Write one line to stderr and ignore failure: a closed or broken stderr must neither abort
+/// snug (`eprintln!` panics) nor change the payload's status.
+pub fn say_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// `say!(...)`: [`say_line`] with `format_args!`.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::log::say_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use say;
+
+/// Write `text` to stdout, with a final newline, ignoring failure (as [`say_line`]).
+pub fn print(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
 
 /// A signal's name, `SIGTERM` style, for logs and messages.
 pub fn signame(sig: i32) -> String {

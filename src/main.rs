@@ -12,6 +12,7 @@ mod init;
 mod launch;
 mod log;
 mod mode;
+mod net;
 mod pidfd;
 mod policy;
 mod profiles;
@@ -35,7 +36,7 @@ fn main() {
         Ok(Outcome::Status(raw)) => end::as_status(raw),
         Ok(Outcome::Signal(sig)) => end::die_of(sig),
         Ok(Outcome::Fail(e)) | Err(e) => {
-            eprintln!("snug: {}", error::one_line(&e));
+            log::say!("snug: {}", error::one_line(&e));
             std::process::exit(error::code_of(&e));
         }
     }
@@ -51,23 +52,24 @@ fn run() -> anyhow::Result<Outcome> {
     if args.verbose {
         log::enable();
     }
-    let policy = policy::resolve(&policy::request_from_host(&args))?;
+    let mut policy = policy::resolve(&policy::request_from_host(&args))?;
+    // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
+    let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let mode = mode::Mode::detect();
     let cmd = args.command();
     let argv = launch::command_line(&policy, mode, &cmd, args.verbose)?;
     if args.dry_run {
-        return print(dryrun::render(mode, &policy, &argv, &[], args.json));
+        let extra: Vec<(&str, Vec<String>)> = net.iter().map(|n| ("pasta", n.dry_run_line())).collect();
+        return print(dryrun::render(mode, &policy, &argv, &extra, args.json));
     }
-    if policy.net {
-        return Err(error::failure(error::UNAVAILABLE, "@net is not supported yet"));
-    }
-    launch::run(&argv, mode, &cmd, Box::new(|_init_pid| Ok(())))
+    let on_init: supervise::OnInit = match net {
+        Some(mut net) => Box::new(move |init| net.attach(init).map(Some)),
+        None => Box::new(|_| Ok(None)),
+    };
+    launch::run(&argv, mode, &cmd, on_init)
 }
 
 fn print(text: String) -> anyhow::Result<Outcome> {
-    print!("{text}");
-    if !text.ends_with('\n') {
-        println!();
-    }
+    log::print(&text);
     Ok(Outcome::Status(0))
 }

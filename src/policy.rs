@@ -135,10 +135,17 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     };
     let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let target = host.canonicalize(&dir).map_err(|e| failure(USAGE, format!("{}: {}", dir.display(), io_text(&e))))?;
+    // bwrap's command line is text: a path that is not UTF-8 would name another directory.
+    if target.to_str().is_none() || home.to_str().is_none() {
+        return Err(failure(USAGE, format!("{}: DIR and HOME must be valid UTF-8", dir.display())));
+    }
     if host.stat(&target) != Entry::Dir {
         return Err(failure(USAGE, format!("{}: not a directory", dir.display())));
     }
-    let vars = Vars { home: home.clone(), target_parent: target.parent().map(Path::to_path_buf), target };
+    // A parent that is / would bind the whole host read-only, undoing @sys's short list: a
+    // DIR directly below / gets no parent mount.
+    let parent = target.parent().filter(|p| *p != Path::new("/")).map(Path::to_path_buf);
+    let vars = Vars { home: home.clone(), target_parent: parent, target };
 
     let mut names: Vec<String> = Vec::new();
     if !req.no_defaults {
@@ -159,8 +166,11 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         {
             for raw in list {
                 let Some(dest) = expand(raw, &vars).map_err(|e| bad(p, key, raw, &e))? else {
-                    continue; // {target_parent} when DIR is /
+                    continue; // {target_parent} when DIR's parent is /
                 };
+                if dest == Path::new("/") && kind != MountKind::Tmpfs {
+                    return Err(bad(p, key, raw, "binding the host's / would expose all of it; use a DIR below /"));
+                }
                 if kind != MountKind::Tmpfs && host.stat(&dest) == Entry::Missing {
                     return Err(bad(p, key, raw, &format!("{} does not exist", dest.display())));
                 }

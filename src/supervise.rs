@@ -29,8 +29,9 @@ pub enum Outcome {
     Fail(anyhow::Error),
 }
 
-/// Called once init is up, with init's host pid; starts the network before the payload (N3).
-pub type OnInit = Box<dyn FnMut(i32) -> anyhow::Result<()>>;
+/// Called once init is up, with init pinned; starts the network before the payload (N3) and
+/// hands over pasta, which the supervisor stops when the sandbox ends (N2).
+pub type OnInit = Box<dyn FnMut(&Pinned) -> anyhow::Result<Option<crate::net::Pasta>>>;
 
 /// Everything the loop watches, and what it learned.
 pub struct Supervisor {
@@ -44,8 +45,12 @@ pub struct Supervisor {
     on_init: OnInit,
     cmd: String,
     init: Option<Pinned>,
+    /// pasta with `@net`, once attached.
+    pasta: Option<crate::net::Pasta>,
     payload: Option<Pinned>,
-    /// Signals that came before init was up; relayed once it is.
+    /// The payload was forked: the sandbox holds more than init.
+    started: bool,
+    /// Signals that came before the payload was started; relayed once it is.
     pending: Vec<(Action, i32)>,
     /// Deadline and the signal that started the grace.
     grace: Option<(Instant, i32)>,
@@ -71,7 +76,9 @@ impl Supervisor {
             on_init,
             cmd,
             init: None,
+            pasta: None,
             payload: None,
+            started: false,
             pending: Vec::new(),
             grace: None,
             ended: None,
@@ -85,6 +92,9 @@ impl Supervisor {
     /// Run until the sandbox is gone, give the terminal back (T7) and say how to end.
     pub fn run(mut self) -> Outcome {
         while !self.step() {}
+        if let Some(mut pasta) = self.pasta.take() {
+            pasta.stop();
+        }
         self.pid1.reap();
         self.terminal.restore();
         self.outcome()
@@ -102,8 +112,9 @@ impl Supervisor {
             libc::pollfd { fd: self.chan.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: err_fd, events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.pid1.raw(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: self.pasta.as_ref().map_or(-1, |p| p.watch_fd()), events: libc::POLLIN, revents: 0 },
         ];
-        // SAFETY: four pollfds in this frame; poll(2) skips a negative fd.
+        // SAFETY: five pollfds in this frame; poll(2) skips a negative fd.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
         if n < 0 {
             return false; // EINTR
@@ -118,6 +129,9 @@ impl Supervisor {
         }
         if fds[2].revents != 0 {
             self.read_bwrap_err();
+        }
+        if let (true, Some(pasta)) = (fds[4].revents != 0, self.pasta.as_mut()) {
+            pasta.on_readable();
         }
         if let (Some((deadline, sig)), None) = (self.grace, self.torn_down) {
             if Instant::now() >= deadline {
@@ -147,7 +161,7 @@ impl Supervisor {
         let text = &buf[..n as usize];
         if self.init.is_some() {
             for line in String::from_utf8_lossy(text).lines() {
-                eprintln!("snug: bwrap: {line}");
+                crate::log::say!("snug: bwrap: {line}");
             }
         } else {
             self.bwrap_said.extend_from_slice(text);
@@ -167,8 +181,13 @@ impl Supervisor {
             Report::Hello => self.on_hello(fd),
             Report::Started(sandbox_pid) => {
                 self.payload = fd.and_then(|fd| Pinned::adopt(fd).ok());
+                self.started = true;
                 let host = self.payload.as_ref().map_or(0, |p| p.host_pid);
                 log!("payload started: pid {host} (pid {sandbox_pid} in the sandbox)");
+                // Held back until now: before the fork the sandbox held only init.
+                for (action, sig) in std::mem::take(&mut self.pending) {
+                    self.apply(action, sig);
+                }
             }
             Report::Stopped(sig) => self.on_stopped(sig),
             Report::Continued => log!("payload continued"),
@@ -195,16 +214,16 @@ impl Supervisor {
             "tree: bwrap pid {} (pid 1 of the outer namespace), init pid {pid} (pid 1 of the sandbox, leads its group)",
             self.pid1.host_pid
         );
-        self.terminal.sandbox_group(pid);
+        self.terminal.hand_over(pid);
         self.init = Some(init);
-        if let Err(e) = (self.on_init)(pid) {
-            self.fail = Some(e);
-            return self.teardown(0);
+        match self.init.as_ref().map_or(Ok(None), |init| (self.on_init)(init)) {
+            Ok(pasta) => self.pasta = pasta,
+            Err(e) => {
+                self.fail = Some(e);
+                return self.teardown(0);
+            }
         }
         let _ = self.chan.order(Order::Go);
-        for (action, sig) in std::mem::take(&mut self.pending) {
-            self.apply(action, sig);
-        }
     }
 
     fn on_signal(&mut self, got: crate::signals::Received) {
@@ -225,7 +244,7 @@ impl Supervisor {
             Action::Drop => return,
             Action::Relay | Action::Resume => {}
         }
-        if self.init.is_none() {
+        if !self.started {
             return self.pending.push((action, got.sig));
         }
         self.apply(action, got.sig);
@@ -241,16 +260,21 @@ impl Supervisor {
             }
             Action::Resume => {
                 self.terminal.resume();
-                self.relay(libc::SIGCONT);
+                // Through the pidfd first: it wakes init too, should someone have stopped it.
+                if let Some(init) = &self.init {
+                    let _ = init.signal_group(libc::SIGCONT);
+                }
+                let _ = self.chan.order(Order::Continue);
+                log!("continued the sandbox");
             }
             Action::Teardown | Action::Drop => {}
         }
     }
 
+    /// Relay through init, which signals every sandbox process (see [`Order::Signal`]).
     fn relay(&self, sig: i32) {
-        let Some(init) = &self.init else { return };
-        match init.signal_group(sig) {
-            Ok(()) => log!("relayed {} to the sandbox group {}", signame(sig), init.host_pid),
+        match self.chan.order(Order::Signal(sig)) {
+            Ok(()) => log!("relayed {} to every sandbox process (through init)", signame(sig)),
             Err(e) => log!("relay of {} failed: {e}", signame(sig)),
         }
     }
@@ -263,14 +287,19 @@ impl Supervisor {
             return;
         }
         self.terminal.take_back();
-        let own = if matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) && !crate::signals::ignored(sig) {
-            sig
-        } else {
-            libc::SIGSTOP
-        };
-        log!("stopping snug with {}", signame(own));
-        // SAFETY: signals this process only; execution continues here after SIGCONT.
-        unsafe { libc::kill(libc::getpid(), own) };
+        // Stop the whole job, as the terminal's ^Z would: a wrapper between the shell and
+        // snug (`bash -c`, make) must stop too, or the shell never sees the job stopped.
+        let job_control = matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) && !crate::signals::ignored(sig);
+        log!("stopping snug's process group with {}", signame(if job_control { sig } else { libc::SIGSTOP }));
+        // SAFETY: signals snug's own process group (or snug alone); execution continues here
+        // after SIGCONT.
+        unsafe {
+            if job_control {
+                libc::kill(0, sig);
+            } else {
+                libc::kill(libc::getpid(), libc::SIGSTOP);
+            }
+        }
     }
 
     fn on_terminal_int(&mut self) {

@@ -1,7 +1,6 @@
 //! The controlling terminal in terminal mode (SPEC T1, T5, T7): who holds the foreground.
 //! Every `tcsetpgrp(3)` snug makes runs with SIGTTOU blocked, as a job-control shell's do.
 
-use crate::init::with_ttou_blocked;
 use crate::mode::Mode;
 
 /// snug's view of the terminal on fd 0.
@@ -12,6 +11,11 @@ pub struct Terminal {
     own: i32,
     /// The sandbox group's id in snug's namespace (init's host pid), once init is up.
     sandbox: Option<i32>,
+    /// The sandbox holds the foreground because snug gave it.
+    handed: bool,
+    /// The sandbox group that held the foreground when the payload stopped: an interactive
+    /// shell payload leads a group of its own, and `fg` must give the terminal back to it.
+    stopped_in_front: Option<i32>,
 }
 
 fn foreground() -> i32 {
@@ -24,47 +28,91 @@ fn set_foreground(pgrp: i32) -> bool {
     unsafe { with_ttou_blocked(|| libc::tcsetpgrp(0, pgrp) == 0) }
 }
 
+/// Whether process group `pgrp` has no process left (`kill(2)` with signal 0 says ESRCH).
+fn empty(pgrp: i32) -> bool {
+    // SAFETY: signal 0 only checks.
+    pgrp > 0
+        && unsafe { libc::kill(-pgrp, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
 impl Terminal {
     /// The terminal as snug finds it at start.
     pub fn new(mode: Mode) -> Terminal {
         // SAFETY: plain syscall.
-        Terminal { mode, own: unsafe { libc::getpgrp() }, sandbox: None }
+        let own = unsafe { libc::getpgrp() };
+        Terminal { mode, own, sandbox: None, handed: false, stopped_in_front: None }
     }
 
     fn active(&self) -> bool {
         matches!(self.mode, Mode::Terminal { .. })
     }
 
-    /// Init is up and leads group `pgid`.
-    pub fn sandbox_group(&mut self, pgid: i32) {
+    /// Init is up and leads group `pgid`; before the payload starts, give that group the
+    /// foreground if snug's own group holds it right now (T1). Decided now rather than at
+    /// start: a snug stopped during start-up must not let the sandbox take the terminal.
+    pub fn hand_over(&mut self, pgid: i32) {
         self.sandbox = Some(pgid);
+        if self.active() && foreground() == self.own && set_foreground(pgid) {
+            self.handed = true;
+        }
     }
 
-    /// The payload stopped: if the sandbox holds the foreground, take it back for snug's
-    /// group, so the caller's shell finds its job's group in front when snug stops (T5).
-    pub fn take_back(&self) {
-        if self.active() && self.sandbox.is_some() && foreground() == self.sandbox.unwrap_or(-1) {
+    /// The payload stopped: if snug gave the sandbox the foreground, remember which sandbox
+    /// group holds it and take it back for snug's group, so the caller's shell finds its
+    /// job's group in front when snug stops (T5).
+    pub fn take_back(&mut self) {
+        if !self.active() || !self.handed {
+            return;
+        }
+        let fg = foreground();
+        if fg != self.own {
+            self.stopped_in_front = Some(fg);
             set_foreground(self.own);
         }
+        self.handed = false;
     }
 
     /// snug was continued: when its group is now the foreground (`fg`), hand it to the
-    /// sandbox; after `bg` leave it (T5).
-    pub fn resume(&self) {
-        if let (true, Some(s)) = (self.active(), self.sandbox) {
-            if foreground() == self.own {
-                set_foreground(s);
-            }
+    /// sandbox group that had it at the stop (else the sandbox group); after `bg` leave it (T5).
+    pub fn resume(&mut self) {
+        let Some(sandbox) = self.sandbox else { return };
+        if !self.active() || foreground() != self.own {
+            return;
         }
+        let target = self.stopped_in_front.take().filter(|g| !empty(*g)).unwrap_or(sandbox);
+        self.handed = set_foreground(target);
     }
 
-    /// On every way out: the group that held the foreground before snug gave it away gets it
-    /// back, so the caller's next read is not stopped by SIGTTIN (T7).
+    /// On every way out, after the sandbox is gone: if the foreground is a group with no
+    /// process left (the sandbox's, or one the payload made), snug's group takes it back, so
+    /// the caller's next read is not stopped by SIGTTIN or failed with EIO (T7). A live group
+    /// (the caller's shell took the terminal back) is left alone.
     pub fn restore(&self) {
-        if let (true, Some(s)) = (self.active(), self.sandbox) {
-            if foreground() == s {
-                set_foreground(self.own);
-            }
+        if !self.active() {
+            return;
         }
+        let fg = foreground();
+        if fg != self.own && empty(fg) {
+            set_foreground(self.own);
+        }
+    }
+}
+
+/// Block SIGTTOU around `f`: `tcsetpgrp(3)` from a background group would stop us.
+///
+/// # Safety
+/// `f` must be safe to call.
+unsafe fn with_ttou_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: sigset built in this frame; pthread_sigmask on our own thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        let r = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        r
     }
 }

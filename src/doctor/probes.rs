@@ -183,3 +183,39 @@ pub(super) fn tiocsti(value: Option<&str>) -> Row {
         None => row("legacy_tiocsti", Status::Warn, format!("absent (kernel < 6.2); {blocked}"), false),
     }
 }
+
+/// `-p @net` for real: run this snug (`snug`) with `-p @net` on `true` in a fresh empty
+/// directory, which starts a sandbox and attaches pasta to it and waits for the network
+/// (what a user's run does). The row carries snug's own error line when that fails.
+pub(super) fn pasta_attach(snug: &Path) -> Row {
+    let name = "pasta attach";
+    let dir = std::env::temp_dir().join(format!("snug-doctor-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir(&dir) {
+        return row(name, Status::Warn, format!("cannot make {}: {e}", dir.display()), false);
+    }
+    let started = std::time::Instant::now();
+    let child = Command::new(snug)
+        .args(["-p", "@net"])
+        .arg(&dir)
+        .args(["--", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let result = child.and_then(|c| c.wait_with_output());
+    let _ = std::fs::remove_dir(&dir);
+    match result {
+        Ok(out) if out.status.success() => row(
+            name,
+            Status::Ok,
+            format!("snug -p @net -- true configured a sandbox's network in {} ms", started.elapsed().as_millis()),
+            false,
+        ),
+        Ok(out) => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let line = err.lines().last().unwrap_or("no message").trim().to_string();
+            row(name, Status::Missing, format!("snug -p @net -- true failed ({}): {line}", out.status), false)
+        }
+        Err(e) => row(name, Status::Missing, format!("cannot run {}: {e}", snug.display()), false),
+    }
+}

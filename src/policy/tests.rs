@@ -96,11 +96,17 @@ fn p1_dir_under_tmp_keeps_its_parent_read_only() {
 }
 
 #[test]
-fn p1_root_dir_has_no_parent_mount() {
-    let p = resolve_with(&request("/", &[], false), &FakeHost::debian()).expect("ok");
-    assert_eq!(p.mounts[0].dest, PathBuf::from("/"));
-    assert_eq!(p.mounts[0].kind, MountKind::Rw);
-    assert_eq!(p.mounts.iter().filter(|m| m.dest == Path::new("/")).count(), 1);
+fn p1_root_dir_is_refused() {
+    let e = resolve_with(&request("/", &[], false), &FakeHost::debian()).expect_err("DIR=/ must be refused");
+    assert_eq!(crate::error::code_of(&e), crate::error::POLICY);
+    assert!(crate::error::one_line(&e).contains("expose"), "{}", crate::error::one_line(&e));
+}
+
+#[test]
+fn p1_dir_below_root_gets_no_parent_mount() {
+    let p = resolve_with(&request("/tmp", &[], false), &FakeHost::debian()).expect("ok");
+    assert!(p.mounts.iter().all(|m| m.dest != Path::new("/")), "{:?}", mounts(&p));
+    assert!(mounts(&p).contains(&"rw /tmp".to_string()), "{:?}", mounts(&p));
 }
 
 #[test]

@@ -14,7 +14,7 @@ pub(super) struct Vars {
 }
 
 /// Expand `{home}`, `{target}`, `{target_parent}` in a profile path and check the result:
-/// absolute, no `..`, no NUL. `Ok(None)`: it uses `{target_parent}` and DIR is `/`.
+/// absolute, no `..`, no NUL. `Ok(None)`: it uses `{target_parent}` and DIR's parent is `/`.
 pub(super) fn expand(raw: &str, vars: &Vars) -> Result<Option<PathBuf>, String> {
     let mut out = String::new();
     let mut rest = raw;

@@ -79,7 +79,10 @@ pub fn snug_for(who: Who) -> PathBuf {
         let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755));
         let bin = dir.join("snug");
         let tmp = dir.join("snug.tmp");
-        std::fs::copy(snug(), &tmp).expect("copy snug for the test user");
+        // An external cp: a copy written by this process could still be open for writing in a
+        // child another test thread forks meanwhile, and exec would fail with ETXTBSY.
+        let ok = Command::new("cp").arg(snug()).arg(&tmp).status().map(|s| s.success()).unwrap_or(false);
+        assert!(ok, "copy snug for the test user");
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         std::fs::rename(&tmp, &bin).expect("rename");
         bin
@@ -93,7 +96,13 @@ pub fn as_who(who: Who) -> Vec<String> {
         Who::Root => vec![],
         Who::User => {
             let (uid, gid) = test_user();
-            vec!["setpriv".into(), format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into(), "--".into()]
+            vec![
+                "setpriv".into(),
+                format!("--reuid={uid}"),
+                format!("--regid={gid}"),
+                "--clear-groups".into(),
+                "--".into(),
+            ]
         }
     }
 }
@@ -195,4 +204,155 @@ pub fn until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 /// Shell-style code of a status: N for exit N, 128+n for death by signal n.
 pub fn code(st: ExitStatus) -> i32 {
     st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+}
+
+/// `PROGRAM ARGS…` as `who` in `dir`, stdin from /dev/null: the same identity and environment
+/// [`snug_cmd`] gives snug, for controls that run a program without snug (or under plain bwrap).
+pub fn cmd_as(who: Who, dir: &Path, program: &str, args: &[&str]) -> Command {
+    let mut c = match who {
+        Who::Root => Command::new(program),
+        Who::User => {
+            let prefix = as_who(who);
+            let mut c = Command::new(&prefix[0]);
+            c.args(&prefix[1..]).arg(program);
+            c.env("HOME", format!("/home/{TEST_USER}")).env("USER", TEST_USER).env("LOGNAME", TEST_USER);
+            c
+        }
+    };
+    c.args(args).current_dir(dir).stdin(Stdio::null());
+    c
+}
+
+/// The words a `sh -c` script uses to run a command as `who` (empty for [`Who::Root`]), with
+/// the environment [`snug_cmd`] sets; follow them with the program.
+pub fn as_words(who: Who) -> String {
+    match who {
+        Who::Root => String::new(),
+        Who::User => {
+            format!("{} env HOME=/home/{TEST_USER} USER={TEST_USER} LOGNAME={TEST_USER} ", as_who(who).join(" "))
+        }
+    }
+}
+
+/// What a finished command printed.
+pub struct Out {
+    pub status: ExitStatus,
+    pub out: String,
+    pub err: String,
+}
+
+/// A command started with its stdout and stderr captured; [`Running::finish`] collects them.
+pub struct Running {
+    pub pid: u32,
+    rx: std::sync::mpsc::Receiver<std::io::Result<std::process::Output>>,
+    what: String,
+}
+
+/// Start `cmd` with stdout and stderr piped (unless already set), in its own process group.
+pub fn start(cmd: &mut Command) -> Running {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = spawn_own_group(cmd);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pid = child.id();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    Running { pid, rx, what: format!("{cmd:?}") }
+}
+
+impl Running {
+    /// Wait up to `limit` for the end and for both pipes to close (a leaked process that
+    /// holds them counts as not finished); SIGKILL the command and panic past that.
+    pub fn finish(self, limit: Duration) -> Out {
+        match self.rx.recv_timeout(limit) {
+            Ok(Ok(o)) => Out {
+                status: o.status,
+                out: String::from_utf8_lossy(&o.stdout).into_owned(),
+                err: String::from_utf8_lossy(&o.stderr).into_owned(),
+            },
+            Ok(Err(e)) => panic!("{}: {e}", self.what),
+            Err(_) => {
+                kill(self.pid, libc::SIGKILL);
+                panic!("{} did not finish within {limit:?}", self.what)
+            }
+        }
+    }
+}
+
+/// [`start`] and [`Running::finish`] in one: run `cmd` to its end, bounded by `limit`.
+pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Out {
+    start(cmd).finish(limit)
+}
+
+/// Plain bwrap as a launcher without snug's guarantees runs it (for positive controls): no
+/// `--die-with-parent`, no init of its own; a new pid namespace (with bwrap's own pid 1) only
+/// when `pid_ns`.
+pub fn plain_bwrap(who: Who, dir: &Path, pid_ns: bool, cmd: &[&str]) -> Command {
+    let mut args = vec!["--ro-bind", "/", "/", "--dev", "/dev"];
+    if pid_ns {
+        args.extend(["--proc", "/proc", "--unshare-pid"]);
+    }
+    args.push("--");
+    args.extend(cmd);
+    cmd_as(who, dir, "bwrap", &args)
+}
+
+/// `snug -v ARGS…` as `who` in `dir`, stdout to /dev/null and the log to a file in `dir` (a
+/// pipe would stay open as long as a leaked process holds it). Returns the command and the
+/// log's path.
+pub fn snug_verbose(who: Who, dir: &Path, args: &[&str]) -> (Command, PathBuf) {
+    let log = dir.join(format!("snug-{}.log", marker()));
+    let mut all = vec!["-v"];
+    all.extend(args);
+    let mut c = snug_cmd(who, dir, &all);
+    c.stdout(Stdio::null()).stderr(std::fs::File::create(&log).expect("log file"));
+    (c, log)
+}
+
+/// A file's text, empty while it does not exist.
+pub fn read_text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// The number after `key` in a `snug -v` log: `bwrap pid `, `init pid `,
+/// `payload started: pid ` (host pids).
+pub fn logged_pid(log: &str, key: &str) -> Option<i32> {
+    let rest = &log[log.find(key)? + key.len()..];
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+/// A process's state letter from `/proc/PID/stat` (`T` stopped), None once it is gone.
+pub fn proc_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// SPEC K1: how soon after snug's end nothing of its sandbox may be left.
+pub const GONE: Duration = Duration::from_millis(100);
+
+/// Wait until [`GONE`] after `since`, then list (pid and command line) what still carries
+/// `needle`, and SIGKILL it so a failure leaves nothing behind. A process whose command line
+/// is empty by the time it is listed has exited meanwhile (a zombie has none) and is not
+/// counted.
+pub fn survivors(needle: &str, since: Instant) -> Vec<String> {
+    std::thread::sleep((since + GONE).saturating_duration_since(Instant::now()));
+    let left: Vec<String> = pids_with(needle)
+        .into_iter()
+        .filter_map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            (!cmd.trim().is_empty()).then(|| format!("{p} {}", cmd.trim()))
+        })
+        .collect();
+    reap_leftovers(needle);
+    left
+}
+
+/// Whether a process runs with exactly this command line (arguments joined by spaces), e.g.
+/// `sleep <marker>` itself rather than a shell or a launcher that mentions it.
+pub fn running(line: &str) -> bool {
+    pids_with(line).into_iter().any(|p| {
+        let raw = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&raw).trim_end_matches('\0').replace('\0', " ") == line
+    })
 }

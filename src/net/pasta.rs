@@ -1,0 +1,306 @@
+//! The pasta process: started in its own process group, sealed, dying with snug, pinned by a
+//! pidfd; ready once it writes its pid; stopped when the sandbox ends (SPEC N2, N3).
+
+use std::io::Read as _;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::error::{failure, INTERNAL, UNAVAILABLE};
+use crate::log::log;
+use crate::pidfd::Pinned;
+
+/// How long pasta may take to configure the namespace (it takes tens of milliseconds).
+pub const READY_WITHIN: Duration = Duration::from_secs(5);
+/// How long pasta gets to exit on SIGTERM before SIGKILL.
+pub const STOP_WITHIN: Duration = Duration::from_millis(200);
+
+/// `NS_GET_USERNS` (`include/uapi/linux/nsfs.h`, `_IO(0xb7, 0x1)`): the user namespace that
+/// owns a namespace, as a new descriptor.
+const NS_GET_USERNS: libc::c_ulong = 0xb701;
+
+/// A running pasta, attached and ready.
+#[derive(Debug)]
+pub struct Pasta {
+    pin: Pinned,
+    /// Its stderr, forwarded as `snug: pasta: …` while it runs; `None` after EOF.
+    err: Option<OwnedFd>,
+    reaped: bool,
+}
+
+/// Start pasta for the sandbox whose init is `init`, with the argv `argv(userns_path)` builds,
+/// and wait until it reports the namespace configured.
+///
+/// # Errors
+/// 69 with pasta's own last error line when it exits or stalls before that; 70 when snug
+/// cannot inspect init's namespaces.
+pub fn start(init: &Pinned, argv: impl FnOnce(&str) -> Vec<String>) -> Result<Pasta> {
+    let pid = init.host_pid;
+    let net = std::fs::File::open(format!("/proc/{pid}/ns/net")).context("opening the sandbox's network namespace")?;
+    // SAFETY: NS_GET_USERNS takes no argument and returns a new descriptor or -1.
+    let owner = unsafe { libc::ioctl(net.as_raw_fd(), NS_GET_USERNS) };
+    if owner < 0 {
+        return Err(std::io::Error::last_os_error()).context("ioctl(NS_GET_USERNS) on the sandbox's network namespace");
+    }
+    // SAFETY: the ioctl returned a new descriptor, owned here.
+    let owner = unsafe { OwnedFd::from_raw_fd(owner) };
+    if init.exited() {
+        // The pid may since name another process: what was opened is not known to be init's.
+        return Err(failure(INTERNAL, "the sandbox ended before its network was attached"));
+    }
+    // Root: the owner is init's own user namespace, by its /proc path (pasta, having dropped
+    // its capabilities, may not open a root snug's descriptors). Unprivileged: the owner is
+    // the parent of init's; pasta opens it through snug's descriptor, and the netns by
+    // init's pid only once inside it, where no process outside the sandbox can be found.
+    let userns = if same_ns(owner.as_raw_fd(), &format!("/proc/{pid}/ns/user")) {
+        format!("/proc/{pid}/ns/user")
+    } else {
+        format!("/proc/{}/fd/{}", std::process::id(), owner.as_raw_fd())
+    };
+    let argv = argv(&userns);
+    log!("pasta: {}", crate::dryrun::quote_line(&argv));
+    let started = Instant::now();
+    let (mut pasta, out) = spawn(&argv)?;
+    let ready = pasta.wait_ready(out, started + READY_WITHIN);
+    drop((net, owner));
+    if let Err(e) = ready {
+        pasta.stop();
+        return Err(e);
+    }
+    if init.exited() {
+        pasta.stop();
+        return Err(failure(INTERNAL, "the sandbox ended while its network was being attached"));
+    }
+    log!("pasta pid {} configured the network in {} ms", pasta.pin.host_pid, started.elapsed().as_millis());
+    Ok(pasta)
+}
+
+/// Whether descriptor `fd` and the namespace file at `path` are the same namespace.
+fn same_ns(fd: RawFd, path: &str) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(theirs) = std::fs::metadata(path) else { return false };
+    // SAFETY: fstat fills a plain struct that lives in this frame.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: see above; `fd` is open for the duration of the call.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return false;
+    }
+    st.st_dev == theirs.dev() && st.st_ino == theirs.ino()
+}
+
+/// Fork and exec pasta: own process group (a terminal's ^C, or a kill of snug's group, never
+/// reaches it), `PR_SET_PDEATHSIG(SIGKILL)` (dies with snug, also on SIGKILL), sealed signal
+/// state (snug blocks INT, TERM, HUP… for its signalfd, and Rust keeps that mask across exec),
+/// stdin /dev/null, stdout and stderr pipes to snug. Pinned by a pidfd at once: it is snug's
+/// unreaped child, so its pid cannot have been reused.
+fn spawn(argv: &[String]) -> Result<(Pasta, std::process::ChildStdout)> {
+    let parent = std::process::id() as i32;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe system
+    // calls (setpgid, prctl, getppid, close_range, rt_sigaction, rt_sigprocmask); it allocates
+    // nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // snug died before the prctl took effect: nobody would ever stop this pasta.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            // Nothing the caller left open without close-on-exec reaches pasta.
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+            sigseal::seal().map_err(|e| std::io::Error::from_raw_os_error(e.0))
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| failure(UNAVAILABLE, format!("cannot run {}: {e}", argv[0])))?;
+    let pin = Pinned::open(child.id() as i32).context("pidfd_open(pasta)")?;
+    let out = child.stdout.take().context("pasta's stdout")?;
+    let err = child.stderr.take().map(OwnedFd::from);
+    // Dropping `child` neither kills nor waits: the pidfd reaps it (`Pasta::stop`).
+    Ok((Pasta { pin, err, reaped: false }, out))
+}
+
+/// The last line of pasta's stderr that says something (not its syslog complaints).
+fn last_line(said: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(said);
+    let noise = |l: &str| l.starts_with("Failed to send") && l.ends_with("bytes to syslog");
+    text.lines().map(str::trim).rev().find(|l| !l.is_empty() && !noise(l)).map(str::to_string)
+}
+
+impl Pasta {
+    /// Poll pasta's stdout (the pid file) and stderr until its pid arrives, it exits, or
+    /// `deadline` passes.
+    fn wait_ready(&mut self, mut out: std::process::ChildStdout, deadline: Instant) -> Result<()> {
+        let mut pid_line = Vec::new();
+        let mut said = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let last = last_line(&said).map(|l| format!(" (it said: {l})")).unwrap_or_default();
+                return Err(failure(
+                    UNAVAILABLE,
+                    format!("pasta did not configure the network within {} s{last}", READY_WITHIN.as_secs()),
+                ));
+            }
+            let err_fd = self.err.as_ref().map_or(-1, |f| f.as_raw_fd());
+            let mut fds = [
+                libc::pollfd { fd: out.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: err_fd, events: libc::POLLIN, revents: 0 },
+            ];
+            let ms = left.as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: two pollfds in this frame; a negative fd is skipped.
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, ms.max(1)) } < 0 {
+                continue; // EINTR
+            }
+            if fds[1].revents != 0 && !self.read_err(&mut said) {
+                self.err = None;
+            }
+            if fds[0].revents == 0 {
+                continue;
+            }
+            let mut buf = [0u8; 64];
+            let n = out.read(&mut buf).unwrap_or(0);
+            if n == 0 {
+                return Err(self.died(said));
+            }
+            pid_line.extend_from_slice(&buf[..n]);
+            if let Some(end) = pid_line.iter().position(|b| *b == b'\n') {
+                let text = String::from_utf8_lossy(&pid_line[..end]).trim().to_string();
+                if text.parse::<i32>().ok() != Some(self.pin.host_pid) {
+                    return Err(failure(
+                        INTERNAL,
+                        format!(
+                            "pasta (pid {}) reported pid {text:?}: it is not the process snug started",
+                            self.pin.host_pid
+                        ),
+                    ));
+                }
+                if let Some(l) = last_line(&said) {
+                    log!("pasta said while starting: {l}");
+                }
+                return Ok(());
+            }
+        }
+    }
+
+    /// Read once from pasta's stderr into `said`; false at EOF.
+    fn read_err(&mut self, said: &mut Vec<u8>) -> bool {
+        let Some(fd) = &self.err else { return false };
+        let mut buf = [0u8; 4096];
+        // SAFETY: reads into `buf`; the caller's poll said readable (data or EOF).
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            return false;
+        }
+        said.extend_from_slice(&buf[..n as usize]);
+        true
+    }
+
+    /// pasta closed its stdout before writing its pid: it is exiting. Collect the rest of what
+    /// it said (for at most [`STOP_WITHIN`]), make sure it is gone, and make its last line the
+    /// error (SPEC N4).
+    fn died(&mut self, mut said: Vec<u8>) -> anyhow::Error {
+        let until = Instant::now() + STOP_WITHIN;
+        while let Some(fd) = self.err.as_ref().map(|f| f.as_raw_fd()) {
+            let ms = until.saturating_duration_since(Instant::now()).as_millis() as i32;
+            let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one pollfd in this frame.
+            if unsafe { libc::poll(&mut p, 1, ms) } != 1 || !self.read_err(&mut said) {
+                self.err = None;
+            }
+        }
+        let status = self.stop();
+        let mut line = match last_line(&said) {
+            Some(l) => format!("pasta: {l}"),
+            None => format!("pasta exited before the network was up ({})", describe(status)),
+        };
+        if line.contains("tun") && !tun_is_open_to_all() {
+            line.push_str(" (/dev/net/tun is not mode 0666, which pasta needs when not root; see `snug doctor`)");
+        }
+        failure(UNAVAILABLE, line)
+    }
+
+    /// The descriptor the supervisor polls while the sandbox runs: pasta's stderr (readable on
+    /// output and at EOF, when pasta exits), or -1.
+    pub fn watch_fd(&self) -> RawFd {
+        self.err.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+
+    /// [`Pasta::watch_fd`] is readable: forward what pasta says; at EOF, report its end.
+    pub fn on_readable(&mut self) {
+        let mut said = Vec::new();
+        let open = self.read_err(&mut said);
+        for line in String::from_utf8_lossy(&said).lines() {
+            if last_line(line.as_bytes()).is_some() {
+                eprintln!("snug: pasta: {line}");
+            }
+        }
+        if open {
+            return;
+        }
+        self.err = None;
+        if self.pin.exited() && !self.reaped {
+            let status = self.stop();
+            eprintln!("snug: pasta exited ({}): the sandbox has no network any more", describe(status));
+        }
+    }
+
+    /// Stop pasta: SIGTERM, SIGKILL after [`STOP_WITHIN`], then reap; its wait status the
+    /// first time. Idempotent.
+    pub fn stop(&mut self) -> Option<i32> {
+        if self.reaped {
+            return None;
+        }
+        if !self.pin.exited() {
+            let _ = self.pin.signal(libc::SIGTERM);
+            let mut p = libc::pollfd { fd: self.pin.raw(), events: libc::POLLIN, revents: 0 };
+            // SAFETY: one pollfd in this frame; readable once pasta has exited.
+            let gone = unsafe { libc::poll(&mut p, 1, STOP_WITHIN.as_millis() as i32) } == 1;
+            if !gone {
+                log!("pasta ignored SIGTERM for {} ms: SIGKILL", STOP_WITHIN.as_millis());
+                let _ = self.pin.signal(libc::SIGKILL);
+            }
+        }
+        let status = self.pin.reap();
+        self.reaped = true;
+        log!("pasta stopped ({})", describe(status));
+        status
+    }
+}
+
+impl Drop for Pasta {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn describe(status: Option<i32>) -> String {
+    match status {
+        Some(s) if libc::WIFSIGNALED(s) => format!("killed by {}", crate::log::signame(libc::WTERMSIG(s))),
+        Some(s) => format!("exit {}", libc::WEXITSTATUS(s)),
+        None => "reaped elsewhere".to_string(),
+    }
+}
+
+/// Whether /dev/net/tun is read-write for everyone, as distributions ship it.
+pub fn tun_is_open_to_all() -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata("/dev/net/tun").is_ok_and(|m| m.permissions().mode() & 0o666 == 0o666)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn n4_last_line_skips_syslog_noise() {
+        let said = b"Failed to send 42 bytes to syslog\nFailed to open tun socket in namespace\nFailed to send 9 bytes to syslog\n\n";
+        assert_eq!(last_line(said).as_deref(), Some("Failed to open tun socket in namespace"));
+        assert_eq!(last_line(b"Failed to send 42 bytes to syslog\n"), None);
+    }
+}
