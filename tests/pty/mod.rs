@@ -1,0 +1,390 @@
+//! A pseudo-terminal driver for the terminal-mode tests (SPEC T1–T9, X2): an interactive bash
+//! is the caller, in a session of its own whose controlling terminal is a pty this process
+//! created, so the tests need no terminal of their own (CI runs with none and no stdin).
+//! The test types at the master side as a person would (`send`, `line`), and waits for what
+//! the terminal shows (`expect`), all recorded in a timestamped log printed on failure.
+//!
+//! For [`Who::User`] the caller bash itself runs as the test user (setpriv execs in place,
+//! after `setsid` and `TIOCSCTTY`), so snug and its parent shell are that user, as at a login.
+#![allow(dead_code)]
+
+mod procs;
+pub mod scripts;
+
+use procs::outermost;
+pub use procs::{descendants, procs, stat};
+
+use crate::common::{test_user, Who, TEST_USER};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The caller's prompt; never part of anything the tests type, so seeing it means bash is
+/// reading a command.
+pub const PROMPT: &str = "caller$ ";
+
+/// Key strokes, as the terminal's line discipline knows them (`stty -a`).
+pub const CTRL_C: &str = "\x03";
+pub const CTRL_Z: &str = "\x1a";
+
+/// How long an `expect` waits by default: generous, the machine has 2 cores and tests run
+/// in parallel.
+const PATIENCE: Duration = Duration::from_secs(12);
+
+/// The login name `who` runs as ([`Who::Root`] is this process's own user).
+pub fn user_name(who: Who) -> String {
+    match who {
+        Who::User => TEST_USER.to_string(),
+        Who::Root => {
+            let out = Command::new("id").arg("-un").output().expect("id -un");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        }
+    }
+}
+
+fn check(r: libc::c_int, what: &str) -> libc::c_int {
+    if r < 0 {
+        panic!("{what}: {}", std::io::Error::last_os_error());
+    }
+    r
+}
+
+/// A new pty pair with the window `rows`×`cols`; both ends close-on-exec, the slave not
+/// anybody's controlling terminal yet.
+fn open_pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
+    // SAFETY: posix_openpt/grantpt/unlockpt/ioctl on the descriptor created here; the
+    // returned descriptors are owned by the OwnedFds and nobody else.
+    unsafe {
+        let m = check(libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC), "posix_openpt");
+        let master = OwnedFd::from_raw_fd(m);
+        check(libc::grantpt(m), "grantpt");
+        check(libc::unlockpt(m), "unlockpt");
+        // TIOCGPTPEER opens the slave without a path lookup (Linux 4.13).
+        let s =
+            check(libc::ioctl(m, libc::TIOCGPTPEER, libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC), "TIOCGPTPEER");
+        let slave = OwnedFd::from_raw_fd(s);
+        set_size(m, rows, cols);
+        (master, slave)
+    }
+}
+
+fn set_size(fd: RawFd, rows: u16, cols: u16) {
+    let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCSWINSZ reads the winsize in this frame.
+    check(unsafe { libc::ioctl(fd, libc::TIOCSWINSZ, &ws) }, "TIOCSWINSZ");
+}
+
+/// One caller at one terminal.
+pub struct Term {
+    master: OwnedFd,
+    shell: Child,
+    who: Who,
+    /// Everything the terminal showed, `\r` removed.
+    out: Vec<u8>,
+    /// Where the next `expect` starts looking (the end of the last match).
+    mark: usize,
+    t0: Instant,
+    log: Vec<String>,
+    label: String,
+}
+
+impl Term {
+    /// An interactive `bash --norc --noprofile -i` as `who`, in `dir`, at a fresh 24×80 pty,
+    /// with `PS1` = [`PROMPT`]; returns once the first prompt is shown.
+    pub fn start(who: Who, dir: &Path, label: &str) -> Term {
+        let (master, slave) = open_pty(24, 80);
+        let bash = ["bash", "--norc", "--noprofile", "-i"];
+        let (mut cmd, home, user) = match who {
+            Who::Root => (Command::new(bash[0]), std::env::var("HOME").unwrap_or_else(|_| "/".into()), user_name(who)),
+            Who::User => {
+                let (uid, gid) = test_user();
+                // SAFETY: fchown on our slave descriptor: the user's terminal is the user's, as
+                // login(1) makes it.
+                check(unsafe { libc::fchown(slave.as_raw_fd(), uid, gid) }, "fchown pty");
+                let mut c = Command::new("setpriv");
+                c.args([format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into(), "--".into()]);
+                c.arg(bash[0]);
+                (c, format!("/home/{TEST_USER}"), TEST_USER.to_string())
+            }
+        };
+        cmd.args(&bash[1..]);
+        // A clean, known environment; the standard directories first so `python3` is the
+        // system's (a per-user shim under /root is not the test user's to run).
+        let path = format!(
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:{}",
+            std::env::var("PATH").unwrap_or_default()
+        );
+        cmd.env_clear()
+            .env("PATH", path)
+            .env("HOME", home)
+            .env("USER", &user)
+            .env("LOGNAME", &user)
+            .env("TERM", "dumb")
+            .env("PS1", PROMPT)
+            .env("HISTFILE", "")
+            .env("LANG", "C.UTF-8")
+            .current_dir(dir);
+        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup pty slave"));
+        cmd.stdin(io(&slave)).stdout(io(&slave)).stderr(io(&slave));
+        // SAFETY: between fork and exec only async-signal-safe syscalls (setsid, ioctl).
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let shell = cmd.spawn().expect("spawn the caller bash");
+        drop(cmd);
+        drop(slave);
+        let label = format!("{label} as {who:?}");
+        let mut t = Term { master, shell, who, out: Vec::new(), mark: 0, t0: Instant::now(), log: Vec::new(), label };
+        t.expect(PROMPT);
+        t
+    }
+
+    /// The caller bash's pid (setpriv exec'd in place).
+    pub fn shell_pid(&self) -> i32 {
+        self.shell.id() as i32
+    }
+
+    fn note(&mut self, what: String) {
+        let ms = self.t0.elapsed().as_millis();
+        self.log.push(format!("{ms:>6} ms  {what}"));
+    }
+
+    /// Read what the terminal shows for up to `d` (less if the slave side is gone).
+    pub fn pump(&mut self, d: Duration) {
+        let end = Instant::now() + d;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let mut pfd = libc::pollfd { fd: self.master.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            // SAFETY: one pollfd in this frame.
+            let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
+            if n <= 0 {
+                if n == 0 || left.is_zero() {
+                    return;
+                }
+                continue; // EINTR
+            }
+            let mut buf = [0u8; 4096];
+            // SAFETY: reads into `buf`.
+            let r = unsafe { libc::read(self.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if r <= 0 {
+                // EIO: every slave descriptor is closed. Keep the time contract.
+                std::thread::sleep(left);
+                return;
+            }
+            self.out.extend(buf[..r as usize].iter().filter(|b| **b != b'\r'));
+            if Instant::now() >= end {
+                return;
+            }
+        }
+    }
+
+    /// Type `s` (no newline added).
+    pub fn send(&mut self, s: &str) {
+        self.note(format!("send {s:?}"));
+        // SAFETY: writes from `s`.
+        let n = unsafe { libc::write(self.master.as_raw_fd(), s.as_ptr().cast(), s.len()) };
+        assert_eq!(n, s.len() as isize, "write to the pty master");
+        self.pump(Duration::from_millis(20));
+    }
+
+    /// Type `s` and Enter.
+    pub fn line(&mut self, s: &str) {
+        self.send(&format!("{s}\n"));
+    }
+
+    /// Wait `d`, reading the terminal meanwhile.
+    pub fn sleep(&mut self, d: Duration) {
+        self.note(format!("sleep {} ms", d.as_millis()));
+        self.pump(d);
+    }
+
+    /// Wait up to `limit` for `needle` after the mark; move the mark past it. False on timeout.
+    pub fn wait_for(&mut self, needle: &str, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(i) = find(&self.out[self.mark..], needle.as_bytes()) {
+                self.mark += i + needle.len();
+                self.note(format!("saw {needle:?}"));
+                return true;
+            }
+            if Instant::now() >= end {
+                self.note(format!("no {needle:?} within {} ms", limit.as_millis()));
+                return false;
+            }
+            self.pump(Duration::from_millis(10));
+        }
+    }
+
+    /// Wait for `needle` (see [`Term::wait_for`]); fail the test with the transcript if it
+    /// does not come.
+    pub fn expect(&mut self, needle: &str) {
+        if !self.wait_for(needle, PATIENCE) {
+            self.fail(&format!("expected {needle:?} within {} s", PATIENCE.as_secs()));
+        }
+    }
+
+    /// Fail if `needle` was shown after the mark.
+    pub fn reject(&mut self, needle: &str) {
+        self.pump(Duration::from_millis(10));
+        if self.seen(needle) {
+            self.fail(&format!("unexpected {needle:?}"));
+        }
+        self.note(format!("no {needle:?}, as wanted"));
+    }
+
+    /// Whether `needle` was shown after the mark.
+    pub fn seen(&self, needle: &str) -> bool {
+        find(&self.out[self.mark..], needle.as_bytes()).is_some()
+    }
+
+    /// The caller's `$?`: types `echo "@rc:$?:"` and reads the number back.
+    pub fn rc(&mut self) -> i32 {
+        self.line("echo \"@rc:$?:\"");
+        let end = Instant::now() + PATIENCE;
+        loop {
+            if let Some((code, at)) = find_rc(&self.out[self.mark..]) {
+                self.mark += at;
+                self.note(format!("$? = {code}"));
+                return code;
+            }
+            if Instant::now() >= end {
+                self.fail("no answer to echo $?");
+            }
+            self.pump(Duration::from_millis(10));
+        }
+    }
+
+    /// Poll `cond` every 10 ms up to `limit`, reading the terminal meanwhile.
+    pub fn until(&mut self, limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+        let end = Instant::now() + limit;
+        loop {
+            if cond() {
+                return true;
+            }
+            if Instant::now() >= end {
+                return false;
+            }
+            self.pump(Duration::from_millis(10));
+        }
+    }
+
+    /// Resize the window as a terminal emulator does: TIOCSWINSZ on the master, after which
+    /// the kernel sends SIGWINCH to the foreground process group.
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.note(format!("resize to {rows}x{cols}"));
+        set_size(self.master.as_raw_fd(), rows, cols);
+        self.pump(Duration::from_millis(20));
+    }
+
+    /// Close the terminal, as closing its window does: the kernel hangs up the session
+    /// (SIGHUP to the caller bash and the foreground group), and bash sends SIGHUP to its
+    /// jobs. Nothing is read from the terminal afterwards.
+    pub fn hangup(&mut self) {
+        self.note("hangup".into());
+        let null = std::fs::File::open("/dev/null").expect("open /dev/null");
+        drop(std::mem::replace(&mut self.master, null.into()));
+    }
+
+    /// The terminal's foreground process group, as the caller's namespace numbers it.
+    pub fn foreground(&self) -> i32 {
+        // SAFETY: plain ioctl on the master (TIOCGPGRP works on either side).
+        unsafe { libc::tcgetpgrp(self.master.as_raw_fd()) }
+    }
+
+    /// Live descendants of the caller bash (its jobs' processes and theirs).
+    pub fn descendants(&self) -> Vec<i32> {
+        descendants(self.shell_pid())
+    }
+
+    /// The outermost snug process under the caller bash (not the sandbox init, which is
+    /// snug's binary too); fails the test when there is none within the patience.
+    pub fn snug_pid(&mut self) -> i32 {
+        let shell = self.shell_pid();
+        let mut pid = None;
+        if !self.until(PATIENCE, || {
+            pid = outermost(&descendants(shell), &crate::common::snug());
+            pid.is_some()
+        }) {
+            self.fail("no snug process under the caller's shell");
+        }
+        pid.unwrap_or_default()
+    }
+
+    /// The outermost process under the caller bash running `exe` (e.g. /usr/bin/bwrap).
+    pub fn pid_of(&mut self, exe: &str) -> i32 {
+        let shell = self.shell_pid();
+        let mut pid = None;
+        if !self.until(PATIENCE, || {
+            pid = outermost(&descendants(shell), Path::new(exe));
+            pid.is_some()
+        }) {
+            self.fail(&format!("no {exe} under the caller's shell"));
+        }
+        pid.unwrap_or_default()
+    }
+
+    /// Everything shown since the start, for assertions on the whole run.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.out).into_owned()
+    }
+
+    /// Fail the test: `msg`, the step log and the transcript.
+    pub fn fail(&mut self, msg: &str) -> ! {
+        self.pump(Duration::from_millis(100));
+        panic!(
+            "[{}] {msg}\n--- steps ---\n{}\n--- terminal ---\n{}\n--- end ---",
+            self.label,
+            self.log.join("\n"),
+            String::from_utf8_lossy(&self.out)
+        );
+    }
+}
+
+impl Drop for Term {
+    /// Hang up as a closed terminal window does: bash sends SIGHUP (and SIGCONT) to its jobs;
+    /// then make sure bash is gone.
+    fn drop(&mut self) {
+        let pid = self.shell_pid();
+        // SAFETY: signals the bash this Term started.
+        unsafe { libc::kill(pid, libc::SIGHUP) };
+        let end = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.shell.try_wait() {
+                return;
+            }
+            self.pump(Duration::from_millis(10));
+        }
+        let _ = self.shell.kill();
+        let _ = self.shell.wait();
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The first `@rc:N:` (digits, not the echoed `$?`) in `hay`: the code and the end offset.
+fn find_rc(hay: &[u8]) -> Option<(i32, usize)> {
+    let tag = b"@rc:";
+    let mut from = 0;
+    while let Some(i) = find(&hay[from..], tag) {
+        let start = from + i + tag.len();
+        let digits = hay[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits > 0 && hay.get(start + digits) == Some(&b':') {
+            let n = std::str::from_utf8(&hay[start..start + digits]).ok()?.parse().ok()?;
+            return Some((n, start + digits + 1));
+        }
+        from = start;
+    }
+    None
+}

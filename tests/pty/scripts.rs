@@ -1,0 +1,139 @@
+//! The payloads of the terminal tests, written as files into the test's DIR (the payload's
+//! working directory). Kept out of the typed command lines on purpose: the terminal echoes
+//! what is typed, so a marker the test waits for must never be part of what it types.
+
+use std::path::Path;
+
+/// T1: the terminal is the controlling terminal and the payload's group is its foreground.
+/// `/proc/self/stat` fields 5 (pgrp), 7 (tty_nr) and 8 (tpgid), read by `cut` in the same
+/// group as the shell.
+pub const T1: &str = r#"m=$1
+tty >/dev/null && echo ctty-yes
+test -t 0 && echo t0-yes
+set -- $(cut -d' ' -f5,7,8 /proc/self/stat)
+echo "stat pgrp=$1 tty_nr=$2 tpgid=$3"
+[ "$2" != 0 ] && [ "$1" = "$3" ] && echo fg-yes
+exec sleep "$m"
+"#;
+
+/// T2: counts SIGINTs; prints the count every 0.3 s and at the end of argv[1] seconds.
+pub const COUNT_INT: &str = r#"import signal, sys, time
+n = 0
+def h(*_):
+    global n
+    n += 1
+signal.signal(signal.SIGINT, h)
+print("ready", flush=True)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    time.sleep(0.3)
+    print(f"ints={n}", flush=True)
+print(f"done ints={n}", flush=True)
+"#;
+
+/// Control for T2: a naive launcher in the caller's job that forwards the SIGINT it gets
+/// from the terminal to its child, which got it from the terminal too. It forwards 0.2 s
+/// late (as a launcher busy elsewhere would): two SIGINTs arriving together are one pending
+/// signal, and the child could not tell.
+pub const NAIVE_FORWARDER: &str = r#"import signal, subprocess, sys, time
+child = subprocess.Popen(sys.argv[1:])
+def forward(*_):
+    time.sleep(0.2)
+    child.send_signal(signal.SIGINT)
+signal.signal(signal.SIGINT, forward)
+sys.exit(child.wait())
+"#;
+
+/// T2: the payload's own INT handler decides the exit code.
+pub const TRAP_INT_EXIT5: &str = "trap 'echo got-int; exit 5' INT\necho ready\nsleep \"$1\"\n";
+
+/// T3: a payload that ignores INT.
+pub const IGNORE_INT: &str = "trap '' INT\necho ready\nsleep \"$1\"\n";
+
+/// T7: a payload that ignores TERM, so snug's grace runs out.
+pub const IGNORE_TERM: &str = "trap '' TERM\necho ready\nsleep \"$1\"\n";
+
+/// T4: a payload that ignores HUP, so only snug's grace ends it after a hangup.
+pub const IGNORE_HUP: &str = "trap '' HUP\necho ready\nsleep \"$1\"\n";
+
+/// T4: counts INTs (one line each); ends 0.8 s after the first with 3, so a second delivery
+/// has time to show.
+pub const HIT_ONCE: &str = r#"import signal, sys, time
+n = 0
+def h(*_):
+    global n
+    n += 1
+    print(f"hit {n}", flush=True)
+signal.signal(signal.SIGINT, h)
+print("ready", flush=True)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end and n == 0:
+    time.sleep(0.05)
+time.sleep(0.8)
+sys.exit(3 if n else 0)
+"#;
+
+/// T5: work that a stop must pause.
+pub const SLEEP_THEN_RESUMED: &str = "sleep \"$1\"\necho resumed\n";
+
+/// T5: the payload stops itself (`kill(0, SIGTSTP)`), as `less` or `vim` do on ^Z.
+pub const SELF_STOP: &str = "kill -TSTP 0\necho resumed\n";
+
+/// T5: the payload stops itself with SIGSTOP, which cannot be caught or ignored.
+pub const SELF_SIGSTOP: &str = "kill -STOP $$\necho resumed\n";
+
+/// T5: changing the terminal's modes from the background (`tcsetattr(3)`) raises SIGTTOU.
+pub const SET_TERMINAL: &str = "sleep 0.5\nstty echo\necho stty-done\n";
+
+/// T5, T8: a payload that reads the terminal, after `$1` seconds.
+pub const READ_LINE: &str = "sleep \"${1:-0}\"\nread x\necho \"got:$x\"\n";
+
+/// T7: a payload that moves to a group of its own, takes the terminal's foreground for it
+/// and exits, leaving the foreground to a group that is gone.
+pub const STEAL_FOREGROUND: &str = r#"import os, signal
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+os.setpgid(0, 0)
+os.tcsetpgrp(0, os.getpgrp())
+print("stolen", flush=True)
+"#;
+
+/// T9: TIOCSTI of a whole command line, byte by byte, then TIOCLINUX; prints the outcome
+/// of each (`ioctl_tty(2)`, `ioctl_console(2)`).
+pub const INJECT: &str = r#"import errno, fcntl, termios
+def outcome(req, arg):
+    try:
+        fcntl.ioctl(0, req, arg)
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+sti = "ok"
+for b in b"echo INJ$((6*7))\n":
+    r = outcome(termios.TIOCSTI, bytes([b]))
+    if r != "ok":
+        sti = r
+        break
+print(f"sti={sti}", flush=True)
+print(f"linux={outcome(0x541C, bytes([6]))}", flush=True)
+"#;
+
+/// SIGWINCH: prints each new size the handler sees; ends 0.5 s after the first.
+pub const WINCH: &str = r#"import os, signal, time
+seen = []
+def h(*_):
+    c, r = os.get_terminal_size(0)
+    seen.append(1)
+    print(f"size={c}x{r}", flush=True)
+signal.signal(signal.SIGWINCH, h)
+print("ready", flush=True)
+end = time.monotonic() + 8
+while time.monotonic() < end and not seen:
+    time.sleep(0.05)
+time.sleep(0.5)
+print(f"winches={len(seen)}", flush=True)
+"#;
+
+/// Write `body` as `name` into `dir`; returns `name` (the payload runs in `dir`).
+pub fn write(dir: &Path, name: &str, body: &str) -> String {
+    std::fs::write(dir.join(name), body).expect("write payload script");
+    format!("./{name}")
+}

@@ -1,0 +1,89 @@
+//! Terminal mode (SPEC T1–T9, X2; issue 5), driven through a real pseudo-terminal with an
+//! interactive bash as the caller (tests/pty). Every row runs as root and as the test user,
+//! the caller bash itself being that user; root and user runs go in parallel threads, with
+//! the row's positive control next to them.
+//!
+//! Positive controls run in-test, as root, against a launcher known to lack the property:
+//! plain `bwrap` (same flags as far as they matter, no snug in between: the wrapper dies of
+//! ^C and the payload with it, no seccomp), `bwrap --new-session` (the payload cut off from
+//! the terminal's job control), a naive signal-forwarding wrapper, or the payload without
+//! any launcher. Each asserts that the failure the row's assertion looks for is observed.
+//! Where no launcher lacks just that property, the comment names the one-time mutation of
+//! snug that made the row fail.
+//!
+//! The rows: terminal/tty.rs (T1, SIGWINCH, T9), terminal/signals.rs (T2–T4),
+//! terminal/jobs.rs (T5–T8). This file holds what they share.
+
+mod common;
+#[path = "terminal/jobs.rs"]
+mod jobs;
+mod pty;
+#[path = "terminal/signals.rs"]
+mod signals;
+#[path = "terminal/tty.rs"]
+mod tty;
+
+pub use common::is_root;
+use common::{everyone, snug, workdir, Who};
+use pty::Term;
+use std::path::Path;
+use std::time::Duration;
+
+/// Run `row` as everyone and each of `controls` (as root), all at once; a panic in any
+/// fails the test once all have ended.
+pub fn parallel(row: &(dyn Fn(Who) + Sync), controls: &[&(dyn Fn() + Sync)]) {
+    std::thread::scope(|s| {
+        for who in everyone() {
+            s.spawn(move || row(who));
+        }
+        for c in controls {
+            s.spawn(*c);
+        }
+    });
+}
+
+/// A caller at a fresh terminal in a fresh DIR owned by `who`. The Term comes first so it
+/// is dropped (hung up) before the directory goes.
+pub fn caller(who: Who, label: &str) -> (Term, tempfile::TempDir) {
+    let dir = workdir(who);
+    (Term::start(who, dir.path(), label), dir)
+}
+
+/// `snug -- ARGS` as typed at the caller's prompt.
+pub fn snug_line(args: &str) -> String {
+    format!("{} -- {args}", snug().display())
+}
+
+/// The control launcher: plain bwrap over the host's root, DIR writable and current, dying
+/// with its parent; `extra` adds e.g. `--new-session`. Runs as root (see the module doc), or
+/// when the tests do not run as root, as the current user in a user namespace.
+pub fn bwrap_line(dir: &Path, extra: &str, args: &str) -> String {
+    let d = dir.display();
+    let user = if is_root() { "" } else { "--unshare-user " };
+    format!(
+        "bwrap {user}--unshare-pid --die-with-parent --ro-bind / / --dev /dev --proc /proc --bind {d} {d} --chdir {d} {extra} -- {args}"
+    )
+}
+
+/// Where `bwrap` is on `$PATH` (the control launcher's binary, to find its process).
+pub fn bwrap_path() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = path.split(':').map(|d| Path::new(d).join("bwrap")).find(|p| p.is_file()).expect("bwrap on PATH");
+    found.canonicalize().unwrap_or(found).display().to_string()
+}
+
+/// Pids whose command line (NULs as spaces) starts with `prefix`: the payload itself, not
+/// snug, bwrap or init, whose command lines end with the payload's.
+pub fn pids_starting(prefix: &str) -> Vec<i32> {
+    let line =
+        |p: i32| std::fs::read(format!("/proc/{p}/cmdline")).map(|b| String::from_utf8_lossy(&b).replace('\0', " "));
+    pty::procs().into_iter().filter(|p| line(*p).is_ok_and(|l| l.starts_with(prefix))).collect()
+}
+
+/// The host pid of the one process whose command line starts with `prefix`, waiting for it.
+pub fn the_pid(t: &mut Term, prefix: &str) -> i32 {
+    if !t.until(Duration::from_secs(10), || pids_starting(prefix).len() == 1) {
+        t.fail(&format!("not exactly one process starting {prefix:?}: {:?}", pids_starting(prefix)));
+    }
+    pids_starting(prefix)[0]
+}
