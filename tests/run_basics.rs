@@ -1,0 +1,247 @@
+//! Issue 2's acceptance at run time: where the payload starts and with what (R1), the
+//! caller's descriptors passed through untouched (R2), snug's own failures (R4), and what
+//! the default sandbox grants (P1), each as root and as the unprivileged user.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// `snug ARGS…` as `who` in `dir`, run to the end.
+fn snug_run(who: Who, dir: &Path, args: &[&str]) -> Out {
+    run_bounded(&mut snug_cmd(who, dir, args), LIMIT)
+}
+
+fn ok(who: Who, o: &Out) {
+    assert!(o.status.success(), "{who:?}: {:?} {}", o.status, o.err);
+}
+
+/// R1: the payload starts in DIR, given or by default the current directory.
+#[test]
+fn r1_payload_starts_in_dir() {
+    for who in everyone() {
+        let (dir, elsewhere) = (workdir(who), workdir(who));
+        let o = snug_run(who, dir.path(), &["--", "pwd"]);
+        ok(who, &o);
+        assert_eq!(o.out.trim_end(), dir.path().to_str().unwrap(), "{who:?}");
+        let o = snug_run(who, elsewhere.path(), &[dir.path().to_str().unwrap(), "--", "pwd"]);
+        ok(who, &o);
+        assert_eq!(o.out.trim_end(), dir.path().to_str().unwrap(), "{who:?}: DIR given");
+    }
+}
+
+/// R1: without CMD snug runs `$SHELL`, else `/bin/sh` (here reading its script from stdin).
+#[test]
+fn r1_default_command_is_the_shell() {
+    for who in everyone() {
+        let dir = workdir(who);
+        for shell in [Some("/bin/bash"), None] {
+            let mut c = snug_cmd(who, dir.path(), &[]);
+            match shell {
+                Some(s) => c.env("SHELL", s),
+                None => c.env_remove("SHELL"),
+            };
+            c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            let mut child = c.spawn().expect("spawn snug");
+            child.stdin.take().unwrap().write_all(b"echo \"ran $0\"; exit 4\n").unwrap();
+            let o = child.wait_with_output().unwrap();
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(
+                (o.status.code(), out.trim_end()),
+                (Some(4), format!("ran {}", shell.unwrap_or("/bin/sh")).as_str()),
+                "{who:?}"
+            );
+        }
+    }
+}
+
+/// 100 MiB from xorshift64*, written in 1 MiB blocks.
+fn big_file(path: &Path) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut block = vec![0u8; 1 << 20];
+    for _ in 0..100 {
+        for chunk in block.chunks_exact_mut(8) {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            chunk.copy_from_slice(&x.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes());
+        }
+        f.write_all(&block).unwrap();
+    }
+    f.flush().unwrap();
+}
+
+fn sha256(stdin: Stdio) -> String {
+    let o = Command::new("sha256sum").stdin(stdin).output().expect("sha256sum");
+    String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap_or_default().to_string()
+}
+
+/// R2: `snug -- cat <f | sha256sum` equals `sha256sum <f` for a 100 MiB file, and the
+/// payload's fds 0, 1 and 2 are the very file and pipes the caller passed (same inodes):
+/// nothing copied in between.
+#[test]
+fn r2_stdio_is_passed_through() {
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("big");
+    big_file(&file);
+    let want = sha256(Stdio::from(std::fs::File::open(&file).unwrap()));
+    for who in everyone() {
+        let dir = workdir(who);
+        let mut c = snug_cmd(who, dir.path(), &["--", "cat"]);
+        let mut child = c.stdin(std::fs::File::open(&file).unwrap()).stdout(Stdio::piped()).spawn().unwrap();
+        let got = sha256(Stdio::from(child.stdout.take().unwrap()));
+        let st = wait_bounded(&mut child, LIMIT).expect("snug ended");
+        assert!(st.success() && got == want, "{who:?}: {st:?} sha256 {got} want {want}");
+
+        let mut c = snug_cmd(
+            who,
+            dir.path(),
+            &["--", "stat", "-L", "-c", "%i", "/proc/self/fd/0", "/proc/self/fd/1", "/proc/self/fd/2"],
+        );
+        let r = start(c.stdin(std::fs::File::open(&file).unwrap()));
+        let [out_ino, err_ino] =
+            [1, 2].map(|fd| std::fs::metadata(format!("/proc/{}/fd/{fd}", r.pid)).map(|m| m.ino()).unwrap_or(0));
+        let o = r.finish(LIMIT);
+        ok(who, &o);
+        let inodes: Vec<u64> = o.out.lines().filter_map(|l| l.parse().ok()).collect();
+        assert_eq!(inodes, [std::fs::metadata(&file).unwrap().ino(), out_ino, err_ino], "{who:?}: payload's fds 0 1 2");
+    }
+}
+
+/// R4: snug's own failures are one `snug: ` line with their code: 77 for an unknown profile,
+/// 64 for a usage error; never a panic.
+#[test]
+fn r4_own_failures_are_one_line_with_their_code() {
+    for who in everyone() {
+        let dir = workdir(who);
+        for (args, want) in [(&["-p", "nosuch", "--", "true"][..], 77), (&["--no-such-flag"][..], 64)] {
+            let o = snug_run(who, dir.path(), args);
+            assert_eq!(o.status.code(), Some(want), "{who:?} {args:?}: {}", o.err);
+            assert!(o.err.starts_with("snug: ") && o.err.lines().count() == 1, "{who:?} {args:?}: stderr {:?}", o.err);
+            assert!(!o.err.contains("panicked") && o.out.is_empty(), "{who:?} {args:?}");
+        }
+    }
+}
+
+/// P1: DIR is writable (the file appears on the host, owned by the caller); DIR's parent
+/// and /usr are read-only, also for root inside.
+#[test]
+fn p1_dir_writable_parent_and_usr_read_only() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let m = marker();
+        let o = snug_run(who, dir.path(), &["--", "touch", &format!("made-{m}")]);
+        ok(who, &o);
+        let made = std::fs::metadata(dir.path().join(format!("made-{m}"))).expect("file written in DIR");
+        assert_eq!(made.uid(), std::fs::metadata(dir.path()).unwrap().uid(), "{who:?}: owner");
+        let parent = dir.path().parent().unwrap().join(format!("p1-{m}"));
+        let usr = format!("/usr/p1-{m}");
+        for target in [parent.to_str().unwrap(), &usr] {
+            let o = snug_run(who, dir.path(), &["--", "touch", target]);
+            let exists = Path::new(target).exists();
+            let _ = std::fs::remove_file(target);
+            assert!(
+                !o.status.success() && o.err.contains("Read-only file system") && !exists,
+                "{who:?}: touch {target}: {:?} {}",
+                o.status,
+                o.err
+            );
+        }
+    }
+}
+
+/// P1: $HOME is an empty tmpfs, writable, and gone after the run (the host's home is not
+/// empty and never sees the file; a second run does not either).
+#[test]
+fn p1_home_is_empty_writable_and_gone_after() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let m = marker();
+        let script = format!("echo \"$HOME\"; ls -A \"$HOME\"; touch \"$HOME/p1-{m}\" && echo wrote");
+        let o = snug_run(who, dir.path(), &["--", "sh", "-c", &script]);
+        ok(who, &o);
+        let home = o.out.lines().next().unwrap_or_default().to_string();
+        assert_eq!(o.out, format!("{home}\nwrote\n"), "{who:?}: home not empty or not writable; {}", o.err);
+        let host_home = std::fs::read_dir(&home).map(|d| d.count()).unwrap_or(0);
+        assert!(host_home > 0, "{who:?}: control: the host's {home} should not be empty");
+        assert!(!Path::new(&home).join(format!("p1-{m}")).exists(), "{who:?}: the file reached the host's home");
+        let o = snug_run(
+            who,
+            dir.path(),
+            &["--", "sh", "-c", &format!("ls -A \"$HOME\"; test -e \"$HOME/p1-{m}\" && echo kept")],
+        );
+        assert_eq!(o.out, "", "{who:?}: second run saw {:?}", o.out);
+    }
+}
+
+/// P1: no network interface but `lo` (the host has more).
+#[test]
+fn p1_only_loopback() {
+    let names = |dev: &str| -> BTreeSet<String> {
+        dev.lines().skip(2).filter_map(|l| l.split(':').next()).map(|n| n.trim().to_string()).collect()
+    };
+    let host = names(&std::fs::read_to_string("/proc/net/dev").unwrap());
+    for who in everyone() {
+        let dir = workdir(who);
+        let o = snug_run(who, dir.path(), &["--", "cat", "/proc/net/dev"]);
+        ok(who, &o);
+        assert_eq!(names(&o.out), BTreeSet::from(["lo".to_string()]), "{who:?} (host has {host:?})");
+    }
+}
+
+/// P1: the environment holds only the listed variables (`env` as the payload, no shell to
+/// add any). bwrap's `--chdir` also sets PWD, to DIR. A variable of the caller's does not
+/// pass; a LC_* one does.
+#[test]
+fn p1_environment_is_only_the_listed_variables() {
+    let listed = ["HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG", "TMPDIR"];
+    for who in everyone() {
+        let dir = workdir(who);
+        let mut c = snug_cmd(who, dir.path(), &["--", "env"]);
+        c.env("SNUG_TEST_SECRET", "leak").env("LC_MESSAGES", "C");
+        let o = run_bounded(&mut c, LIMIT);
+        ok(who, &o);
+        let vars: Vec<(&str, &str)> = o.out.lines().filter_map(|l| l.split_once('=')).collect();
+        for (k, v) in &vars {
+            let fine =
+                listed.contains(k) || k.starts_with("LC_") || (*k == "PWD" && *v == dir.path().to_str().unwrap());
+            assert!(fine, "{who:?}: unexpected {k}={v} in {:?}", o.out);
+        }
+        for k in ["HOME", "PATH", "LC_MESSAGES"] {
+            assert!(vars.iter().any(|(n, _)| *n == k), "{who:?}: {k} missing from {:?}", o.out);
+        }
+    }
+}
+
+/// P1: /proc shows only the sandbox: pid 1 is snug's init, and the payload is pid 2.
+#[test]
+fn p1_proc_shows_only_the_sandbox() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let o = snug_run(who, dir.path(), &["--", "ls", "/proc"]);
+        ok(who, &o);
+        let pids: BTreeSet<u32> = o.out.lines().filter_map(|l| l.parse().ok()).collect();
+        assert_eq!(pids, BTreeSet::from([1, 2]), "{who:?}");
+        let o = snug_run(who, dir.path(), &["--", "cat", "/proc/1/cmdline"]);
+        assert!(o.out.contains("--snug-init"), "{who:?}: pid 1 is {:?}", o.out);
+    }
+}
+
+/// P1: the hostname is `snug`.
+#[test]
+fn p1_hostname_is_snug() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let o = snug_run(who, dir.path(), &["--", "uname", "-n"]);
+        ok(who, &o);
+        assert_eq!(o.out, "snug\n", "{who:?}");
+    }
+}
