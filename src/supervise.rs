@@ -40,6 +40,8 @@ pub struct Supervisor {
     bwrap_err: Option<OwnedFd>,
     bwrap_said: Vec<u8>,
     chan: Channel,
+    /// Init's end is still open.
+    chan_open: bool,
     signals: SignalFd,
     terminal: Terminal,
     on_init: OnInit,
@@ -71,6 +73,7 @@ impl Supervisor {
             bwrap_err: Some(nest.bwrap_err),
             bwrap_said: Vec::new(),
             chan,
+            chan_open: true,
             signals,
             terminal: Terminal::new(mode),
             on_init,
@@ -109,7 +112,7 @@ impl Supervisor {
         let err_fd = self.bwrap_err.as_ref().map_or(-1, |f| f.as_raw_fd());
         let mut fds = [
             libc::pollfd { fd: self.signals.raw(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: self.chan.raw(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: if self.chan_open { self.chan.raw() } else { -1 }, events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: err_fd, events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.pid1.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.pasta.as_ref().map_or(-1, |p| p.watch_fd()), events: libc::POLLIN, revents: 0 },
@@ -169,9 +172,17 @@ impl Supervisor {
     }
 
     fn read_reports(&mut self) {
-        while let Ok(Received::Packet(r, fd)) = self.chan.recv_report(true) {
-            if let Some(r) = r {
-                self.on_report(r, fd);
+        loop {
+            match self.chan.recv_report(true) {
+                Ok(Received::Packet(Some(r), fd)) => self.on_report(r, fd),
+                Ok(Received::Packet(None, _)) => {}
+                Ok(Received::Empty) => return,
+                // Init is gone: a hung-up socket polls readable forever, so stop watching it
+                // (otherwise the loop spins until bwrap is reaped, B5).
+                Ok(Received::Closed) | Err(_) => {
+                    self.chan_open = false;
+                    return;
+                }
             }
         }
     }
