@@ -1,0 +1,151 @@
+"""Plumbing shared by the bench rows: sample counts, percentiles, spawning snug and reading
+what the payload writes to snug's stdout (passed through untouched, SPEC R2)."""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+
+
+class Counts:
+    """Samples per row. `full` meets the SPEC minimums (B1 ≥ 30 each, B2 ≥ 100, B3/B4 ≥ 30)."""
+
+    def __init__(self, b1, parts, b2, b2_ref, b3, b4, b5_sleep):
+        self.b1, self.parts, self.b2, self.b2_ref = b1, parts, b2, b2_ref
+        self.b3, self.b4, self.b5_sleep = b3, b4, b5_sleep
+        self.profile = True  # the perf stage timeline for B1, when perf and root are there
+
+    @staticmethod
+    def full():
+        return Counts(b1=60, parts=20, b2=120, b2_ref=40, b3=30, b4=30, b5_sleep=5)
+
+    @staticmethod
+    def quick():
+        return Counts(b1=8, parts=3, b2=10, b2_ref=5, b3=3, b4=3, b5_sleep=2)
+
+
+def pct(xs, q):
+    """The q-th percentile (0-100) of xs, linear between closest ranks."""
+    s = sorted(xs)
+    if not s:
+        return float("nan")
+    k = (len(s) - 1) * q / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def med(xs):
+    return pct(xs, 50)
+
+
+def fmt_ms(x):
+    return f"{x:.2f} ms" if x < 10 else f"{x:.1f} ms"
+
+
+def spread(xs):
+    return f"{fmt_ms(med(xs))} ({pct(xs, 10):.2f}–{pct(xs, 90):.2f})"
+
+
+def now_ns():
+    """CLOCK_MONOTONIC, the clock the payload reads inside the sandbox too."""
+    return time.monotonic_ns()
+
+
+# Python ignores these; a child must not inherit that (pasta refuses to start with SIGPIPE
+# ignored: "Couldn't install signal handlers").
+PY_IGNORED = [signal.SIGPIPE, signal.SIGXFSZ]
+
+
+def spawn(argv, acts):
+    """posix_spawnp (vfork: little and equal cost for every command) with the signal
+    dispositions a shell would give it."""
+    return os.posix_spawnp(argv[0], argv, os.environ, file_actions=acts, setsigdef=PY_IGNORED)
+
+
+class Failed(Exception):
+    """A run did not end as the row expects; the message says how."""
+
+
+class Env:
+    """The binary under test, the directory it runs in, and ways to start it."""
+
+    def __init__(self, snug, work):
+        self.snug = snug
+        self.work = work
+        self.null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+        self.py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+
+    def dry(self, args):
+        """`snug --dry-run --json ARGS`, as the same detached caller the timed runs are."""
+        out = subprocess.run(
+            [self.snug, "--dry-run", "--json"] + args,
+            cwd=self.work, stdin=subprocess.DEVNULL, capture_output=True, check=True,
+        ).stdout
+        return json.loads(out)
+
+    def timed(self, argv):
+        """Wall time in ms of argv from spawn to reaped, with stdin, stdout, stderr /dev/null.
+
+        posix_spawn (vfork) keeps the harness's own cost small and equal for every command.
+        Raises Failed on a non-zero status, with the command's stderr from one more run.
+        """
+        acts = [(os.POSIX_SPAWN_DUP2, self.null, 0), (os.POSIX_SPAWN_DUP2, self.null, 1),
+                (os.POSIX_SPAWN_DUP2, self.null, 2)]
+        t0 = now_ns()
+        pid = spawn(argv, acts)
+        _, status = os.waitpid(pid, 0)
+        took = (now_ns() - t0) / 1e6
+        if status != 0:
+            r = subprocess.run(argv, cwd=self.work, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            raise Failed(f"{' '.join(argv[:3])}…: status {status}: {r.stderr.strip()[-300:]}")
+        return took
+
+    def start(self, argv):
+        """argv in its own session with stdout a pipe we read, stdin /dev/null (detached)."""
+        return subprocess.Popen(
+            argv, cwd=self.work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )
+
+
+def read_line(p, timeout=10.0):
+    """One line from p's stdout, read unbuffered so nothing waits in Python's buffers."""
+    fd = p.stdout.fileno()
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while not buf.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            p.kill()
+            raise Failed(f"no line from the payload within {timeout} s (got {buf!r})")
+        chunk = os.read(fd, 1)
+        if not chunk:
+            p.wait()
+            raise Failed(f"payload's stdout closed early (status {p.returncode}): {p.stderr.read().decode()[-300:]}")
+        buf += chunk
+    return buf.decode().strip()
+
+
+def exited_at(p, timeout=10.0):
+    """CLOCK_MONOTONIC ns at which p ended, seen through a pidfd (poll(2) wakes on exit).
+
+    Not Popen.wait(timeout): that polls with sleeps of up to 50 ms and would add them here.
+    """
+    fd = os.pidfd_open(p.pid)
+    try:
+        if not select.select([fd], [], [], timeout)[0]:
+            p.kill()
+            raise Failed(f"snug still running {timeout} s after the signal")
+        return now_ns()
+    finally:
+        os.close(fd)
+
+
+def finish(p, want, what):
+    """Reap p and check it ended as `want` (Popen returncode: -N for death by signal N)."""
+    rc = p.wait(timeout=10)
+    if rc != want:
+        raise Failed(f"{what}: snug ended with {rc}, expected {want}: {p.stderr.read().decode()[-300:]}")

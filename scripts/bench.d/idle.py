@@ -1,0 +1,79 @@
+"""B5: snug's own footprint while the payload runs: peak RSS (VmHWM of snug's process, not of
+its children, which getrusage(RUSAGE_CHILDREN) or wait4's rusage would fold in) and CPU time.
+
+CPU is read three ways from /proc/<snug>: schedstat's run time in ns (precise), utime+stime
+in clock ticks (stat fields 14-15), and voluntary context switches (each wake-up from poll(2)
+is one). A snug blocked in the kernel shows 0 on all three.
+"""
+
+import os
+import time
+
+from common import Failed, read_line, finish
+
+
+def sample(pid):
+    """(run ns, ticks, voluntary switches, VmHWM kB) of pid, or None once it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            ns = int(f.read().split()[0])
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime: fields 14, 15 of stat(5)
+        status = {}
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                status[k] = v.split()
+        if "VmHWM" not in status:
+            return None  # a zombie: no memory left to report
+        return ns, ticks, int(status["voluntary_ctxt_switches"][0]), int(status["VmHWM"][0])
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+
+
+def b5(env, n):
+    p = env.start([env.snug, "--", "sh", "-c", f"echo R; exec sleep {n.b5_sleep}"])
+    if read_line(p) != "R":
+        raise Failed("payload did not say R")
+    time.sleep(0.2)  # start-up done: snug now only waits
+    a = sample(p.pid)
+    t_a = time.monotonic()
+    b, last = None, a
+    while True:
+        time.sleep(0.05)
+        got = sample(p.pid)
+        if got is None:
+            break
+        last = got
+        if b is None and time.monotonic() - t_a >= n.b5_sleep - 0.5:
+            b, t_b = got, time.monotonic()  # the end of the window: the payload is still asleep
+    window = (b[0] - a[0]) if b else None
+    finish(p, 0, "B5")
+    hwm = last[3]
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    rows = [
+        {"row": "B5", "figure": "snug's peak RSS (VmHWM of snug itself, last reading before exit)",
+         "snug": f"{hwm / 1024:.2f} MiB ({hwm} kB)", "target": "≤ 4 MiB", "ok": hwm <= 4096},
+    ]
+    if b is None:
+        rows.append({"row": "B5", "figure": "snug's CPU while the payload sleeps", "snug": "no window measured",
+                     "target": "0", "ok": False})
+    else:
+        secs = t_b - t_a
+        wakes = b[2] - a[2]
+        rows.append({
+            "row": "B5",
+            "figure": f"snug's CPU during {secs:.1f} s of a `sleep {n.b5_sleep}` payload",
+            "snug": f"{window / 1e3:.0f} µs run time, {b[1] - a[1]} ticks ({tick_ms:.0f} ms each), "
+                    f"{wakes} wake-ups; whole run {last[0] / 1e6:.2f} ms",
+            "target": "0 (no polling)", "ok": wakes == 0 and window < 1e5,
+        })
+    note = "\n".join([
+        f"Payload `sh -c 'echo R; exec sleep {n.b5_sleep}'`. From 0.2 s after its ready line, /proc/<snug> is read",
+        "every 50 ms until snug is gone: the window's CPU is the difference between the first reading",
+        "and the one 0.5 s before the payload ends; the peak is the last VmHWM read before exit (VmHWM",
+        "only grows, and after the payload ends snug only tears down). Only snug's own process counts:",
+        "getrusage(RUSAGE_CHILDREN) and wait4's rusage would fold in bwrap, init and the payload.",
+    ])
+    return rows, [("B5: method", note)]
