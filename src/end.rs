@@ -1,12 +1,16 @@
 //! End: snug leaves as the payload did (SPEC R3): its exit code, or death by its signal.
 
+use crate::log::log;
+
 /// Exit as a raw wait status (`waitpid(2)`) says: `exit(N)` for an exit, [`die_of`] for a
 /// signal.
 pub fn as_status(raw: i32) -> ! {
     if libc::WIFSIGNALED(raw) {
         die_of(libc::WTERMSIG(raw))
     }
-    std::process::exit(if libc::WIFEXITED(raw) { libc::WEXITSTATUS(raw) } else { crate::error::INTERNAL })
+    let code = if libc::WIFEXITED(raw) { libc::WEXITSTATUS(raw) } else { crate::error::INTERNAL };
+    log!("snug exits {code}");
+    std::process::exit(code)
 }
 
 /// Die of `sig` so the caller sees `WIFSIGNALED` (a shell's `$?` is 128+n and its `for`
@@ -14,6 +18,7 @@ pub fn as_status(raw: i32) -> ! {
 /// and unblocked, then `kill(2)` ourselves; exit 128+n if that did not end us (SPEC R3).
 pub fn die_of(sig: i32) -> ! {
     use std::io::Write;
+    log!("snug dies of {}", crate::log::signame(sig));
     let _ = std::io::stdout().flush();
     // SAFETY: plain syscalls on this process; structures live in this frame.
     unsafe {
