@@ -71,7 +71,10 @@ fn g1_signal_during_start_up_still_reaches_the_payload() {
         let mut ends = Vec::new();
         for delay in (0..=20).step_by(2) {
             let mark = marker();
-            let script = sh(&format!("trap 'exit 7' TERM; sleep {mark}"));
+            // A busy loop, not `sleep`: a shell that takes the TERM between `trap` and forking
+            // a foreground child runs the trap only once that child ends (the payload saw
+            // the signal, but would look as if it had not). The marker rides in a comment.
+            let script = sh(&format!("trap 'exit 7' TERM; while :; do :; done # {mark}"));
             let mut run = Run::start(who, How::snug(), &mark, &script);
             std::thread::sleep(Duration::from_millis(delay));
             let sent = run.signal(TERM);
