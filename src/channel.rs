@@ -181,12 +181,7 @@ impl Channel {
     /// # Errors
     /// The `recvmsg(2)` error.
     pub fn recv_report(&self, nonblock: bool) -> io::Result<Received<Report>> {
-        Ok(match self.recv(nonblock)? {
-            Received::Packet(Some(b), fd) => Received::Packet(Report::from_bytes(b), fd),
-            Received::Packet(None, fd) => Received::Packet(None, fd),
-            Received::Closed => Received::Closed,
-            Received::Empty => Received::Empty,
-        })
+        self.recv_as(nonblock, Report::from_bytes)
     }
 
     /// Receive an order (init side).
@@ -194,9 +189,12 @@ impl Channel {
     /// # Errors
     /// The `recvmsg(2)` error.
     pub fn recv_order(&self, nonblock: bool) -> io::Result<Received<Order>> {
+        self.recv_as(nonblock, Order::from_bytes)
+    }
+
+    fn recv_as<T>(&self, nonblock: bool, decode: fn([u8; 8]) -> Option<T>) -> io::Result<Received<T>> {
         Ok(match self.recv(nonblock)? {
-            Received::Packet(Some(b), fd) => Received::Packet(Order::from_bytes(b), fd),
-            Received::Packet(None, fd) => Received::Packet(None, fd),
+            Received::Packet(bytes, fd) => Received::Packet(bytes.and_then(decode), fd),
             Received::Closed => Received::Closed,
             Received::Empty => Received::Empty,
         })
