@@ -237,7 +237,7 @@ impl Pasta {
         let open = self.read_err(&mut said);
         for line in String::from_utf8_lossy(&said).lines() {
             if last_line(line.as_bytes()).is_some() {
-                eprintln!("snug: pasta: {line}");
+                crate::log::say!("snug: pasta: {line}");
             }
         }
         if open {
@@ -246,7 +246,7 @@ impl Pasta {
         self.err = None;
         if self.pin.exited() && !self.reaped {
             let status = self.stop();
-            eprintln!("snug: pasta exited ({}): the sandbox has no network any more", describe(status));
+            crate::log::say!("snug: pasta exited ({}): the sandbox has no network any more", describe(status));
         }
     }
 

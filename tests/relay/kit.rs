@@ -143,6 +143,8 @@ impl Run {
                 if verbose {
                     c.arg("-v");
                 }
+                // SNUG_EXTRA_ARGS="-p @net" runs every relay row with pasta attached (N2, CI).
+                c.args(std::env::var("SNUG_EXTRA_ARGS").unwrap_or_default().split_whitespace());
                 c.arg("--");
                 c
             }
