@@ -47,7 +47,9 @@ fn row(name: &'static str, status: Status, detail: impl Into<String>, required: 
 /// usable), [`UNAVAILABLE`] (69) otherwise.
 pub fn run() -> i32 {
     let rows = checks();
-    crate::log::print(&table(&rows));
+    if crate::log::print(&table(&rows)).is_err() {
+        return crate::error::INTERNAL;
+    }
     verdict(&rows)
 }
 

@@ -52,15 +52,19 @@ macro_rules! say {
 }
 pub(crate) use say;
 
-/// Write `text` to stdout, with a final newline, ignoring failure (as [`say_line`]).
-pub fn print(text: &str) {
+/// Write `text` to stdout, with a final newline. Unlike `print!`, a failed write (a full
+/// disk, a closed pipe) is returned, not a panic.
+///
+/// # Errors
+/// The write or flush error.
+pub fn print(text: &str) -> std::io::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
+    out.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {
-        let _ = out.write_all(b"\n");
+        out.write_all(b"\n")?;
     }
-    let _ = out.flush();
+    out.flush()
 }
 
 /// A signal's name, `SIGTERM` style, for logs and messages.

@@ -70,6 +70,9 @@ fn run() -> anyhow::Result<Outcome> {
 }
 
 fn print(text: String) -> anyhow::Result<Outcome> {
-    log::print(&text);
+    log::print(&text).map_err(|e| {
+        let errno = e.raw_os_error().unwrap_or(libc::EIO);
+        error::failure(error::INTERNAL, format!("cannot write to stdout: {}", error::strerror(errno)))
+    })?;
     Ok(Outcome::Status(0))
 }

@@ -27,7 +27,7 @@ use crate::error::{failure, POLICY, USAGE};
 use crate::profiles::{self, Profile};
 pub use host::{host_env, request_from_host};
 use host::{Entry, Host, RealHost};
-use values::{environment, expand, normalise, Vars};
+use values::{environment, expand, expand_value, normalise, Vars};
 
 /// PATH inside the sandbox: fixed, so a host PATH cannot point into hidden directories.
 pub const SANE_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
@@ -185,10 +185,11 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
             sys_host_view(p, host, &mut mounts);
         }
         net |= p.net;
-        for (k, v) in &p.env {
-            if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
+        for (k, raw) in &p.env {
+            if k.is_empty() || k.contains(['=', '\0']) || raw.contains('\0') {
                 return Err(bad(p, "env", k, "not a valid environment entry"));
             }
+            let v = &expand_value(raw, &vars).map_err(|e| bad(p, "env", k, &e))?;
             match env.get(k) {
                 Some((v0, p0)) if v0 != v => {
                     return Err(failure(

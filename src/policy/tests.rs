@@ -194,3 +194,17 @@ fn p2_relative_dir_is_canonical() {
     let p = resolve_with(&request("./sub/../sub", &[], false), &host).expect("ok");
     assert_eq!(p.target, PathBuf::from("/home/u/proj/sub"));
 }
+
+#[test]
+fn p2_env_values_expand_placeholders() {
+    let host = FakeHost::debian().file(
+        "/cfg/tc.toml",
+        "[env]\nCARGO_HOME = \"{home}/.cargo\"\nOUT = \"{target}/out\"\nUP = \"{target_parent}\"",
+    );
+    let p = resolve_with(&request("/home/u/proj", &["tc"], false), &host).expect("ok");
+    for (k, v) in [("CARGO_HOME", "/home/u/.cargo"), ("OUT", "/home/u/proj/out"), ("UP", "/home/u")] {
+        assert!(p.env.contains(&(k.to_string(), v.to_string())), "{k}: {:?}", p.env);
+    }
+    let bad = FakeHost::debian().file("/cfg/tc.toml", "[env]\nX = \"{nope}\"");
+    assert_eq!(err_of(&bad, &request("/home/u/proj", &["tc"], false)).0, crate::error::POLICY);
+}

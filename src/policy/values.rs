@@ -16,6 +16,25 @@ pub(super) struct Vars {
 /// Expand `{home}`, `{target}`, `{target_parent}` in a profile path and check the result:
 /// absolute, no `..`, no NUL. `Ok(None)`: it uses `{target_parent}` and DIR's parent is `/`.
 pub(super) fn expand(raw: &str, vars: &Vars) -> Result<Option<PathBuf>, String> {
+    let Some(out) = substitute(raw, vars, None)? else { return Ok(None) };
+    let path = Path::new(&out);
+    if !path.is_absolute() {
+        return Err("not an absolute path".to_string());
+    }
+    if out.contains('\0') || path.components().any(|c| c == Component::ParentDir) {
+        return Err("must not contain .. or NUL".to_string());
+    }
+    Ok(Some(normalise(path)))
+}
+
+/// Expand the placeholders in a profile's env value; `{target_parent}` of a DIR directly
+/// below / is `/` here (text, not a mount).
+pub(super) fn expand_value(raw: &str, vars: &Vars) -> Result<String, String> {
+    Ok(substitute(raw, vars, Some(Path::new("/")))?.unwrap_or_default())
+}
+
+/// Replace each `{name}`; `None` when `{target_parent}` has no value and no fallback.
+fn substitute(raw: &str, vars: &Vars, no_parent: Option<&Path>) -> Result<Option<String>, String> {
     let mut out = String::new();
     let mut rest = raw;
     while let Some(open) = rest.find('{') {
@@ -24,11 +43,12 @@ pub(super) fn expand(raw: &str, vars: &Vars) -> Result<Option<PathBuf>, String> 
             return Err("unclosed {".to_string());
         };
         let value = match &rest[open + 1..open + close] {
-            "home" => &vars.home,
-            "target" => &vars.target,
-            "target_parent" => match &vars.target_parent {
-                Some(p) => p,
-                None => return Ok(None),
+            "home" => vars.home.as_path(),
+            "target" => vars.target.as_path(),
+            "target_parent" => match (&vars.target_parent, no_parent) {
+                (Some(p), _) => p.as_path(),
+                (None, Some(fallback)) => fallback,
+                (None, None) => return Ok(None),
             },
             other => {
                 return Err(format!("unknown placeholder {{{other}}} (known: {{home}} {{target}} {{target_parent}})"))
@@ -38,14 +58,7 @@ pub(super) fn expand(raw: &str, vars: &Vars) -> Result<Option<PathBuf>, String> 
         rest = &rest[open + close + 1..];
     }
     out.push_str(rest);
-    let path = Path::new(&out);
-    if !path.is_absolute() {
-        return Err("not an absolute path".to_string());
-    }
-    if out.contains('\0') || path.components().any(|c| c == Component::ParentDir) {
-        return Err("must not contain .. or NUL".to_string());
-    }
-    Ok(Some(normalise(path)))
+    Ok(Some(out))
 }
 
 /// Drop `.`, repeated and trailing slashes (lexically; `..` is refused before this).
