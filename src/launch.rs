@@ -78,11 +78,8 @@ fn interpreter(exe: &std::path::Path) -> Option<PathBuf> {
 ///
 /// # Errors
 /// 69 when bwrap is missing; 70 when snug cannot find its own executable.
-pub fn command_line(policy: &Policy, mode: Mode, cmd: &[String], verbose: bool) -> Result<Vec<String>> {
+pub fn command_line(policy: &Policy, mode: Mode, cmd: &[String]) -> Result<Vec<String>> {
     let mut init_args = vec![crate::init::FLAG.to_string(), mode.word().to_string()];
-    if verbose {
-        init_args.push("-v".into());
-    }
     init_args.push("--".into());
     init_args.extend(cmd.iter().cloned());
     let launch = Launch {

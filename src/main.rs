@@ -57,7 +57,7 @@ fn run() -> anyhow::Result<Outcome> {
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let mode = mode::Mode::detect();
     let cmd = args.command();
-    let argv = launch::command_line(&policy, mode, &cmd, args.verbose)?;
+    let argv = launch::command_line(&policy, mode, &cmd)?;
     if args.dry_run {
         let extra: Vec<(&str, Vec<String>)> = net.iter().map(|n| ("pasta", n.dry_run_line())).collect();
         return print(dryrun::render(mode, &policy, &argv, &extra, args.json));
