@@ -121,13 +121,14 @@ fn target_exists(policy: &Policy) -> bool {
         .is_some_and(|(m, resolved)| matches!(m.kind, MountKind::Ro | MountKind::Rw) || m.dest == resolved)
 }
 
-/// Find program `name` in the caller's PATH, then in /usr/bin and /bin (execvp(3) rules:
+/// Find program `name` on the caller's PATH (execvp(3) rules:
 /// the first regular, executable file wins).
 pub fn find_program(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs = std::env::split_paths(&path).chain(["/usr/bin", "/bin"].map(PathBuf::from));
-    dirs.filter(|d| d.is_absolute())
+    // Only $PATH (a default when unset), so the caller's PATH decides, for snug and doctor alike.
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
         .map(|d| d.join(name))
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }

@@ -18,10 +18,7 @@ use std::path::PathBuf;
 /// # Errors
 /// 69 naming the Debian package when it is missing (SPEC R4).
 pub fn find_bwrap() -> Result<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path)
-        .map(|d| d.join("bwrap"))
-        .find(|p| p.is_file())
+    bwrap::find_program("bwrap")
         .ok_or_else(|| failure(UNAVAILABLE, "bwrap not found on PATH: install the Debian package bubblewrap"))
 }
 

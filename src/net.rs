@@ -53,13 +53,7 @@ pub const INIT_PID: &str = "<init-pid>";
 
 /// `pasta` on `$PATH` (only there, so that a caller's PATH decides, as for bwrap).
 pub fn find_pasta() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path).map(|d| d.join("pasta")).find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    crate::bwrap::find_program("pasta")
 }
 
 /// The network plan for one run: which pasta, how it is told about DNS, and the resolv.conf
