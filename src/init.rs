@@ -34,7 +34,7 @@ pub fn main(args: &[String]) -> ! {
 fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     let mode = args.first().map(String::as_str).unwrap_or("detached");
     let cmd: Vec<String> = args.iter().skip_while(|a| *a != "--").skip(1).cloned().collect();
-    // SAFETY: prctl, dup2, close, setsid/setpgid, tcsetpgrp: plain syscalls on our own state.
+    // SAFETY: prctl, fcntl, dup2, close, setsid/setpgid: plain syscalls on our own state.
     unsafe {
         // The payload runs as the same uid: keep it from opening our descriptors via /proc.
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -65,19 +65,17 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     chan.report(Report::Hello, Some(me)).map_err(|_| libc::EPIPE)?;
     // SAFETY: our own pidfd, passed and no longer needed here.
     unsafe { libc::close(me) };
-    let mut grace = false;
-    // Hold the payload back until snug says go (the network is up, SPEC N3).
+    // Hold the payload back until snug says go (the network is up, SPEC N3). snug holds its
+    // relays and a grace back until the payload is started, so nothing else comes first.
     loop {
         match chan.recv_order(false) {
             Ok(Received::Packet(Some(Order::Go), _)) => break,
-            Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
-            // snug holds relays back until the payload is started: nothing else to do here.
             Ok(Received::Packet(_, _)) | Ok(Received::Empty) => {}
             Ok(Received::Closed) | Err(_) => return Ok(1),
         }
     }
     match spawn(chan, &cmd)? {
-        Some(payload) => supervise(chan, &signals, payload, grace),
+        Some(payload) => supervise(chan, &signals, payload),
         None => Ok(127), // reported to snug, which exits 126 or 127
     }
 }
@@ -205,7 +203,8 @@ fn resume(payload: i32) {
 }
 
 /// Wait for the payload; report stops, continues and its end; reap orphans.
-fn supervise(chan: &Channel, signals: &SignalFd, payload: i32, mut grace: bool) -> Result<i32, i32> {
+fn supervise(chan: &Channel, signals: &SignalFd, payload: i32) -> Result<i32, i32> {
+    let mut grace = false;
     let mut ended: Option<i32> = None;
     loop {
         let mut fds = [
