@@ -76,6 +76,7 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 /// 69 when the kernel refuses the namespaces or the /proc mount (with the reason), 70 for
 /// other failures.
 pub fn nest(argv: &[String], channel: RawFd, seccomp: RawFd) -> Result<Nest> {
+    // SAFETY: plain syscall reading this process's effective uid.
     let root = unsafe { libc::geteuid() } == 0;
     let args = cstrings(argv)?;
     let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();

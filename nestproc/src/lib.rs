@@ -189,7 +189,9 @@ mod tests {
 
     fn self_pid_seen_in_new_ns(with_prepare: bool) -> String {
         use std::os::unix::process::CommandExt;
+        // SAFETY: plain syscalls that read this process's ids.
         let root = unsafe { libc::geteuid() } == 0;
+        // SAFETY: as above.
         let map = IdMap::identity(unsafe { libc::getuid() }, unsafe { libc::getgid() });
         let mut cmd2 = std::process::Command::new("/bin/sh");
         cmd2.args(["-c", "exec readlink /proc/self"]);

@@ -26,6 +26,7 @@ pub fn snug() -> PathBuf {
 }
 
 pub fn is_root() -> bool {
+    // SAFETY: plain syscall.
     unsafe { libc::geteuid() == 0 }
 }
 
@@ -165,11 +166,13 @@ pub fn alive(needle: &str) -> bool {
 /// SIGKILL whatever still has `needle` (clean-up after a failed assertion).
 pub fn reap_leftovers(needle: &str) {
     for p in pids_with(needle) {
+        // SAFETY: plain syscall; `p` carries this run's marker.
         unsafe { libc::kill(p, libc::SIGKILL) };
     }
 }
 
 pub fn kill(pid: u32, sig: i32) {
+    // SAFETY: plain syscall.
     unsafe { libc::kill(pid as i32, sig) };
 }
 
