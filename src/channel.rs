@@ -168,12 +168,18 @@ impl Channel {
         self.send(r.to_bytes(), pass)
     }
 
-    /// Send an order (snug side).
+    /// Send an order (snug side) without blocking: `Ok(false)` when the socket buffer is
+    /// full (init is not reading, e.g. stopped from outside), so snug's loop never waits on
+    /// init and its deadlines still run (SPEC G3, G4).
     ///
     /// # Errors
     /// The `sendmsg(2)` error (`EPIPE` when init is gone).
-    pub fn order(&self, o: Order) -> io::Result<()> {
-        self.send(o.to_bytes(), None)
+    pub fn order(&self, o: Order) -> io::Result<bool> {
+        match self.send_with(o.to_bytes(), None, libc::MSG_DONTWAIT) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Receive a report (snug side); `nonblock` for a drain.
@@ -201,6 +207,10 @@ impl Channel {
     }
 
     fn send(&self, bytes: [u8; 8], pass: Option<RawFd>) -> io::Result<()> {
+        self.send_with(bytes, pass, 0)
+    }
+
+    fn send_with(&self, bytes: [u8; 8], pass: Option<RawFd>, flags: libc::c_int) -> io::Result<()> {
         let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut _, iov_len: bytes.len() };
         // Room for one descriptor, aligned as cmsghdr needs.
         let mut cbuf = [0u64; 4];
@@ -220,7 +230,7 @@ impl Channel {
                 std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
             }
             loop {
-                if libc::sendmsg(self.raw(), &msg, libc::MSG_NOSIGNAL) >= 0 {
+                if libc::sendmsg(self.raw(), &msg, libc::MSG_NOSIGNAL | flags) >= 0 {
                     return Ok(());
                 }
                 let e = io::Error::last_os_error();
@@ -292,9 +302,9 @@ mod tests {
             Received::Packet(Some(Report::Exited(0x0f00)), Some(_fd)) => {}
             _ => panic!("wrong packet"),
         }
-        b.order(Order::Grace).unwrap();
+        assert!(b.order(Order::Grace).unwrap());
         assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(Some(Order::Grace), None)));
-        b.order(Order::Signal(libc::SIGUSR2)).unwrap();
+        assert!(b.order(Order::Signal(libc::SIGUSR2)).unwrap());
         assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(Some(Order::Signal(libc::SIGUSR2)), None)));
         assert!(matches!(a.recv_order(true).unwrap(), Received::Empty));
         drop(b);

@@ -61,23 +61,29 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     }
     let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
         .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    let program = match cmd.first().map_or(Err(libc::ENOENT), |c| resolve(c)) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = chan.report(Report::ExecFailed(e), None);
+            return Ok(127); // snug exits 126 or 127
+        }
+    };
+    // The payload's process exists from here on, held before its exec until snug says go
+    // (the network is up, SPEC N3). Being in the sandbox group already, it takes a ^C or ^Z
+    // typed once snug has handed the sandbox the terminal, as the payload would.
+    let held = spawn_held(&program, &cmd)?;
     let me = pidfd_self()?;
     chan.report(Report::Hello, Some(me)).map_err(|_| libc::EPIPE)?;
     // SAFETY: our own pidfd, passed and no longer needed here.
     unsafe { libc::close(me) };
-    // Hold the payload back until snug says go (the network is up, SPEC N3). snug holds its
-    // relays and a grace back until the payload is started, so nothing else comes first.
-    loop {
-        match chan.recv_order(false) {
-            Ok(Received::Packet(Some(Order::Go), _)) => break,
-            Ok(Received::Packet(_, _)) | Ok(Received::Empty) => {}
-            Ok(Received::Closed) | Err(_) => return Ok(1),
-        }
+    // SAFETY: plain syscall; the pidfd is passed to snug and closed here.
+    let pfd = unsafe { libc::syscall(libc::SYS_pidfd_open, held.pid, 0) };
+    let _ = chan.report(Report::Started(held.pid), if pfd >= 0 { Some(pfd as RawFd) } else { None });
+    if pfd >= 0 {
+        // SAFETY: our copy of the pidfd.
+        unsafe { libc::close(pfd as RawFd) };
     }
-    match spawn(chan, &cmd)? {
-        Some(payload) => supervise(chan, &signals, payload),
-        None => Ok(127), // reported to snug, which exits 126 or 127
-    }
+    supervise(chan, &signals, held)
 }
 
 fn pidfd_self() -> Result<RawFd, i32> {
@@ -116,67 +122,72 @@ fn resolve(cmd: &str) -> Result<CString, i32> {
     Err(if seen_eacces { libc::EACCES } else { libc::ENOENT })
 }
 
-/// Fork and exec the payload, sealed, in the sandbox group; report its pidfd to snug.
-fn spawn(chan: &Channel, cmd: &[String]) -> Result<Option<i32>, i32> {
-    let program = match cmd.first().map_or(Err(libc::ENOENT), |c| resolve(c)) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = chan.report(Report::ExecFailed(e), None);
-            return Ok(None);
-        }
-    };
+/// The payload's process between fork and exec: its pid, the pipe whose byte lets it exec,
+/// and the pipe it reports an exec failure on (EOF there means the exec happened).
+struct Held {
+    pid: i32,
+    go: RawFd,
+    err: RawFd,
+}
+
+fn pipe(flags: libc::c_int) -> Result<[RawFd; 2], i32> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is filled by the kernel.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), flags) } != 0 {
+        return Err(errno());
+    }
+    Ok(fds)
+}
+
+/// Fork the payload's process in the sandbox group, sealed (SPEC S1), waiting for a byte on
+/// the go pipe before it execs `program`. Init never blocks on it: a stop or a ^C that hits
+/// it before its exec is seen by `waitpid` like any other, and an exec failure arrives on
+/// the error pipe, which init polls.
+fn spawn_held(program: &CString, cmd: &[String]) -> Result<Held, i32> {
     let argv: Vec<CString> =
         cmd.iter().map(|a| CString::new(a.as_str()).map_err(|_| libc::EINVAL)).collect::<Result<_, _>>()?;
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
-    let mut errpipe = [0; 2];
-    // SAFETY: `errpipe` is filled by the kernel.
-    if unsafe { libc::pipe2(errpipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(errno());
-    }
+    let [go_r, go_w] = pipe(libc::O_CLOEXEC)?;
+    let [err_r, err_w] = pipe(libc::O_CLOEXEC | libc::O_NONBLOCK)?;
     extern "C" {
         static environ: *const *const libc::c_char;
     }
     // SAFETY: fork in a single-threaded process; the child makes only async-signal-safe
-    // calls (seal, write, execve, _exit) before exec.
+    // calls (seal, close, read, write, execve, _exit) before exec.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         // SAFETY: child side, see above.
         unsafe {
+            libc::close(go_w);
             if sigseal::seal().is_err() {
                 libc::_exit(127);
             }
+            let mut byte = 0u8;
+            loop {
+                let n = libc::read(go_r, (&mut byte as *mut u8).cast(), 1);
+                if n == 1 {
+                    break;
+                }
+                if n == 0 || errno() != libc::EINTR {
+                    libc::_exit(127); // init is gone
+                }
+            }
             libc::execve(program.as_ptr(), ptrs.as_ptr(), environ);
             let e = errno().to_le_bytes();
-            libc::write(errpipe[1], e.as_ptr().cast(), 4);
+            libc::write(err_w, e.as_ptr().cast(), 4);
             libc::_exit(127);
         }
     }
-    // SAFETY: closing our copy of the write end.
-    unsafe { libc::close(errpipe[1]) };
+    // SAFETY: closing our copies of the child's ends.
+    unsafe {
+        libc::close(go_r);
+        libc::close(err_w);
+    }
     if pid < 0 {
         return Err(errno());
     }
-    let mut e = [0u8; 4];
-    // SAFETY: reads at most 4 bytes into `e`; EOF means the exec succeeded.
-    let n = unsafe { libc::read(errpipe[0], e.as_mut_ptr().cast(), 4) };
-    // SAFETY: our read end.
-    unsafe { libc::close(errpipe[0]) };
-    if n == 4 {
-        let e = i32::from_le_bytes(e);
-        // SAFETY: the child that failed to exec has exited (it wrote, then _exit): reap it.
-        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
-        let _ = chan.report(Report::ExecFailed(e), None);
-        return Ok(None);
-    }
-    // SAFETY: plain syscall; the pidfd is passed to snug and closed here.
-    let pfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    let _ = chan.report(Report::Started(pid), if pfd >= 0 { Some(pfd as RawFd) } else { None });
-    if pfd >= 0 {
-        // SAFETY: our copy of the pidfd.
-        unsafe { libc::close(pfd as RawFd) };
-    }
-    Ok(Some(pid))
+    Ok(Held { pid, go: go_w, err: err_r })
 }
 
 /// Send `sig` to every process of the sandbox: from the namespace's pid 1, `kill(-1)` reaches
@@ -203,27 +214,55 @@ fn resume(payload: i32) {
 }
 
 /// Wait for the payload; report stops, continues and its end; reap orphans.
-fn supervise(chan: &Channel, signals: &SignalFd, payload: i32) -> Result<i32, i32> {
+fn supervise(chan: &Channel, signals: &SignalFd, held: Held) -> Result<i32, i32> {
+    let payload = held.pid;
+    let mut go = Some(held.go);
+    let mut exec_err = Some(held.err);
     let mut grace = false;
     let mut ended: Option<i32> = None;
     loop {
         let mut fds = [
             libc::pollfd { fd: chan.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: signals.raw(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: exec_err.unwrap_or(-1), events: libc::POLLIN, revents: 0 },
         ];
-        // SAFETY: two pollfds in this frame.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+        // SAFETY: three pollfds in this frame; poll(2) skips a negative fd.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
             continue;
         }
         // Orders first: a Grace is sent before the signal that may end the payload.
         loop {
             match chan.recv_order(true) {
+                Ok(Received::Packet(Some(Order::Go), _)) => {
+                    if let Some(fd) = go.take() {
+                        // SAFETY: one byte from this frame to the held payload; then our end
+                        // is closed.
+                        unsafe {
+                            libc::write(fd, b"g".as_ptr().cast(), 1);
+                            libc::close(fd);
+                        }
+                    }
+                }
                 Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
                 Ok(Received::Packet(Some(Order::Signal(sig)), _)) => relay(sig),
                 Ok(Received::Packet(Some(Order::Continue), _)) => resume(payload),
                 Ok(Received::Packet(..)) => {}
                 Ok(Received::Empty) => break,
                 Ok(Received::Closed) | Err(_) => return Ok(1), // snug is gone
+            }
+        }
+        // Before the payload's exit is looked at: its exec error is written before it exits.
+        if let Some(fd) = exec_err {
+            let mut e = [0u8; 4];
+            // SAFETY: a non-blocking read of at most 4 bytes into `e`.
+            let n = unsafe { libc::read(fd, e.as_mut_ptr().cast(), 4) };
+            if n == 4 {
+                let _ = chan.report(Report::ExecFailed(i32::from_le_bytes(e)), None);
+            }
+            if n >= 0 {
+                // SAFETY: our read end; EOF means the exec happened (or the process died).
+                unsafe { libc::close(fd) };
+                exec_err = None;
             }
         }
         while let Some(got) = signals.read() {

@@ -42,6 +42,8 @@ pub struct Supervisor {
     chan: Channel,
     /// Init's end is still open.
     chan_open: bool,
+    /// Orders waiting for room in init's socket.
+    outbox: Vec<Order>,
     signals: SignalFd,
     terminal: Terminal,
     on_init: OnInit,
@@ -74,6 +76,7 @@ impl Supervisor {
             bwrap_said: Vec::new(),
             chan,
             chan_open: true,
+            outbox: Vec::new(),
             signals,
             terminal: Terminal::new(mode),
             on_init,
@@ -112,7 +115,11 @@ impl Supervisor {
         let err_fd = self.bwrap_err.as_ref().map_or(-1, |f| f.as_raw_fd());
         let mut fds = [
             libc::pollfd { fd: self.signals.raw(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: if self.chan_open { self.chan.raw() } else { -1 }, events: libc::POLLIN, revents: 0 },
+            libc::pollfd {
+                fd: if self.chan_open { self.chan.raw() } else { -1 },
+                events: if self.outbox.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT },
+                revents: 0,
+            },
             libc::pollfd { fd: err_fd, events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.pid1.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.pasta.as_ref().map_or(-1, |p| p.watch_fd()), events: libc::POLLIN, revents: 0 },
@@ -122,7 +129,10 @@ impl Supervisor {
         if n < 0 {
             return false; // EINTR
         }
-        if fds[1].revents != 0 {
+        if fds[1].revents & libc::POLLOUT != 0 {
+            self.flush();
+        }
+        if fds[1].revents & !libc::POLLOUT != 0 {
             self.read_reports();
         }
         if fds[0].revents != 0 {
@@ -234,7 +244,7 @@ impl Supervisor {
                 return self.teardown(0);
             }
         }
-        let _ = self.chan.order(Order::Go);
+        self.order(Order::Go);
     }
 
     fn on_signal(&mut self, got: crate::signals::Received) {
@@ -266,7 +276,7 @@ impl Supervisor {
             Action::Relay => self.relay(sig),
             Action::RelayWithGrace => {
                 // Tell init first: the payload may end of this very signal (G2).
-                let _ = self.chan.order(Order::Grace);
+                self.order(Order::Grace);
                 self.relay(sig);
             }
             Action::Resume => {
@@ -275,7 +285,7 @@ impl Supervisor {
                 if let Some(init) = &self.init {
                     let _ = init.signal_group(libc::SIGCONT);
                 }
-                let _ = self.chan.order(Order::Continue);
+                self.order(Order::Continue);
                 log!("continued the sandbox");
             }
             Action::Teardown | Action::Drop => {}
@@ -283,10 +293,31 @@ impl Supervisor {
     }
 
     /// Relay through init, which signals every sandbox process (see [`Order::Signal`]).
-    fn relay(&self, sig: i32) {
-        match self.chan.order(Order::Signal(sig)) {
-            Ok(()) => log!("relayed {} to every sandbox process (through init)", signame(sig)),
-            Err(e) => log!("relay of {} failed: {e}", signame(sig)),
+    fn relay(&mut self, sig: i32) {
+        self.order(Order::Signal(sig));
+        log!("relayed {} to every sandbox process (through init)", signame(sig));
+    }
+
+    /// Send an order, or queue it while init's socket is full; a signal already queued is
+    /// not queued twice (pending standard signals merge in the kernel too).
+    fn order(&mut self, o: Order) {
+        if self.outbox.is_empty() && !matches!(self.chan.order(o), Ok(false)) {
+            return; // sent, or init is gone
+        }
+        if !self.outbox.contains(&o) || !matches!(o, Order::Signal(_)) {
+            self.outbox.push(o);
+        }
+    }
+
+    /// Send what waited for room in init's socket, in order.
+    fn flush(&mut self) {
+        while let Some(&o) = self.outbox.first() {
+            match self.chan.order(o) {
+                Ok(false) => return,
+                _ => {
+                    self.outbox.remove(0);
+                }
+            }
         }
     }
 
@@ -338,9 +369,6 @@ impl Supervisor {
     }
 
     fn outcome(&mut self) -> Outcome {
-        if let Some(e) = self.fail.take() {
-            return Outcome::Fail(e);
-        }
         if let Some(e) = self.exec_failed {
             let (code, what) = if e == libc::ENOENT {
                 (NOT_FOUND, "command not found".to_string())
@@ -350,7 +378,12 @@ impl Supervisor {
             return Outcome::Fail(failure(code, format!("{}: {what}", self.cmd)));
         }
         if let Some(status) = self.ended {
-            return Outcome::Status(status); // even after a teardown (G2)
+            // Even after a teardown (G2), and over a start-up failure it caused: a ^C that
+            // ended the held payload while pasta attached also ends pasta's namespace.
+            return Outcome::Status(status);
+        }
+        if let Some(e) = self.fail.take() {
+            return Outcome::Fail(e);
         }
         match self.torn_down {
             Some(sig) if sig > 0 => return Outcome::Signal(sig),

@@ -270,3 +270,41 @@ fn o4_verbose_logs_signal_events_in_order() {
         assert!(events(&ctl.stderr_all()).is_empty(), "control: events without -v");
     }
 }
+
+/// G3/G4 when init does not read its orders: an outside actor SIGSTOPs the sandbox's init,
+/// then 600 USR1 and a TERM reach snug. The relays pile up in init's socket; snug must queue
+/// them rather than block, and still tear down at the end of the grace.
+/// Positive control (one-time, against the tree before the fix): with blocking sends, snug
+/// hung in `sendmsg` after about 270 queued relays and was still alive 3 s after the TERM.
+#[test]
+fn g3_grace_holds_when_init_is_stopped_and_relays_pile_up() {
+    use crate::common::{logged_pid, read_text, snug_verbose, spawn_own_group, until, wait_bounded, workdir};
+    for who in everyone() {
+        let dir = workdir(who);
+        let mark = marker();
+        let (mut cmd, log) = snug_verbose(who, dir.path(), &["--", "sh", "-c", &format!("trap '' USR1; sleep {mark}")]);
+        let mut run = spawn_own_group(&mut cmd);
+        let mut init = None;
+        assert!(until(Duration::from_secs(5), || {
+            init = logged_pid(&read_text(&log), "init pid ");
+            read_text(&log).contains("payload started")
+        }));
+        let init = init.expect("init pid logged");
+        // SAFETY: plain syscalls; `init` is this run's init (from its own -v log).
+        unsafe { libc::kill(init, libc::SIGSTOP) };
+        for _ in 0..600 {
+            // SAFETY: plain syscall to this run's snug.
+            unsafe { libc::kill(run.id() as i32, libc::SIGUSR1) };
+        }
+        let sent = std::time::Instant::now();
+        // SAFETY: as above.
+        unsafe { libc::kill(run.id() as i32, TERM) };
+        let status = wait_bounded(&mut run, Duration::from_secs(5));
+        let took = sent.elapsed().as_millis();
+        println!("G3 {who:?}: init stopped, 600 relays queued: gone {took} ms after TERM");
+        let status = status.unwrap_or_else(|| panic!("{who:?}: snug still running 5 s after TERM"));
+        assert_eq!(status.signal(), Some(TERM), "{who:?}: {status:?}");
+        assert!((900..=1300).contains(&took), "{who:?}: gone after {took} ms");
+        assert!(until(Duration::from_millis(500), || !crate::common::alive(&mark)), "{who:?}: left running");
+    }
+}
