@@ -274,8 +274,9 @@ fn o4_verbose_logs_signal_events_in_order() {
 /// G3/G4 when init does not read its orders: an outside actor SIGSTOPs the sandbox's init,
 /// then 600 USR1 and a TERM reach snug. The relays pile up in init's socket; snug must queue
 /// them rather than block, and still tear down at the end of the grace.
-/// Positive control (one-time, against the tree before the fix): with blocking sends, snug
-/// hung in `sendmsg` after about 270 queued relays and was still alive 3 s after the TERM.
+/// Positive control (one-time, this test run against the tree before the fix, in a
+/// worktree): with blocking sends snug hung in `sendmsg` and was "still running 5 s after
+/// TERM".
 #[test]
 fn g3_grace_holds_when_init_is_stopped_and_relays_pile_up() {
     use crate::common::{logged_pid, read_text, snug_verbose, spawn_own_group, until, wait_bounded, workdir};
@@ -295,6 +296,8 @@ fn g3_grace_holds_when_init_is_stopped_and_relays_pile_up() {
         for _ in 0..600 {
             // SAFETY: plain syscall to this run's snug.
             unsafe { libc::kill(run.id() as i32, libc::SIGUSR1) };
+            // Spaced, so that snug reads each one (pending signals of one kind merge).
+            std::thread::sleep(Duration::from_millis(2));
         }
         let sent = std::time::Instant::now();
         // SAFETY: as above.
