@@ -286,10 +286,14 @@ fn g3_grace_holds_when_init_is_stopped_and_relays_pile_up() {
         let (mut cmd, log) = snug_verbose(who, dir.path(), &["--", "sh", "-c", &format!("trap '' USR1; sleep {mark}")]);
         let mut run = spawn_own_group(&mut cmd);
         let mut init = None;
-        assert!(until(Duration::from_secs(5), || {
+        let up = until(Duration::from_secs(5), || {
             init = logged_pid(&read_text(&log), "init pid ");
             read_text(&log).contains("payload started")
-        }));
+        });
+        if !up {
+            let _ = run.kill();
+            panic!("{who:?}: snug never logged the payload's start: {}", read_text(&log));
+        }
         let init = init.expect("init pid logged");
         // SAFETY: plain syscalls; `init` is this run's init (from its own -v log).
         unsafe { libc::kill(init, libc::SIGSTOP) };
