@@ -2,7 +2,7 @@
 //! with the grace as the poll timeout from a monotonic deadline. No threads, no sleeps: snug
 //! is blocked in the kernel while the payload runs (SPEC B5).
 
-use crate::channel::{Channel, Order, Received, Report};
+use crate::channel::{Channel, Order, Outbox, Received, Report};
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND, UNAVAILABLE};
 use crate::log::{log, signame};
 use crate::mode::Mode;
@@ -43,7 +43,7 @@ pub struct Supervisor {
     /// Init's end is still open.
     chan_open: bool,
     /// Orders waiting for room in init's socket.
-    outbox: Vec<Order>,
+    outbox: Outbox,
     signals: SignalFd,
     terminal: Terminal,
     on_init: OnInit,
@@ -76,7 +76,7 @@ impl Supervisor {
             bwrap_said: Vec::new(),
             chan,
             chan_open: true,
-            outbox: Vec::new(),
+            outbox: Outbox::default(),
             signals,
             terminal: Terminal::new(mode),
             on_init,
@@ -117,7 +117,7 @@ impl Supervisor {
             libc::pollfd { fd: self.signals.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd {
                 fd: if self.chan_open { self.chan.raw() } else { -1 },
-                events: if self.outbox.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT },
+                events: if self.outbox.waiting() { libc::POLLIN | libc::POLLOUT } else { libc::POLLIN },
                 revents: 0,
             },
             libc::pollfd { fd: err_fd, events: libc::POLLIN, revents: 0 },
@@ -130,7 +130,7 @@ impl Supervisor {
             return false; // EINTR
         }
         if fds[1].revents & libc::POLLOUT != 0 {
-            self.flush();
+            self.outbox.flush(&self.chan);
         }
         if fds[1].revents & !libc::POLLOUT != 0 {
             self.read_reports();
@@ -298,27 +298,8 @@ impl Supervisor {
         log!("relayed {} to every sandbox process (through init)", signame(sig));
     }
 
-    /// Send an order, or queue it while init's socket is full; a signal already queued is
-    /// not queued twice (pending standard signals merge in the kernel too).
     fn order(&mut self, o: Order) {
-        if self.outbox.is_empty() && !matches!(self.chan.order(o), Ok(false)) {
-            return; // sent, or init is gone
-        }
-        if !self.outbox.contains(&o) || !matches!(o, Order::Signal(_)) {
-            self.outbox.push(o);
-        }
-    }
-
-    /// Send what waited for room in init's socket, in order.
-    fn flush(&mut self) {
-        while let Some(&o) = self.outbox.first() {
-            match self.chan.order(o) {
-                Ok(false) => return,
-                _ => {
-                    self.outbox.remove(0);
-                }
-            }
-        }
+        self.outbox.send(&self.chan, o);
     }
 
     fn on_stopped(&mut self, sig: i32) {
