@@ -265,7 +265,7 @@ impl Supervisor {
         log!("received {} from {origin} (si_code {})", signame(got.sig), got.code);
         let action = decide(&got, self.mode, self.grace.is_some());
         if got.sig == libc::SIGHUP && got.by_terminal() {
-            log!("hangup: the terminal went away and snug leads its session");
+            log!("hangup from the kernel: the terminal went away (never a key, T10)");
         }
         log!("decision: {action:?}");
         match action {

@@ -248,7 +248,21 @@ impl Guard {
         let tid = req.pid as i32;
         let cmd = req.data.args[1] as u32;
         let Some(who) = crate::init::procfs::Requester::of(tid) else { return (0, -libc::ESRCH, 0) };
-        let Ok(file) = who.file(req.data.args[0] as i32) else { return (0, -libc::EBADF, 0) };
+        let file = match who.file(req.data.args[0] as i32) {
+            Ok(f) => f,
+            // A requester that made itself non-dumpable keeps its files and memory from init
+            // (`ptrace_may_access`): which terminal it means is unknown, so nothing that could
+            // be the caller's is done for it.
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                let own_tty_only = cmd == libc::TIOCSPGRP as u32 && who.ctty != self.tty;
+                return if own_tty_only {
+                    (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32)
+                } else {
+                    (0, -libc::EPERM, 0)
+                };
+            }
+            Err(_) => return (0, -libc::EBADF, 0),
+        };
         if !self.still_valid(req.id) {
             return (0, -libc::ESRCH, 0);
         }

@@ -28,8 +28,20 @@ impl Supervisor {
         self.terminal.take_back();
         self.stopped = Some(Resume::All);
         log!("sandbox stopped; stopping snug with {}", signame(sig));
-        crate::signals::stop_with(sig, false);
-        log!("snug continued");
+        self.stop_self(sig, false);
+    }
+
+    /// Stop snug (and its group when `group`) until continued. The grace's clock does not
+    /// run meanwhile: a stopped sandbox cannot clean up, and a grace that expired while the
+    /// job sat stopped would tear down a payload that never had its second (G2).
+    fn stop_self(&mut self, sig: i32, group: bool) {
+        let since = Instant::now();
+        crate::signals::stop_with(sig, group);
+        let paused = since.elapsed();
+        if let Some((deadline, first)) = self.grace {
+            self.grace = Some((deadline + paused, first));
+        }
+        log!("snug continued after {} ms", paused.as_millis());
     }
 
     /// Init saw the payload stop (terminal mode). A hint from inside: act only if the payload
@@ -53,8 +65,7 @@ impl Supervisor {
         // Stop the whole job, as the terminal's ^Z would: a wrapper between the shell and
         // snug (`bash -c`, make) must stop too, or the shell never sees the job stopped.
         log!("stopping snug's process group with {}", signame(sig));
-        crate::signals::stop_with(sig, true);
-        log!("snug continued");
+        self.stop_self(sig, true);
     }
 
     /// snug was continued (`fg`, `bg`, or a CONT from a process): give the terminal back to
