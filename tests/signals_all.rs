@@ -27,11 +27,15 @@ mod stops;
 /// the file `got`, one number per line. Counting goes through `set_wakeup_fd`, which writes
 /// one byte (the number) per delivery, so two deliveries are never merged into one handler
 /// call. It writes `ready` once its handlers are installed, and exits 0 ARGV2 seconds after
-/// the first TERM (time for a duplicate to show). ARGV3 is the test's marker.
+/// the first TERM (time for a duplicate to show). ARGV3 is the test's marker. With ARGV4
+/// `spin` it polls without sleeping, so it stays on a CPU and takes each signal the moment it
+/// arrives: a second delivery close behind the first is then seen, not merged by the kernel
+/// into one pending signal.
 pub const RECORD_ALL: &str = r#"
 import os, select, signal, sys, time
 handled = [int(s) for s in sys.argv[1].split(",")]
 linger = float(sys.argv[2])
+wait = 0 if sys.argv[4:] == ["spin"] else 0.02
 r, w = os.pipe()
 os.set_blocking(r, False)
 os.set_blocking(w, False)
@@ -42,7 +46,7 @@ got = open("got", "a", buffering=1)
 open("ready", "w").close()
 end = None
 while end is None or time.monotonic() < end:
-    select.select([r], [], [], 0.02)
+    select.select([r], [], [], wait)
     try:
         data = os.read(r, 256)
     except BlockingIOError:
@@ -55,8 +59,9 @@ sys.exit(0)
 "#;
 
 /// The recorder's argv, handling `sigs` (and TERM, which ends it).
-pub fn record_all(mark: &str, sigs: &[i32], linger: &str) -> Vec<String> {
+pub fn record_all(mark: &str, sigs: &[i32], linger: &str, spin: bool) -> Vec<String> {
     let mut list: Vec<String> = sigs.iter().map(i32::to_string).collect();
     list.push(libc::SIGTERM.to_string());
-    [kit::PY, "-c", RECORD_ALL, &list.join(","), linger, mark].map(String::from).to_vec()
+    let how = if spin { "spin" } else { "sleep" };
+    [kit::PY, "-c", RECORD_ALL, &list.join(","), linger, mark, how].map(String::from).to_vec()
 }

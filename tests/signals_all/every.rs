@@ -40,7 +40,7 @@ fn g6_every_other_catchable_signal_is_relayed_once_and_snug_runs_on() {
     let sigs = g6_signals();
     for who in everyone() {
         let m = marker();
-        let mut run = Run::start(who, How::snug(), &m, &record_all(&m, &sigs, "0.4"));
+        let mut run = Run::start(who, How::snug(), &m, &record_all(&m, &sigs, "0.4", false));
         run.ready(&["ready"]);
         for &sig in &sigs {
             run.signal(sig);
