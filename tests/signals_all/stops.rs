@@ -16,9 +16,10 @@ fn progress(run: &Run) -> String {
 fn payload_shell(run: &Run) -> i32 {
     let mut pid = None;
     let found = until(Duration::from_secs(10), || {
-        pid = run.left().into_iter().find(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"sh\0-c\0i=0"))
-        });
+        pid = run
+            .left()
+            .into_iter()
+            .find(|p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"sh\0-c\0i=0")));
         pid.is_some()
     });
     assert!(found, "{:?}: no payload shell; stderr: {}", run.who, run.stderr());

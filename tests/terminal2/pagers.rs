@@ -25,8 +25,10 @@ print(f"pager lines={n} key={key}", flush=True)
 /// while the payload still runs, as `less` does): the pager reads the typed `q`, counts
 /// 1000 lines, the prompt returns, `$?` 0, and "Stopped" is never shown. X1: the payload's
 /// process group is not the pager's (the caller's job).
-/// Positive control: fails on main@76434d3: the sandbox held the terminal's foreground, so
-/// the pager's read of /dev/tty stopped it (SIGTTIN): "[1]+ Stopped" and no count.
+/// Positive control: fails on main@76434d3, as root and as the user: the sandbox held the
+/// terminal's foreground, so the pager's read of /dev/tty stopped it (SIGTTIN): "[1]+
+/// Stopped  snug -- sh -c 'seq 1000; …' | python3 ./pager.py", then the typed `q` went to
+/// the caller's shell ("bash: q: command not found") and no count came.
 #[test]
 fn t13_a_pager_after_snug_is_never_stopped() {
     let row = |who: Who| {
@@ -70,7 +72,10 @@ fn t13_ctrl_c_reaches_a_piped_payload_once() {
         let (mut t, dir) = caller(who, "T13 ^C");
         let m = marker();
         let s = scripts::write(dir.path(), "trap4.sh", TRAP4);
-        t.line(&format!("{} | (trap '' INT; cat); echo \"@ps:${{PIPESTATUS[0]}}:\"", snug_line(&format!("sh {s} {m}"))));
+        t.line(&format!(
+            "{} | (trap '' INT; cat); echo \"@ps:${{PIPESTATUS[0]}}:\"",
+            snug_line(&format!("sh {s} {m}"))
+        ));
         t.expect("ready");
         the_pid(&mut t, &format!("sleep {m}"));
         t.send(CTRL_C);

@@ -1,7 +1,7 @@
 //! T11 (c): while the caller's group holds the terminal's foreground, no sandbox process can
 //! change the terminal's settings (`tcsetattr`) or size (TIOCSWINSZ), SIGTTOU ignored.
 
-use crate::common::{marker, reap_leftovers, read_text, Who};
+use crate::common::{marker, read_text, reap_leftovers, Who};
 use crate::pty::{scripts, Term, PROMPT};
 use crate::{caller, parallel, snug_line};
 use std::time::Duration;
