@@ -8,6 +8,7 @@
 //! after `setsid` and `TIOCSCTTY`), so snug and its parent shell are that user, as at a login.
 #![allow(dead_code)]
 
+pub mod leader;
 mod procs;
 pub mod scripts;
 
