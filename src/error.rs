@@ -8,6 +8,9 @@ pub const USAGE: i32 = 64;
 pub const UNAVAILABLE: i32 = 69;
 /// An internal error of snug (SPEC R4).
 pub const INTERNAL: i32 = 70;
+/// An operating-system error at run time: fork or descriptors refused, a directory that
+/// cannot be entered (SPEC R4; `EX_OSERR` of sysexits(3)).
+pub const OS_ERROR: i32 = 71;
 /// A policy error: unknown profile, bad profile file, conflict (SPEC R4).
 pub const POLICY: i32 = 77;
 /// CMD was found but cannot be executed (SPEC R4, as sh(1) does).
@@ -57,4 +60,13 @@ pub fn strerror(errno: i32) -> String {
     let text = std::io::Error::from_raw_os_error(errno).to_string();
     let text = text.split(" (os error").next().unwrap_or(&text);
     text.to_lowercase()
+}
+
+/// An I/O error's text without Rust's ` (os error N)` suffix, lower-case when it is the
+/// C library's text: for one-line messages.
+pub fn io_text(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(errno) => strerror(errno),
+        None => e.to_string(),
+    }
 }

@@ -16,7 +16,8 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// Run as init with `args` = `[MODE, "--", CMD, ARG...]` (what follows [`FLAG`]); never returns.
+/// Run as init with `args` = `[MODE]` (what follows [`FLAG`]; CMD, its arguments and
+/// environment come from [`crate::payload_args`]); never returns.
 pub fn main(args: &[String]) -> ! {
     // SAFETY: fd INIT_FD was set up by snug's nest for exactly this process.
     let chan = unsafe { Channel::from_fd(INIT_FD) };
@@ -33,7 +34,7 @@ pub fn main(args: &[String]) -> ! {
 
 fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     let mode = args.first().map(String::as_str).unwrap_or("detached");
-    let cmd: Vec<String> = args.iter().skip_while(|a| *a != "--").skip(1).cloned().collect();
+    let spec = crate::payload_args::receive()?;
     // SAFETY: prctl, fcntl, dup2, close, setsid/setpgid: plain syscalls on our own state.
     unsafe {
         // The payload runs as the same uid: keep it from opening our descriptors via /proc.
@@ -61,7 +62,7 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     }
     let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
         .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-    let program = match cmd.first().map_or(Err(libc::ENOENT), |c| resolve(c)) {
+    let program = match crate::payload_args::resolve(&spec) {
         Ok(p) => p,
         Err(e) => {
             let _ = chan.report(Report::ExecFailed(e), None);
@@ -71,7 +72,7 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     // The payload's process exists from here on, held before its exec until snug says go
     // (the network is up, SPEC N3). Being in the sandbox group already, it takes a ^C or ^Z
     // typed once snug has handed the sandbox the terminal, as the payload would.
-    let held = spawn_held(&program, &cmd)?;
+    let held = spawn_held(&program, &spec)?;
     let me = pidfd_self()?;
     chan.report(Report::Hello, Some(me)).map_err(|_| libc::EPIPE)?;
     // SAFETY: our own pidfd, passed and no longer needed here.
@@ -95,33 +96,6 @@ fn pidfd_self() -> Result<RawFd, i32> {
     Ok(fd as RawFd)
 }
 
-/// The payload's program: CMD itself when it has a slash, else the first match on `$PATH`,
-/// as `execvp(3)` searches; the error is the `errno` snug turns into 126 or 127 (SPEC R4).
-fn resolve(cmd: &str) -> Result<CString, i32> {
-    let c = |p: &str| CString::new(p).map_err(|_| libc::EINVAL);
-    if cmd.contains('/') {
-        return c(cmd);
-    }
-    if cmd.is_empty() {
-        return Err(libc::ENOENT);
-    }
-    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
-    let mut seen_eacces = false;
-    for dir in path.split(':').filter(|d| !d.is_empty()) {
-        let cand = c(&format!("{dir}/{cmd}"))?;
-        // SAFETY: `cand` is NUL-terminated.
-        if unsafe { libc::access(cand.as_ptr(), libc::X_OK) } == 0 {
-            let meta = std::fs::metadata(format!("{dir}/{cmd}"));
-            if meta.map(|m| m.is_file()).unwrap_or(false) {
-                return Ok(cand);
-            }
-        } else if errno() == libc::EACCES {
-            seen_eacces = true;
-        }
-    }
-    Err(if seen_eacces { libc::EACCES } else { libc::ENOENT })
-}
-
 /// The payload's process between fork and exec: its pid, the pipe whose byte lets it exec,
 /// and the pipe it reports an exec failure on (EOF there means the exec happened).
 struct Held {
@@ -143,16 +117,10 @@ fn pipe(flags: libc::c_int) -> Result<[RawFd; 2], i32> {
 /// the go pipe before it execs `program`. Init never blocks on it: a stop or a ^C that hits
 /// it before its exec is seen by `waitpid` like any other, and an exec failure arrives on
 /// the error pipe, which init polls.
-fn spawn_held(program: &CString, cmd: &[String]) -> Result<Held, i32> {
-    let argv: Vec<CString> =
-        cmd.iter().map(|a| CString::new(a.as_str()).map_err(|_| libc::EINVAL)).collect::<Result<_, _>>()?;
-    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
+fn spawn_held(program: &CString, spec: &crate::payload_args::Spec) -> Result<Held, i32> {
+    let (ptrs, envp) = spec.pointers();
     let [go_r, go_w] = pipe(libc::O_CLOEXEC)?;
     let [err_r, err_w] = pipe(libc::O_CLOEXEC | libc::O_NONBLOCK)?;
-    extern "C" {
-        static environ: *const *const libc::c_char;
-    }
     // SAFETY: fork in a single-threaded process; the child makes only async-signal-safe
     // calls (seal, close, read, write, execve, _exit) before exec.
     let pid = unsafe { libc::fork() };
@@ -173,7 +141,8 @@ fn spawn_held(program: &CString, cmd: &[String]) -> Result<Held, i32> {
                     libc::_exit(127); // init is gone
                 }
             }
-            libc::execve(program.as_ptr(), ptrs.as_ptr(), environ);
+            spec.close_closed(); // SPEC R2, after the last read of go_r
+            libc::execve(program.as_ptr(), ptrs.as_ptr(), envp.as_ptr());
             let e = errno().to_le_bytes();
             libc::write(err_w, e.as_ptr().cast(), 4);
             libc::_exit(127);

@@ -13,6 +13,7 @@ mod launch;
 mod log;
 mod mode;
 mod net;
+mod payload_args;
 mod pidfd;
 mod policy;
 mod profiles;
@@ -57,16 +58,17 @@ fn run() -> anyhow::Result<Outcome> {
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let mode = mode::Mode::detect();
     let cmd = args.command();
-    let argv = launch::command_line(&policy, mode, &cmd)?;
+    let argv = launch::command_line(&policy, mode)?;
     if args.dry_run {
-        let extra: Vec<(&str, Vec<String>)> = net.iter().map(|n| ("pasta", n.dry_run_line())).collect();
+        let mut extra: Vec<(&str, Vec<String>)> = vec![("payload", payload_args::lossy(&cmd))];
+        extra.extend(net.iter().map(|n| ("pasta", n.dry_run_line())));
         return print(dryrun::render(mode, &policy, &argv, &extra, args.json));
     }
     let on_init: supervise::OnInit = match net {
         Some(mut net) => Box::new(move |init| net.attach(init).map(Some)),
         None => Box::new(|_| Ok(None)),
     };
-    launch::run(&argv, mode, &cmd, on_init)
+    launch::run(&argv, mode, &cmd, &policy.env, on_init)
 }
 
 fn print(text: String) -> anyhow::Result<Outcome> {

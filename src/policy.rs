@@ -229,6 +229,9 @@ fn io_text(e: &std::io::Error) -> String {
     }
 }
 
+/// How deep includes may nest below a requested profile (SPEC P4).
+pub const MAX_INCLUDE_DEPTH: usize = 32;
+
 /// Depth-first: a profile, then its includes; each profile once; a cycle is an error.
 fn visit(
     name: &str,
@@ -243,6 +246,15 @@ fn visit(
     }
     if order.iter().any(|p| p.name == name) {
         return Ok(());
+    }
+    if chain.len() > MAX_INCLUDE_DEPTH {
+        // SPEC P4: a bound, so a 20,000-deep chain is an error, not a stack overflow.
+        let by = chain.last().map(String::as_str).unwrap_or_default();
+        let file = order.iter().find(|p| p.name == by).map(|p| p.source.label()).unwrap_or_default();
+        return Err(failure(
+            POLICY,
+            format!("profile {by} ({file}): include {name}: includes nest deeper than {MAX_INCLUDE_DEPTH}"),
+        ));
     }
     let p = profiles::load(name, dirs, host).map_err(|e| match chain.last() {
         Some(by) => failure(POLICY, format!("{} (included by {by})", crate::error::one_line(&e))),

@@ -214,7 +214,7 @@ pub fn load(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<Pro
         match host.read(&file) {
             Ok(Some(text)) => return parse(name, &file, &text),
             Ok(None) => continue,
-            Err(e) => return Err(failure(POLICY, format!("{}: {e}", file.display()))),
+            Err(e) => return Err(failure(POLICY, format!("{}: {}", file.display(), crate::error::io_text(&e)))),
         }
     }
     let places: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
@@ -278,7 +278,7 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
                     Err(e) => format!("(invalid: {})", crate::error::one_line(&e)),
                 },
                 Ok(None) => continue,
-                Err(e) => format!("(unreadable: {e})"),
+                Err(e) => format!("(invalid: {})", crate::error::io_text(&e)),
             };
             lines.push(format!("  {name:<12} {desc}\n  {:<12} {}", "", file.display()));
             seen.insert(name, file);

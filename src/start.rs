@@ -5,6 +5,7 @@
 
 use crate::channel::{INIT_FD, SECCOMP_FD, STDERR_FD};
 use crate::error::{failure, INTERNAL, UNAVAILABLE};
+use crate::payload_args::ARGS_FD;
 use crate::pidfd::Pinned;
 use anyhow::{Context, Result};
 use std::ffi::CString;
@@ -65,7 +66,8 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 }
 
 /// Clone nest and have it exec `argv` (bwrap) with an empty environment, with the channel at
-/// fd 3, the caller's stderr at fd 4, `seccomp` at fd 5 and a pipe to snug at fd 2.
+/// fd 3, the caller's stderr at fd 4, `seccomp` at fd 5, the `payload_args` memfd at fd 6
+/// ([`ARGS_FD`]) and a pipe to snug at fd 2.
 ///
 /// Between clone and exec the child makes only raw system calls (async-signal-safe):
 /// `setpgid`, `prctl(PR_SET_PDEATHSIG)`, `poll` on snug's own pidfd (a snug killed before
@@ -75,7 +77,7 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 /// # Errors
 /// 69 when the kernel refuses the namespaces or the /proc mount (with the reason), 70 for
 /// other failures.
-pub fn nest(argv: &[String], channel: RawFd, seccomp: RawFd) -> Result<Nest> {
+pub fn nest(argv: &[String], channel: RawFd, seccomp: RawFd, payload_args: RawFd) -> Result<Nest> {
     // SAFETY: plain syscall reading this process's effective uid.
     let root = unsafe { libc::geteuid() } == 0;
     let args = cstrings(argv)?;
@@ -87,9 +89,9 @@ pub fn nest(argv: &[String], channel: RawFd, seccomp: RawFd) -> Result<Nest> {
     let own = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
     let (err_r, err_w) = pipe()?; // nest's setup errors; EOF once bwrap is exec'd
     let (bw_r, bw_w) = pipe()?; // bwrap's stderr
-    let fds = [high(channel)?, high(2)?, high(seccomp)?, high(bw_w.as_raw_fd())?];
+    let fds = [high(channel)?, high(2)?, high(seccomp)?, high(bw_w.as_raw_fd())?, high(payload_args)?];
     drop(bw_w);
-    let raw: [RawFd; 4] = [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd(), fds[3].as_raw_fd()];
+    let raw: [RawFd; 5] = [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd(), fds[3].as_raw_fd(), fds[4].as_raw_fd()];
 
     let mut flags = (libc::CLONE_PIDFD | libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64;
     if !root {
@@ -150,7 +152,7 @@ unsafe fn child(
     map: &nestproc::IdMap,
     parent_pidfd: RawFd,
     err: RawFd,
-    fds: [RawFd; 4],
+    fds: [RawFd; 5],
     argv: &[*const libc::c_char],
     envp: &[*const libc::c_char],
 ) -> ! {
@@ -186,11 +188,12 @@ unsafe fn child(
             || libc::dup2(fds[1], STDERR_FD) < 0
             || libc::dup2(fds[2], SECCOMP_FD) < 0
             || libc::dup2(fds[3], 2) < 0
+            || libc::dup2(fds[4], ARGS_FD) < 0
         {
             fail(errno_bytes(0xfe));
         }
         // Nothing else the caller left open reaches the sandbox.
-        libc::syscall(libc::SYS_close_range, SECCOMP_FD as u32 + 1, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+        libc::syscall(libc::SYS_close_range, ARGS_FD as u32 + 1, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
         if sigseal::seal().is_err() {
             fail(errno_bytes(0xfd));
         }
