@@ -39,6 +39,10 @@ pub struct RunArgs {
     pub verbose: bool,
     /// DIR; `None` means the current directory.
     pub dir: Option<PathBuf>,
+    /// `--max-procs N`: most processes the sandbox holds at once (SPEC K5).
+    pub max_procs: Option<u64>,
+    /// `--memory SIZE` in bytes (SPEC K5).
+    pub memory: Option<u64>,
     /// CMD and its arguments, after `--`, as raw bytes (SPEC R7); empty means the default shell.
     pub cmd: Vec<OsString>,
 }
@@ -81,6 +85,12 @@ struct Cli {
     /// Log signal events to stderr
     #[arg(short, long)]
     verbose: bool,
+    /// Most processes the sandbox may hold at once [default: 4096]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_procs: Option<u64>,
+    /// Most memory the sandbox may use, e.g. 512M, 2G (needs a cgroup snug can create)
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<String>,
     /// The writable directory and the payload's working directory [default: .]
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -168,6 +178,8 @@ where
         json: cli.json,
         verbose: cli.verbose,
         dir: cli.dir,
+        max_procs: cli.max_procs,
+        memory: cli.memory.as_deref().map(crate::bounds::parse_size_arg).transpose()?,
         cmd: cli.cmd,
     }))
 }

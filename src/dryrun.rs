@@ -48,7 +48,8 @@ fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
     out.push_str("bwrap:\n");
     let _ = writeln!(out, "  {}", quote_line(argv));
     for (name, words) in extra {
-        let note = if *name == "payload" { " (argv as init gets it in a memfd, not on bwrap's command line)" } else { "" };
+        let note =
+            if *name == "payload" { " (argv as init gets it in a memfd, not on bwrap's command line)" } else { "" };
         let _ = writeln!(out, "{name}{note}:\n  {}", quote_line(words));
     }
     out

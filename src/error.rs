@@ -41,9 +41,37 @@ pub fn failure(code: i32, message: impl Into<String>) -> anyhow::Error {
     Failure { code, message: message.into() }.into()
 }
 
-/// The exit code for an error that reached `main`.
+/// The exit code for an error that reached `main`: a [`Failure`]'s own, [`OS_ERROR`] when
+/// the system refused a resource ([`errno_code`]), else [`INTERNAL`].
 pub fn code_of(err: &anyhow::Error) -> i32 {
-    err.downcast_ref::<Failure>().map_or(INTERNAL, |f| f.code)
+    if let Some(f) = err.downcast_ref::<Failure>() {
+        return f.code;
+    }
+    let errno = err.chain().find_map(|e| e.downcast_ref::<std::io::Error>()?.raw_os_error());
+    errno.map_or(INTERNAL, |e| errno_code(e, INTERNAL))
+}
+
+/// [`OS_ERROR`] for an `errno` that means the system refused a resource at run time
+/// (descriptors, processes, memory: EMFILE, ENFILE, EAGAIN, ENOMEM), else `otherwise`
+/// (SPEC R4).
+pub fn errno_code(errno: i32, otherwise: i32) -> i32 {
+    match errno {
+        libc::EMFILE | libc::ENFILE | libc::EAGAIN | libc::ENOMEM => OS_ERROR,
+        _ => otherwise,
+    }
+}
+
+/// The exit code for bwrap's (or pasta's) last error line: [`OS_ERROR`] for a run-time
+/// refusal (a directory it cannot enter, descriptors or processes refused), else
+/// [`UNAVAILABLE`] (a namespace, mount or other host feature it could not get).
+pub fn bwrap_code(line: &str) -> i32 {
+    const RUN_TIME: [&str; 4] =
+        ["Can't chdir", "Too many open files", "Resource temporarily unavailable", "Cannot allocate memory"];
+    if RUN_TIME.iter().any(|m| line.contains(m)) {
+        OS_ERROR
+    } else {
+        UNAVAILABLE
+    }
 }
 
 /// The error as one line: causes joined with `: `, newlines folded (SPEC R4).

@@ -94,7 +94,14 @@ pub fn command_line(policy: &Policy, mode: Mode) -> Result<Vec<String>> {
 ///
 /// # Errors
 /// snug's own failures before the sandbox runs (the outcome carries later ones).
-pub fn run(argv: &[String], mode: Mode, cmd: &[OsString], env: &[(String, String)], on_init: OnInit) -> Result<Outcome> {
+pub fn run(
+    argv: &[String],
+    mode: Mode,
+    cmd: &[OsString],
+    env: &[(String, String)],
+    limits: &crate::bounds::Limits,
+    on_init: OnInit,
+) -> Result<Outcome> {
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
     signals::default(libc::SIGCHLD);
     // S2: what was ignored at start stays ignored and is never relayed.
@@ -111,8 +118,10 @@ pub fn run(argv: &[String], mode: Mode, cmd: &[OsString], env: &[(String, String
     let (ours, theirs) = Channel::pair().context("socketpair")?;
     let seccomp = crate::seccomp::memfd()?;
     let args = crate::payload_args::memfd(cmd, env)?;
+    let bounds = crate::bounds::apply(limits)?;
     log!("mode: {}", mode.describe());
-    let nest = crate::start::nest(argv, theirs.raw(), seccomp.as_raw_fd(), args.as_raw_fd())?;
+    let nest = crate::start::nest(argv, theirs.raw(), seccomp.as_raw_fd(), args.as_raw_fd(), &bounds)?;
+    drop(bounds);
     drop(theirs);
     drop(seccomp);
     drop(args);

@@ -214,15 +214,13 @@ mod tests {
 
     #[test]
     fn r7_round_trip_of_any_bytes() {
-        let argv: Vec<OsString> =
-            vec![OsString::from("sh"), OsString::from_vec(vec![0xff, b'x']), OsString::from("")];
+        let argv: Vec<OsString> = vec![OsString::from("sh"), OsString::from_vec(vec![0xff, b'x']), OsString::from("")];
         let env = vec![("PATH".to_string(), "/bin".to_string()), ("A".to_string(), "b=c".to_string())];
         let spec = decode(&encode(&argv, &env, 0b010)).expect("decodes");
-        assert_eq!(spec.argv.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>(), [
-            b"sh".to_vec(),
-            vec![0xff, b'x'],
-            vec![]
-        ]);
+        assert_eq!(
+            spec.argv.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>(),
+            [b"sh".to_vec(), vec![0xff, b'x'], vec![]]
+        );
         assert_eq!(spec.var("PATH"), Some(&b"/bin"[..]));
         assert_eq!(spec.var("A"), Some(&b"b=c"[..]));
         assert_eq!(spec.closed, 0b010);

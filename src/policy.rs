@@ -94,6 +94,10 @@ pub struct Policy {
     pub target: PathBuf,
     /// The caller's $HOME (normalised), the same path inside.
     pub home: PathBuf,
+    /// The smallest `max_procs` of the profiles (SPEC K5).
+    pub max_procs: Option<u64>,
+    /// The smallest `memory` of the profiles, in bytes (SPEC K5).
+    pub memory: Option<u64>,
 }
 
 /// What the caller asked for, with the host facts resolution depends on.
@@ -160,7 +164,18 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut net = false;
+    let (mut max_procs, mut memory): (Option<u64>, Option<u64>) = (None, None);
     for p in &order {
+        if let Some(n) = p.max_procs {
+            if n == 0 {
+                return Err(bad(p, "max_procs", "0", "must be at least 1"));
+            }
+            max_procs = Some(max_procs.map_or(n, |m| m.min(n)));
+        }
+        if let Some(text) = &p.memory {
+            let bytes = crate::bounds::parse_size(text).map_err(|e| bad(p, "memory", text, &e))?;
+            memory = Some(memory.map_or(bytes, |m| m.min(bytes)));
+        }
         for (key, kind, list) in
             [("ro", MountKind::Ro, &p.ro), ("rw", MountKind::Rw, &p.rw), ("tmpfs", MountKind::Tmpfs, &p.tmpfs)]
         {
@@ -217,6 +232,8 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         net,
         target: vars.target,
         home,
+        max_procs,
+        memory,
     })
 }
 

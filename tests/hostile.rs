@@ -6,6 +6,10 @@ mod common;
 
 #[path = "hostile/args.rs"]
 mod args;
+#[path = "hostile/bounds.rs"]
+mod bounds;
+#[path = "hostile/exit_codes.rs"]
+mod exit_codes;
 #[path = "hostile/fown.rs"]
 mod fown;
 #[path = "hostile/profiles.rs"]

@@ -82,7 +82,8 @@ fn r2_closed_stdout_stays_closed() {
     for who in everyone() {
         let dir = workdir(who);
         let script = |with_snug: bool| {
-            let front = if with_snug { format!("{}{} -- ", as_words(who), snug_for(who).display()) } else { String::new() };
+            let front =
+                if with_snug { format!("{}{} -- ", as_words(who), snug_for(who).display()) } else { String::new() };
             format!("{front}sh -c 'echo x && echo ok >&2 || echo failed >&2' >&-")
         };
         for with_snug in [false, true] {
@@ -90,7 +91,11 @@ fn r2_closed_stdout_stays_closed() {
             assert!(o.err.contains("failed") && !o.err.contains("ok"), "{who:?} snug={with_snug}: {}", o.err);
         }
         // stdin closed: the payload's read fails as well (on /dev/null, cat would succeed).
-        let s = format!("{}{} -- sh -c 'cat 2>/dev/null && echo open || echo closed' <&-", as_words(who), snug_for(who).display());
+        let s = format!(
+            "{}{} -- sh -c 'cat 2>/dev/null && echo open || echo closed' <&-",
+            as_words(who),
+            snug_for(who).display()
+        );
         let o = run_bounded(Command::new("sh").arg("-c").arg(s).current_dir(dir.path()), LIMIT);
         assert_eq!(o.out.trim(), "closed", "{who:?}: {}", o.err);
     }

@@ -58,7 +58,9 @@ fn p4_hostile_profile_files_exit_77_at_once() {
         }
         let (o, took) = snug_with(who, dir.path(), &conf, &["profile", "list"]);
         assert!(o.status.success() && took < Duration::from_secs(5), "{who:?}: {} {took:?}", o.err);
-        for (name, why) in [("fifo", "not a regular file (a FIFO)"), ("zero", "not a regular file (a device)"), ("big", "larger than")] {
+        for (name, why) in
+            [("fifo", "not a regular file (a FIFO)"), ("zero", "not a regular file (a device)"), ("big", "larger than")]
+        {
             let line = o.out.lines().find(|l| l.trim_start().starts_with(&format!("{name} "))).unwrap_or_default();
             assert!(line.contains("(invalid: ") && line.contains(why), "{who:?}: {line:?}");
         }
