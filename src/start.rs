@@ -118,7 +118,7 @@ pub fn nest(
     let pid = unsafe { libc::syscall(libc::SYS_clone3, &args3 as *const CloneArgs, std::mem::size_of::<CloneArgs>()) };
     if pid == 0 {
         // SAFETY: the child side, async-signal-safe calls only (see above).
-        unsafe { child(root, &map, own.raw(), err_w.as_raw_fd(), raw, bounds_for_child, &arg_ptrs, &env_ptrs) }
+        unsafe { child(root, &map, own.raw(), err_w.as_raw_fd(), raw, bounds_for_child, (&arg_ptrs, &env_ptrs)) }
     }
     if pid < 0 {
         let e = std::io::Error::last_os_error();
@@ -174,8 +174,7 @@ unsafe fn child(
     err: RawFd,
     fds: [RawFd; 5],
     bounds: ([RawFd; 2], Option<u64>),
-    argv: &[*const libc::c_char],
-    envp: &[*const libc::c_char],
+    (argv, envp): (&[*const libc::c_char], &[*const libc::c_char]),
 ) -> ! {
     let fail = |bytes: [u8; 5]| -> ! {
         // SAFETY: write/_exit are async-signal-safe; `bytes` lives in this frame.
