@@ -21,7 +21,7 @@ pub struct Launch {
     pub init_libs: Vec<PathBuf>,
     /// Descriptor holding a compiled seccomp filter, passed as `--seccomp FD`.
     pub seccomp_fd: Option<i32>,
-    /// Arguments after init's path, verbatim (mode, channel, `--`, CMD…).
+    /// Arguments after init's path, verbatim (the init flag and mode; CMD travels in a memfd).
     pub init_args: Vec<String>,
 }
 
@@ -45,17 +45,15 @@ const PROLOGUE: [&str; 13] = [
     "--clearenv",
 ];
 
-/// Build bwrap's argv (first element: the bwrap path). Order: namespaces and privileges,
-/// `--setenv` per environment entry, the policy's mounts in its order, init's binary and
+/// Build bwrap's argv (first element: the bwrap path). Order: namespaces and privileges
+/// (`--clearenv`: the payload's environment travels to init in a memfd, SPEC R7,
+/// [`crate::payload_args`]), the policy's mounts in its order, init's binary and
 /// libraries, `--seccomp`, `--chdir DIR` (after `--dir DIR` when no mount provides DIR),
 /// then `-- /run/snug/init ARGS…`.
 pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let mut argv = vec![s(&launch.bwrap)];
     argv.extend(PROLOGUE.iter().map(|a| a.to_string()));
-    for (k, v) in &policy.env {
-        argv.extend(["--setenv".to_string(), k.clone(), v.clone()]);
-    }
     for m in &policy.mounts {
         let src = m.src.as_deref().map(s).unwrap_or_default();
         let dest = s(&m.dest);
@@ -172,7 +170,7 @@ pub(crate) mod golden {
                 .map(PathBuf::from)
                 .to_vec(),
             seccomp_fd: Some(5),
-            init_args: ["--init", "detached", "--", "sh", "-c", "echo 'hi there'"].map(String::from).to_vec(),
+            init_args: ["--snug-init", "detached"].map(String::from).to_vec(),
         }
     }
 
@@ -252,7 +250,7 @@ mod tests {
 
     /// The default policy on the real host, run by the real bwrap with /bin/sh standing
     /// in for init: DIR writable, its parent read-only, $HOME empty and writable, /usr
-    /// read-only, a clean environment, only sandbox pids, hostname snug (SPEC P1).
+    /// read-only, a cleared environment, only sandbox pids, hostname snug (SPEC P1).
     #[test]
     fn p1_real_bwrap_runs_the_default_policy() {
         let Some(bwrap) = find_program("bwrap") else {
@@ -277,7 +275,7 @@ mod tests {
         };
         let policy = crate::policy::resolve(&req).expect("resolves");
         let script = "set -e; touch ./ok; if touch ../no 2>/dev/null || touch /usr/no 2>/dev/null; then exit 3; fi; \
-            [ -z \"$(ls -A ~)\" ]; touch ~/x; cat /proc/sys/kernel/hostname; \
+            [ -z \"$(ls -A /nonexistent/snug-home)\" ]; touch /nonexistent/snug-home/x; cat /proc/sys/kernel/hostname; \
             ls /proc | grep -c '^[0-9]'; env | cut -d= -f1 | sort | tr '\\n' ' '";
         let launch = Launch {
             bwrap,
@@ -294,6 +292,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "snug");
         assert!(lines[1].parse::<u32>().is_ok_and(|n| n <= 3), "pids: {}", lines[1]);
-        assert_eq!(lines[2], "HOME LANG PATH PWD TMPDIR ", "environment");
+        // bwrap's own line carries no environment (it reaches init in a memfd, SPEC R7).
+        assert_eq!(lines[2], "PWD ", "environment");
     }
 }

@@ -39,19 +39,23 @@ pub struct RunArgs {
     pub verbose: bool,
     /// DIR; `None` means the current directory.
     pub dir: Option<PathBuf>,
-    /// CMD and its arguments, after `--`; empty means the default shell.
-    pub cmd: Vec<String>,
+    /// `--max-procs N`: most processes the sandbox holds at once (SPEC K5).
+    pub max_procs: Option<u64>,
+    /// `--memory SIZE` in bytes (SPEC K5).
+    pub memory: Option<u64>,
+    /// CMD and its arguments, after `--`, as raw bytes (SPEC R7); empty means the default shell.
+    pub cmd: Vec<OsString>,
 }
 
 impl RunArgs {
     /// The payload's argv (SPEC R1): CMD, else `$SHELL` when set and not empty, else
     /// `/bin/sh`.
-    pub fn command(&self) -> Vec<String> {
+    pub fn command(&self) -> Vec<OsString> {
         if !self.cmd.is_empty() {
             return self.cmd.clone();
         }
-        let shell = std::env::var("SHELL").ok().filter(|s| !s.is_empty());
-        vec![shell.unwrap_or_else(|| "/bin/sh".to_string())]
+        let shell = std::env::var_os("SHELL").filter(|s| !s.is_empty());
+        vec![shell.unwrap_or_else(|| "/bin/sh".into())]
     }
 }
 
@@ -81,12 +85,18 @@ struct Cli {
     /// Log signal events to stderr
     #[arg(short, long)]
     verbose: bool,
+    /// Most processes the sandbox may hold at once [default: 4096]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_procs: Option<u64>,
+    /// Most memory the sandbox may use, e.g. 512M, 2G (needs a cgroup snug can create)
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<String>,
     /// The writable directory and the payload's working directory [default: .]
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
     /// The command to run [default: $SHELL, else /bin/sh]
-    #[arg(last = true, value_name = "CMD")]
-    cmd: Vec<String>,
+    #[arg(last = true, value_name = "CMD", value_parser = clap::builder::OsStringValueParser::new())]
+    cmd: Vec<OsString>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -168,6 +178,8 @@ where
         json: cli.json,
         verbose: cli.verbose,
         dir: cli.dir,
+        max_procs: cli.max_procs,
+        memory: cli.memory.as_deref().map(crate::bounds::parse_size_arg).transpose()?,
         cmd: cli.cmd,
     }))
 }
@@ -218,7 +230,7 @@ mod tests {
         let r = run(&[]);
         assert_eq!((r.dir, r.cmd.len()), (None, 0));
         let r = run(&["--", "true"]);
-        assert_eq!((r.dir, r.cmd), (None, vec!["true".to_string()]));
+        assert_eq!((r.dir, r.cmd), (None, vec![OsString::from("true")]));
         let r = run(&["--no-defaults", "-n", "--json"]);
         assert!(r.no_defaults && r.json);
     }
@@ -229,7 +241,7 @@ mod tests {
         let cmd = r.command();
         assert_eq!(cmd.len(), 1);
         let want = std::env::var("SHELL").ok().filter(|s| !s.is_empty());
-        assert_eq!(cmd[0], want.unwrap_or_else(|| "/bin/sh".to_string()));
+        assert_eq!(cmd[0], OsString::from(want.unwrap_or_else(|| "/bin/sh".to_string())));
     }
 
     #[test]

@@ -124,6 +124,12 @@ fn checks() -> Vec<Row> {
     });
     rows.extend(pidfd());
     rows.push(tiocsti(std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").ok().as_deref()));
+    // SPEC K5: which mechanism holds each bound for this user on this host.
+    let (procs, memory) = crate::bounds::plan();
+    for (name, m) in [("process cap", procs), ("memory bound", memory)] {
+        let status = if matches!(m, crate::bounds::Mechanism::Unavailable(_)) { Status::Warn } else { Status::Ok };
+        rows.push(row(name, status, m.describe(), false));
+    }
     rows
 }
 

@@ -10,7 +10,8 @@ use crate::mode::Mode;
 use crate::policy::{MountKind, Policy};
 
 /// Render the plan. `argv` is bwrap's command line ([`crate::bwrap::command_line`]);
-/// `extra` are further named command lines (`("pasta", argv)`), shown after it. With
+/// `extra` are further named command lines (`("payload", argv)` as init receives it in its
+/// memfd, SPEC R7; `("pasta", argv)`), shown after it. With
 /// `json`, one JSON object with the keys `mode` ([`Mode::word`]), `profiles`, `mounts`,
 /// `env`, `net`, `bwrap` and one key per `extra` name; it ends with a newline.
 pub fn render(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec<String>)], json: bool) -> String {
@@ -40,14 +41,16 @@ fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
         };
         let _ = writeln!(out, "  {:<8} {what:<40} {}", kind_word(m.kind), m.profile);
     }
-    out.push_str("env:\n");
+    out.push_str("env (reaches init in a memfd, not on bwrap's command line):\n");
     for (k, v) in &policy.env {
         let _ = writeln!(out, "  {k}={}", quote(v));
     }
     out.push_str("bwrap:\n");
     let _ = writeln!(out, "  {}", quote_line(argv));
     for (name, words) in extra {
-        let _ = writeln!(out, "{name}:\n  {}", quote_line(words));
+        let note =
+            if *name == "payload" { " (argv as init gets it in a memfd, not on bwrap's command line)" } else { "" };
+        let _ = writeln!(out, "{name}{note}:\n  {}", quote_line(words));
     }
     out
 }
@@ -147,7 +150,10 @@ mod tests {
         let policy = golden::policy(&golden::request(profiles, false));
         let argv = command_line(&policy, &golden::launch());
         let pasta: Vec<String> = ["/usr/bin/pasta", "--config-net", "12345"].map(String::from).to_vec();
-        let extra: Vec<(&str, Vec<String>)> = if policy.net { vec![("pasta", pasta)] } else { vec![] };
+        let mut extra: Vec<(&str, Vec<String>)> = vec![("payload", vec!["sh".into(), "-c".into(), "echo 'hi'".into()])];
+        if policy.net {
+            extra.push(("pasta", pasta));
+        }
         render(Mode::Terminal { foreground: true }, &policy, &argv, &extra, json)
     }
 

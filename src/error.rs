@@ -8,6 +8,9 @@ pub const USAGE: i32 = 64;
 pub const UNAVAILABLE: i32 = 69;
 /// An internal error of snug (SPEC R4).
 pub const INTERNAL: i32 = 70;
+/// An operating-system error at run time: fork or descriptors refused, a directory that
+/// cannot be entered (SPEC R4; `EX_OSERR` of sysexits(3)).
+pub const OS_ERROR: i32 = 71;
 /// A policy error: unknown profile, bad profile file, conflict (SPEC R4).
 pub const POLICY: i32 = 77;
 /// CMD was found but cannot be executed (SPEC R4, as sh(1) does).
@@ -38,9 +41,37 @@ pub fn failure(code: i32, message: impl Into<String>) -> anyhow::Error {
     Failure { code, message: message.into() }.into()
 }
 
-/// The exit code for an error that reached `main`.
+/// The exit code for an error that reached `main`: a [`Failure`]'s own, [`OS_ERROR`] when
+/// the system refused a resource ([`errno_code`]), else [`INTERNAL`].
 pub fn code_of(err: &anyhow::Error) -> i32 {
-    err.downcast_ref::<Failure>().map_or(INTERNAL, |f| f.code)
+    if let Some(f) = err.downcast_ref::<Failure>() {
+        return f.code;
+    }
+    let errno = err.chain().find_map(|e| e.downcast_ref::<std::io::Error>()?.raw_os_error());
+    errno.map_or(INTERNAL, |e| errno_code(e, INTERNAL))
+}
+
+/// [`OS_ERROR`] for an `errno` that means the system refused a resource at run time
+/// (descriptors, processes, memory: EMFILE, ENFILE, EAGAIN, ENOMEM), else `otherwise`
+/// (SPEC R4).
+pub fn errno_code(errno: i32, otherwise: i32) -> i32 {
+    match errno {
+        libc::EMFILE | libc::ENFILE | libc::EAGAIN | libc::ENOMEM => OS_ERROR,
+        _ => otherwise,
+    }
+}
+
+/// The exit code for bwrap's (or pasta's) last error line: [`OS_ERROR`] for a run-time
+/// refusal (a directory it cannot enter, descriptors or processes refused), else
+/// [`UNAVAILABLE`] (a namespace, mount or other host feature it could not get).
+pub fn bwrap_code(line: &str) -> i32 {
+    const RUN_TIME: [&str; 4] =
+        ["Can't chdir", "Too many open files", "Resource temporarily unavailable", "Cannot allocate memory"];
+    if RUN_TIME.iter().any(|m| line.contains(m)) {
+        OS_ERROR
+    } else {
+        UNAVAILABLE
+    }
 }
 
 /// The error as one line: causes joined with `: `, newlines folded (SPEC R4).
@@ -57,4 +88,13 @@ pub fn strerror(errno: i32) -> String {
     let text = std::io::Error::from_raw_os_error(errno).to_string();
     let text = text.split(" (os error").next().unwrap_or(&text);
     text.to_lowercase()
+}
+
+/// An I/O error's text without Rust's ` (os error N)` suffix, lower-case when it is the
+/// C library's text: for one-line messages.
+pub fn io_text(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(errno) => strerror(errno),
+        None => e.to_string(),
+    }
 }

@@ -6,7 +6,6 @@
 
 use crate::channel::{Channel, Report, INIT_FD, STDERR_FD};
 use crate::signals::SignalFd;
-use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 mod guard;
@@ -21,7 +20,8 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// Run as init with `args` = `[MODE, "--", CMD, ARG...]` (what follows [`FLAG`]); never returns.
+/// Run as init with `args` = `[MODE]` (what follows [`FLAG`]; CMD, its arguments and
+/// environment come from [`crate::payload_args`]); never returns.
 pub fn main(args: &[String]) -> ! {
     // SAFETY: fd INIT_FD was set up by snug's nest for exactly this process.
     let chan = unsafe { Channel::from_fd(INIT_FD) };
@@ -38,7 +38,7 @@ pub fn main(args: &[String]) -> ! {
 
 fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     let mode = args.first().map(String::as_str).unwrap_or("detached");
-    let cmd: Vec<String> = args.iter().skip_while(|a| *a != "--").skip(1).cloned().collect();
+    let spec = crate::payload_args::receive()?;
     // SAFETY: prctl, fcntl, dup2, close, setsid/setpgid: plain syscalls on our own state.
     unsafe {
         // The payload runs as the same uid: keep it from opening our descriptors via /proc.
@@ -73,7 +73,7 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     let ttou: u64 = 1 << (libc::SIGTTOU - 1);
     // SAFETY: `ttou` lives in this frame.
     unsafe { libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_BLOCK, &ttou, std::ptr::null_mut::<u64>(), 8usize) };
-    let program = match cmd.first().map_or(Err(libc::ENOENT), |c| resolve(c)) {
+    let program = match crate::payload_args::resolve(&spec) {
         Ok(p) => p,
         Err(e) => {
             let _ = chan.report(Report::ExecFailed(e), None);
@@ -88,7 +88,7 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     // The payload's process exists from here on, held before its exec until snug says go
     // (the network is up, SPEC N3). Being in the sandbox group already, it takes a ^C or ^Z
     // typed once snug has handed the sandbox the terminal, as the payload would.
-    let held = held::spawn_held(&program, &cmd, to_child)?;
+    let held = held::spawn_held(&program, &spec, to_child)?;
     let guard = pair.and_then(|(ours, theirs)| {
         drop(theirs);
         guard::Guard::receive(&ours)
@@ -126,31 +126,4 @@ fn pidfd_self() -> Result<RawFd, i32> {
         return Err(errno());
     }
     Ok(fd as RawFd)
-}
-
-/// The payload's program: CMD itself when it has a slash, else the first match on `$PATH`,
-/// as `execvp(3)` searches; the error is the `errno` snug turns into 126 or 127 (SPEC R4).
-fn resolve(cmd: &str) -> Result<CString, i32> {
-    let c = |p: &str| CString::new(p).map_err(|_| libc::EINVAL);
-    if cmd.contains('/') {
-        return c(cmd);
-    }
-    if cmd.is_empty() {
-        return Err(libc::ENOENT);
-    }
-    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
-    let mut seen_eacces = false;
-    for dir in path.split(':').filter(|d| !d.is_empty()) {
-        let cand = c(&format!("{dir}/{cmd}"))?;
-        // SAFETY: `cand` is NUL-terminated.
-        if unsafe { libc::access(cand.as_ptr(), libc::X_OK) } == 0 {
-            let meta = std::fs::metadata(format!("{dir}/{cmd}"));
-            if meta.map(|m| m.is_file()).unwrap_or(false) {
-                return Ok(cand);
-            }
-        } else if errno() == libc::EACCES {
-            seen_eacces = true;
-        }
-    }
-    Err(if seen_eacces { libc::EACCES } else { libc::ENOENT })
 }

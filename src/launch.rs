@@ -10,6 +10,8 @@ use crate::policy::Policy;
 use crate::signals::{self, SignalFd};
 use crate::supervise::{OnInit, Outcome, Supervisor};
 use anyhow::{Context, Result};
+use std::ffi::OsString;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
 /// `bwrap` on `$PATH`.
@@ -74,10 +76,9 @@ fn interpreter(exe: &std::path::Path) -> Option<PathBuf> {
 ///
 /// # Errors
 /// 69 when bwrap is missing; 70 when snug cannot find its own executable.
-pub fn command_line(policy: &Policy, mode: Mode, cmd: &[String]) -> Result<Vec<String>> {
-    let mut init_args = vec![crate::init::FLAG.to_string(), mode.word().to_string()];
-    init_args.push("--".into());
-    init_args.extend(cmd.iter().cloned());
+pub fn command_line(policy: &Policy, mode: Mode) -> Result<Vec<String>> {
+    // CMD and the environment travel in a memfd (SPEC R7), not on this line.
+    let init_args = vec![crate::init::FLAG.to_string(), mode.word().to_string()];
     let launch = Launch {
         bwrap: find_bwrap()?,
         init_exe: std::env::current_exe().context("cannot find snug's own executable")?,
@@ -92,7 +93,14 @@ pub fn command_line(policy: &Policy, mode: Mode, cmd: &[String]) -> Result<Vec<S
 ///
 /// # Errors
 /// snug's own failures before the sandbox runs (the outcome carries later ones).
-pub fn run(argv: &[String], mode: Mode, cmd: &[String], on_init: OnInit) -> Result<Outcome> {
+pub fn run(
+    argv: &[String],
+    mode: Mode,
+    cmd: &[OsString],
+    env: &[(String, String)],
+    limits: &crate::bounds::Limits,
+    on_init: OnInit,
+) -> Result<Outcome> {
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
     signals::default(libc::SIGCHLD);
     // S2: what was ignored at start stays ignored and is never relayed.
@@ -109,10 +117,14 @@ pub fn run(argv: &[String], mode: Mode, cmd: &[String], on_init: OnInit) -> Resu
     let signals = SignalFd::new(&caught).context("signalfd")?;
     let (ours, theirs) = Channel::pair().context("socketpair")?;
     let seccomp = crate::seccomp::memfd()?;
+    let args = crate::payload_args::memfd(cmd, env)?;
+    let bounds = crate::bounds::apply(limits)?;
     log!("mode: {}", mode.describe());
-    let nest = crate::start::nest(argv, theirs.raw(), std::os::fd::AsRawFd::as_raw_fd(&seccomp))?;
+    let nest = crate::start::nest(argv, theirs.raw(), seccomp.as_raw_fd(), args.as_raw_fd(), &bounds)?;
+    drop(bounds);
     drop(theirs);
     drop(seccomp);
-    let name = cmd.first().cloned().unwrap_or_default();
+    drop(args);
+    let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
     Ok(Supervisor::new(mode, nest, ours, signals, name, on_init).run())
 }

@@ -1,6 +1,7 @@
 //! snug: run an untrusted payload under bubblewrap and own what happens when someone wants
 //! it to stop. Reads top-down: parse → policy → bwrap command line → start → supervise → end.
 
+mod bounds;
 mod bwrap;
 mod channel;
 mod cli;
@@ -13,6 +14,7 @@ mod launch;
 mod log;
 mod mode;
 mod net;
+mod payload_args;
 mod pidfd;
 mod policy;
 mod profiles;
@@ -32,7 +34,9 @@ fn main() {
         let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
         init::main(&args[2..]);
     }
-    match run() {
+    let outcome = run();
+    bounds::cleanup(); // the sandbox is gone: remove this run's cgroups (SPEC K5)
+    match outcome {
         Ok(Outcome::Status(raw)) => end::as_status(raw),
         Ok(Outcome::Signal(sig)) => end::die_of(sig),
         Ok(Outcome::Fail(e)) | Err(e) => {
@@ -57,16 +61,35 @@ fn run() -> anyhow::Result<Outcome> {
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let mode = mode::Mode::detect();
     let cmd = args.command();
-    let argv = launch::command_line(&policy, mode, &cmd)?;
+    let argv = launch::command_line(&policy, mode)?;
+    let limits = bounds::Limits {
+        max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
+        memory: args.memory.or(policy.memory),
+    };
     if args.dry_run {
-        let extra: Vec<(&str, Vec<String>)> = net.iter().map(|n| ("pasta", n.dry_run_line())).collect();
-        return print(dryrun::render(mode, &policy, &argv, &extra, args.json));
+        let mut extra: Vec<(&str, Vec<String>)> = vec![("payload", payload_args::lossy(&cmd))];
+        extra.extend(net.iter().map(|n| ("pasta", n.dry_run_line())));
+        let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
+        return print(with_bounds(text, &limits, args.json));
     }
     let on_init: supervise::OnInit = match net {
         Some(mut net) => Box::new(move |init| net.attach(init).map(Some)),
         None => Box::new(|_| Ok(None)),
     };
-    launch::run(&argv, mode, &cmd, on_init)
+    launch::run(&argv, mode, &cmd, &policy.env, &limits, on_init)
+}
+
+/// The dry-run plan with how each bound is enforced (SPEC K5, O1) appended.
+fn with_bounds(text: String, limits: &bounds::Limits, json: bool) -> String {
+    let (lines, value) = bounds::plan_for_dry_run(limits);
+    if !json {
+        return text + &lines;
+    }
+    let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return text;
+    };
+    map.insert("bounds".into(), value);
+    serde_json::to_string_pretty(&map).unwrap_or(text) + "\n"
 }
 
 fn print(text: String) -> anyhow::Result<Outcome> {

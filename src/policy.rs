@@ -94,6 +94,10 @@ pub struct Policy {
     pub target: PathBuf,
     /// The caller's $HOME (normalised), the same path inside.
     pub home: PathBuf,
+    /// The smallest `max_procs` of the profiles (SPEC K5).
+    pub max_procs: Option<u64>,
+    /// The smallest `memory` of the profiles, in bytes (SPEC K5).
+    pub memory: Option<u64>,
 }
 
 /// What the caller asked for, with the host facts resolution depends on.
@@ -160,7 +164,18 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut net = false;
+    let (mut max_procs, mut memory): (Option<u64>, Option<u64>) = (None, None);
     for p in &order {
+        if let Some(n) = p.max_procs {
+            if n == 0 {
+                return Err(bad(p, "max_procs", "0", "must be at least 1"));
+            }
+            max_procs = Some(max_procs.map_or(n, |m| m.min(n)));
+        }
+        if let Some(text) = &p.memory {
+            let bytes = crate::bounds::parse_size(text).map_err(|e| bad(p, "memory", text, &e))?;
+            memory = Some(memory.map_or(bytes, |m| m.min(bytes)));
+        }
         for (key, kind, list) in
             [("ro", MountKind::Ro, &p.ro), ("rw", MountKind::Rw, &p.rw), ("tmpfs", MountKind::Tmpfs, &p.tmpfs)]
         {
@@ -217,6 +232,8 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         net,
         target: vars.target,
         home,
+        max_procs,
+        memory,
     })
 }
 
@@ -228,6 +245,9 @@ fn io_text(e: &std::io::Error) -> String {
         None => text,
     }
 }
+
+/// How deep includes may nest below a requested profile (SPEC P4).
+pub const MAX_INCLUDE_DEPTH: usize = 32;
 
 /// Depth-first: a profile, then its includes; each profile once; a cycle is an error.
 fn visit(
@@ -243,6 +263,15 @@ fn visit(
     }
     if order.iter().any(|p| p.name == name) {
         return Ok(());
+    }
+    if chain.len() > MAX_INCLUDE_DEPTH {
+        // SPEC P4: a bound, so a 20,000-deep chain is an error, not a stack overflow.
+        let by = chain.last().map(String::as_str).unwrap_or_default();
+        let file = order.iter().find(|p| p.name == by).map(|p| p.source.label()).unwrap_or_default();
+        return Err(failure(
+            POLICY,
+            format!("profile {by} ({file}): include {name}: includes nest deeper than {MAX_INCLUDE_DEPTH}"),
+        ));
     }
     let p = profiles::load(name, dirs, host).map_err(|e| match chain.last() {
         Some(by) => failure(POLICY, format!("{} (included by {by})", crate::error::one_line(&e))),

@@ -92,6 +92,10 @@ pub struct Profile {
     pub host_view: bool,
     /// `@net` only: the sandbox gets a network (SPEC N1).
     pub net: bool,
+    /// `max_procs`: a process cap (SPEC K5); the smallest of all profiles applies.
+    pub max_procs: Option<u64>,
+    /// `memory`: a memory bound as written (`512M`); the smallest of all profiles applies.
+    pub memory: Option<String>,
 }
 
 impl Profile {
@@ -107,6 +111,8 @@ impl Profile {
             env: BTreeMap::new(),
             host_view: false,
             net: false,
+            max_procs: None,
+            memory: None,
         }
     }
 }
@@ -160,6 +166,8 @@ struct ProfileFile {
     tmpfs: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    max_procs: Option<u64>,
+    memory: Option<String>,
 }
 
 /// A user profile name is a file stem: letters, digits, `-`, `_`, `.`, not starting with
@@ -192,6 +200,8 @@ pub fn parse(name: &str, file: &Path, text: &str) -> anyhow::Result<Profile> {
         env: parsed.env,
         host_view: false,
         net: false,
+        max_procs: parsed.max_procs,
+        memory: parsed.memory,
     })
 }
 
@@ -214,7 +224,7 @@ pub fn load(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<Pro
         match host.read(&file) {
             Ok(Some(text)) => return parse(name, &file, &text),
             Ok(None) => continue,
-            Err(e) => return Err(failure(POLICY, format!("{}: {e}", file.display()))),
+            Err(e) => return Err(failure(POLICY, format!("{}: {}", file.display(), crate::error::io_text(&e)))),
         }
     }
     let places: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
@@ -278,7 +288,7 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
                     Err(e) => format!("(invalid: {})", crate::error::one_line(&e)),
                 },
                 Ok(None) => continue,
-                Err(e) => format!("(unreadable: {e})"),
+                Err(e) => format!("(invalid: {})", crate::error::io_text(&e)),
             };
             lines.push(format!("  {name:<12} {desc}\n  {:<12} {}", "", file.display()));
             seen.insert(name, file);

@@ -9,6 +9,15 @@
 //!   `keyctl`, `request_key`: kernel attack surface a payload has no business with (as
 //!   flatpak and Docker's default profile deny them).
 //!
+//! - Signals through descriptors (SPEC X3): `fcntl(F_SETSIG)`, `fcntl(F_SETOWN)`,
+//!   `fcntl(F_SETOWN_EX)`, `fcntl(F_SETFL)` with `O_ASYNC` set, and `ioctl(FIOSETOWN)`,
+//!   `ioctl(SIOCSPGRP)`, `ioctl(FIOASYNC)`. An inherited open file whose owner is a host
+//!   process (`F_SETOWN` by the caller) would otherwise let the payload pick the signal and
+//!   switch on signal-driven I/O, and the kernel would send it to that host process
+//!   (`fcntl(2)`, "Managing signals"). Leases and dnotify signal only their own setter.
+//!   A descriptor the caller already armed (owner and `O_ASYNC` set on the host) keeps
+//!   signalling its owner with the signal the caller chose: that is the caller's setup.
+//!
 //! Never denied: kill, tgkill, setpgid, setsid, the `tcsetpgrp` ioctls, pidfd calls — job
 //! control inside the sandbox needs them (SPEC T6, DESIGN.md "What not to do").
 
@@ -23,6 +32,14 @@ use std::os::fd::{FromRawFd, OwnedFd};
 /// `TIOCSTI` and `TIOCLINUX` from `include/uapi/asm-generic/ioctls.h` (same on x86-64 and arm64).
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
+/// `FIOASYNC` (`include/uapi/asm-generic/ioctls.h`), `FIOSETOWN` and `SIOCSPGRP`
+/// (`include/uapi/linux/sockios.h`): the ioctl spellings of `O_ASYNC` and `F_SETOWN`.
+const FIOASYNC: u64 = 0x5452;
+const FIOSETOWN: u64 = 0x8901;
+const SIOCSPGRP: u64 = 0x8902;
+/// `F_SETSIG` and `F_SETOWN_EX` (`include/uapi/asm-generic/fcntl.h`), not in the libc crate.
+const F_SETSIG: i32 = 10;
+const F_SETOWN_EX: i32 = 15;
 
 fn arch() -> Result<TargetArch> {
     TargetArch::try_from(std::env::consts::ARCH).map_err(|e| anyhow!("seccomp: {e}"))
@@ -56,9 +73,25 @@ pub fn program() -> Result<BpfProgram> {
     let ioctl = |req| -> Result<SeccompRule> {
         Ok(SeccompRule::new(vec![SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, req)?])?)
     };
-    rules.insert(libc::SYS_ioctl, vec![ioctl(TIOCSTI)?, ioctl(TIOCLINUX)?]);
+    let ioctls = [TIOCSTI, TIOCLINUX, FIOASYNC, FIOSETOWN, SIOCSPGRP];
+    rules.insert(libc::SYS_ioctl, ioctls.into_iter().map(ioctl).collect::<Result<_>>()?);
+    rules.insert(libc::SYS_fcntl, fcntl_rules()?);
     let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch()?)?;
     Ok(filter.try_into()?)
+}
+
+/// `fcntl` commands that would aim a signal through a descriptor (SPEC X3): the command is
+/// an `int`, compared on its low 32 bits; `F_SETFL` only when it sets `O_ASYNC`.
+fn fcntl_rules() -> Result<Vec<SeccompRule>> {
+    let cmd = |c: i32| SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, c as u64);
+    let mut rules = Vec::new();
+    for c in [F_SETSIG, libc::F_SETOWN, F_SETOWN_EX] {
+        rules.push(SeccompRule::new(vec![cmd(c)?])?);
+    }
+    let async_bit = libc::O_ASYNC as u64;
+    let sets_async = SeccompCondition::new(2, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(async_bit), async_bit)?;
+    rules.push(SeccompRule::new(vec![cmd(libc::F_SETFL)?, sets_async])?);
+    Ok(rules)
 }
 
 /// The program written to a sealed-off memfd at offset 0, for bwrap's `--seccomp FD`.

@@ -4,7 +4,8 @@
 //! (`pid_namespaces(7)`): no window before `--die-with-parent` is armed, no escaped daemon.
 
 use crate::channel::{INIT_FD, SECCOMP_FD, STDERR_FD};
-use crate::error::{failure, INTERNAL, UNAVAILABLE};
+use crate::error::{failure, INTERNAL, OS_ERROR, UNAVAILABLE};
+use crate::payload_args::ARGS_FD;
 use crate::pidfd::Pinned;
 use anyhow::{Context, Result};
 use std::ffi::CString;
@@ -65,7 +66,8 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 }
 
 /// Clone nest and have it exec `argv` (bwrap) with an empty environment, with the channel at
-/// fd 3, the caller's stderr at fd 4, `seccomp` at fd 5 and a pipe to snug at fd 2.
+/// fd 3, the caller's stderr at fd 4, `seccomp` at fd 5, the `payload_args` memfd at fd 6
+/// ([`ARGS_FD`]) and a pipe to snug at fd 2.
 ///
 /// Between clone and exec the child makes only raw system calls (async-signal-safe):
 /// `setpgid`, `prctl(PR_SET_PDEATHSIG)`, `poll` on snug's own pidfd (a snug killed before
@@ -75,7 +77,13 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 /// # Errors
 /// 69 when the kernel refuses the namespaces or the /proc mount (with the reason), 70 for
 /// other failures.
-pub fn nest(argv: &[String], channel: RawFd, seccomp: RawFd) -> Result<Nest> {
+pub fn nest(
+    argv: &[String],
+    channel: RawFd,
+    seccomp: RawFd,
+    payload_args: RawFd,
+    bounds: &crate::bounds::ForChild,
+) -> Result<Nest> {
     // SAFETY: plain syscall reading this process's effective uid.
     let root = unsafe { libc::geteuid() } == 0;
     let args = cstrings(argv)?;
@@ -87,10 +95,12 @@ pub fn nest(argv: &[String], channel: RawFd, seccomp: RawFd) -> Result<Nest> {
     let own = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
     let (err_r, err_w) = pipe()?; // nest's setup errors; EOF once bwrap is exec'd
     let (bw_r, bw_w) = pipe()?; // bwrap's stderr
-    let fds = [high(channel)?, high(2)?, high(seccomp)?, high(bw_w.as_raw_fd())?];
+    let fds = [high(channel)?, high(2)?, high(seccomp)?, high(bw_w.as_raw_fd())?, high(payload_args)?];
     drop(bw_w);
-    let raw: [RawFd; 4] = [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd(), fds[3].as_raw_fd()];
+    let raw: [RawFd; 5] =
+        [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd(), fds[3].as_raw_fd(), fds[4].as_raw_fd()];
 
+    let bounds_for_child = (bounds.procs_fds(), bounds.nproc);
     let mut flags = (libc::CLONE_PIDFD | libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64;
     if !root {
         flags |= libc::CLONE_NEWUSER as u64;
@@ -108,10 +118,14 @@ pub fn nest(argv: &[String], channel: RawFd, seccomp: RawFd) -> Result<Nest> {
     let pid = unsafe { libc::syscall(libc::SYS_clone3, &args3 as *const CloneArgs, std::mem::size_of::<CloneArgs>()) };
     if pid == 0 {
         // SAFETY: the child side, async-signal-safe calls only (see above).
-        unsafe { child(root, &map, own.raw(), err_w.as_raw_fd(), raw, &arg_ptrs, &env_ptrs) }
+        unsafe { child(root, &map, own.raw(), err_w.as_raw_fd(), raw, bounds_for_child, (&arg_ptrs, &env_ptrs)) }
     }
     if pid < 0 {
         let e = std::io::Error::last_os_error();
+        if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::ENOMEM)) {
+            // SPEC R4: a fork the system refused now is a run-time OS error, not a missing feature.
+            return Err(failure(OS_ERROR, format!("cannot start the sandbox: clone3: {}", crate::error::io_text(&e))));
+        }
         return Err(failure(
             UNAVAILABLE,
             format!("cannot create the sandbox's namespaces (clone3: {e}); `snug doctor` says why"),
@@ -130,6 +144,14 @@ pub fn nest(argv: &[String], channel: RawFd, seccomp: RawFd) -> Result<Nest> {
             if let Some(e) = nestproc::NestError::from_bytes(&buf) {
                 return Err(failure(UNAVAILABLE, e.to_string()));
             }
+        }
+        if buf.len() == 5 && buf[0] == 0xfc {
+            let errno = i32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]);
+            let e = crate::error::strerror(errno);
+            return Err(failure(
+                OS_ERROR,
+                format!("cannot put the sandbox under its bounds (cgroup or RLIMIT_NPROC): {e}"),
+            ));
         }
         if buf.len() == 5 && buf[0] == 0xff {
             let errno = i32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]);
@@ -150,9 +172,9 @@ unsafe fn child(
     map: &nestproc::IdMap,
     parent_pidfd: RawFd,
     err: RawFd,
-    fds: [RawFd; 4],
-    argv: &[*const libc::c_char],
-    envp: &[*const libc::c_char],
+    fds: [RawFd; 5],
+    bounds: ([RawFd; 2], Option<u64>),
+    (argv, envp): (&[*const libc::c_char], &[*const libc::c_char]),
 ) -> ! {
     let fail = |bytes: [u8; 5]| -> ! {
         // SAFETY: write/_exit are async-signal-safe; `bytes` lives in this frame.
@@ -174,6 +196,19 @@ unsafe fn child(
         if libc::poll(&mut p, 1, 0) != 0 {
             libc::_exit(INTERNAL); // snug died before the prctl took effect
         }
+        // SPEC K5: enter this run's cgroups before anything else is forked, so every
+        // sandbox process is born inside them (`0` means the writer, `cgroups(7)`).
+        for fd in bounds.0 {
+            if fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                fail(errno_bytes(0xfc));
+            }
+        }
+        if let Some(n) = bounds.1 {
+            let lim = libc::rlimit { rlim_cur: n, rlim_max: n };
+            if libc::setrlimit(libc::RLIMIT_NPROC, &lim) != 0 {
+                fail(errno_bytes(0xfc));
+            }
+        }
         if !root {
             if let Err(e) = map.write() {
                 fail(e.to_bytes());
@@ -186,11 +221,12 @@ unsafe fn child(
             || libc::dup2(fds[1], STDERR_FD) < 0
             || libc::dup2(fds[2], SECCOMP_FD) < 0
             || libc::dup2(fds[3], 2) < 0
+            || libc::dup2(fds[4], ARGS_FD) < 0
         {
             fail(errno_bytes(0xfe));
         }
         // Nothing else the caller left open reaches the sandbox.
-        libc::syscall(libc::SYS_close_range, SECCOMP_FD as u32 + 1, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+        libc::syscall(libc::SYS_close_range, ARGS_FD as u32 + 1, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
         if sigseal::seal().is_err() {
             fail(errno_bytes(0xfd));
         }

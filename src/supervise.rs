@@ -3,7 +3,7 @@
 //! is blocked in the kernel while the payload runs (SPEC B5).
 
 use crate::channel::{Channel, Order, Outbox, Received, Report, Resume};
-use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND, UNAVAILABLE};
+use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND};
 use crate::log::{log, signame};
 use crate::mode::Mode;
 use crate::pidfd::Pinned;
@@ -231,7 +231,8 @@ impl Supervisor {
             Report::Empty => log!("sandbox empty"),
             Report::ExecFailed(e) => self.exec_failed = Some(e),
             Report::InitFailed(e) => {
-                self.fail = Some(failure(INTERNAL, format!("sandbox init failed: {}", crate::error::strerror(e))));
+                let code = crate::error::errno_code(e, INTERNAL);
+                self.fail = Some(failure(code, format!("sandbox init failed: {}", crate::error::strerror(e))));
             }
         }
     }
@@ -356,7 +357,7 @@ impl Supervisor {
             let said = String::from_utf8_lossy(&self.bwrap_said);
             let line = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("exited before the sandbox started");
             let line = line.strip_prefix("bwrap: ").unwrap_or(line);
-            return Outcome::Fail(failure(UNAVAILABLE, format!("bwrap: {line}")));
+            return Outcome::Fail(failure(crate::error::bwrap_code(line), format!("bwrap: {line}")));
         }
         Outcome::Fail(failure(INTERNAL, "the sandbox ended without reporting the payload's status"))
     }

@@ -27,24 +27,18 @@ fn pipe(flags: libc::c_int) -> Result<[RawFd; 2], i32> {
 
 /// Fork the payload's process in the sandbox group, sealed (SPEC S1), under the terminal
 /// guard's filter when `guard` is given (its program and the socket for the listener, T11),
-/// waiting for a byte on
-/// the go pipe before it execs `program`. Init never blocks on it: a stop or a ^C that hits
+/// waiting for a byte on the go pipe before it execs `program` with `spec`'s argv and
+/// environment. Init never blocks on it: a stop or a ^C that hits
 /// it before its exec is seen by `waitpid` like any other, and an exec failure arrives on
 /// the error pipe, which init polls.
 pub fn spawn_held(
     program: &CString,
-    cmd: &[String],
+    spec: &crate::payload_args::Spec,
     guard: Option<(&[libc::sock_filter], RawFd)>,
 ) -> Result<Held, i32> {
-    let argv: Vec<CString> =
-        cmd.iter().map(|a| CString::new(a.as_str()).map_err(|_| libc::EINVAL)).collect::<Result<_, _>>()?;
-    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
+    let (ptrs, envp) = spec.pointers();
     let [go_r, go_w] = pipe(libc::O_CLOEXEC)?;
     let [err_r, err_w] = pipe(libc::O_CLOEXEC | libc::O_NONBLOCK)?;
-    extern "C" {
-        static environ: *const *const libc::c_char;
-    }
     // SAFETY: fork in a single-threaded process; the child makes only async-signal-safe
     // calls (seal, close, read, write, execve, _exit) before exec.
     let pid = unsafe { libc::fork() };
@@ -69,7 +63,8 @@ pub fn spawn_held(
                     libc::_exit(127); // init is gone
                 }
             }
-            libc::execve(program.as_ptr(), ptrs.as_ptr(), environ);
+            spec.close_closed(); // SPEC R2, after the last read of go_r
+            libc::execve(program.as_ptr(), ptrs.as_ptr(), envp.as_ptr());
             let e = errno().to_le_bytes();
             libc::write(err_w, e.as_ptr().cast(), 4);
             libc::_exit(127);

@@ -117,7 +117,11 @@ fn spawn(argv: &[String]) -> Result<(Pasta, std::process::ChildStdout)> {
             sigseal::seal().map_err(|e| std::io::Error::from_raw_os_error(e.0))
         });
     }
-    let mut child = cmd.spawn().map_err(|e| failure(UNAVAILABLE, format!("cannot run {}: {e}", argv[0])))?;
+    let mut child = cmd.spawn().map_err(|e| {
+        // SPEC R4: descriptors or processes refused now are a run-time OS error (71).
+        let code = e.raw_os_error().map_or(UNAVAILABLE, |n| crate::error::errno_code(n, UNAVAILABLE));
+        failure(code, format!("cannot run {}: {}", argv[0], crate::error::io_text(&e)))
+    })?;
     let pin = Pinned::open(child.id() as i32).context("pidfd_open(pasta)")?;
     let out = child.stdout.take().context("pasta's stdout")?;
     let err = child.stderr.take().map(OwnedFd::from);
@@ -222,7 +226,8 @@ impl Pasta {
         if line.contains("tun") && !tun_is_open_to_all() {
             line.push_str(" (/dev/net/tun is not mode 0666, which pasta needs when not root; see `snug doctor`)");
         }
-        failure(UNAVAILABLE, line)
+        // pasta out of descriptors (or processes, memory) is a run-time OS error (SPEC R4).
+        failure(crate::error::bwrap_code(&line), line)
     }
 
     /// The descriptor the supervisor polls while the sandbox runs: pasta's stderr (readable on

@@ -101,12 +101,54 @@ impl Host for RealHost {
     }
 
     fn read(&self, path: &Path) -> io::Result<Option<String>> {
-        match std::fs::read_to_string(path) {
+        match read_profile_file(path) {
             Ok(text) => Ok(Some(text)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
     }
+}
+
+/// The largest profile file snug reads (SPEC P4), in bytes.
+pub const MAX_PROFILE_BYTES: u64 = 1024 * 1024;
+
+/// Read a profile file that must be a regular file of at most [`MAX_PROFILE_BYTES`]
+/// (SPEC P4). Opened with `O_NONBLOCK`, so a FIFO cannot hang the open (`fifo(7)`); what it
+/// is gets checked with `fstat` on the open descriptor, so a symlink to /dev/zero or a device
+/// is refused before a byte is read; the read itself stops one byte past the bound.
+///
+/// # Errors
+/// The open's error, or `InvalidData` saying what is wrong with the file.
+pub fn read_profile_file(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        ""
+    };
+    if !what.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("not a regular file ({what})")));
+    }
+    let too_big = || io::Error::new(io::ErrorKind::InvalidData, format!("larger than {MAX_PROFILE_BYTES} bytes"));
+    if meta.len() > MAX_PROFILE_BYTES {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_PROFILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_PROFILE_BYTES {
+        return Err(too_big()); // it grew while being read
+    }
+    String::from_utf8(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not valid UTF-8"))
 }
 
 /// A fixed in-memory host for tests and golden files: the same answers on every machine.

@@ -1,0 +1,228 @@
+//! Bounds of the sandbox (SPEC K5): at most `--max-procs` processes (default 4096) and, with
+//! `--memory`, at most that much memory. Enforced by a cgroup snug creates below its own
+//! (pids.max; memory.max or v1 memory.limit_in_bytes, `cgroups(7)`) that the nest child
+//! enters before it execs bwrap, so every sandbox process is born inside it. Without a pids
+//! cgroup, the process cap falls back to `RLIMIT_NPROC` set in the nest child
+//! (`setrlimit(2)`): since Linux 5.14 it counts per user namespace, and the sandbox runs in
+//! its own one, so it bounds the sandbox alone, also for host root (whose own processes
+//! the kernel exempts). A memory bound has no such fallback: asking for one where no cgroup
+//! can be made is an error (69).
+
+pub mod cgroup;
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use crate::error::{failure, UNAVAILABLE, USAGE};
+use cgroup::Where;
+
+/// The default process cap (SPEC K5).
+pub const DEFAULT_MAX_PROCS: u64 = 4096;
+
+/// What the run asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most processes the sandbox may hold at once (`--max-procs`, profile `max_procs`).
+    pub max_procs: u64,
+    /// Most memory in bytes (`--memory`, profile `memory`); `None`: no bound.
+    pub memory: Option<u64>,
+}
+
+/// How one bound is enforced here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mechanism {
+    /// A cgroup created below `Where`'s directory.
+    Cgroup(Where),
+    /// `RLIMIT_NPROC` in the sandbox's user namespace.
+    Rlimit,
+    /// Not enforced, and why.
+    Unavailable(String),
+}
+
+impl Mechanism {
+    /// One line for `doctor` and `--dry-run`.
+    pub fn describe(&self) -> String {
+        match self {
+            Mechanism::Cgroup(w) => format!("{} (a cgroup below {})", w.word(), w.dir().display()),
+            Mechanism::Rlimit => "RLIMIT_NPROC in the sandbox's user namespace".into(),
+            Mechanism::Unavailable(why) => format!("unavailable: {why}"),
+        }
+    }
+
+    /// The word for `--json`: `cgroup-v1`, `cgroup-v2`, `rlimit`, `unavailable`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Mechanism::Cgroup(Where::V1(_)) => "cgroup-v1",
+            Mechanism::Cgroup(Where::V2(_)) => "cgroup-v2",
+            Mechanism::Rlimit => "rlimit",
+            Mechanism::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
+fn usable(controller: &str) -> Result<Where, String> {
+    let w = cgroup::find(controller)?;
+    if cgroup::writable(w.dir()) {
+        Ok(w)
+    } else {
+        Err(format!("{} {} is not writable by this user (no delegated cgroup)", w.word(), w.dir().display()))
+    }
+}
+
+/// Which mechanism enforces (processes, memory) on this host for this user.
+pub fn plan() -> (Mechanism, Mechanism) {
+    let procs = usable("pids").map_or(Mechanism::Rlimit, Mechanism::Cgroup);
+    let memory = match usable("memory") {
+        Ok(w) => Mechanism::Cgroup(w),
+        Err(why) => Mechanism::Unavailable(why),
+    };
+    (procs, memory)
+}
+
+/// What the nest child must do before it execs bwrap; built before the clone.
+pub struct ForChild {
+    /// `cgroup.procs` of each cgroup to enter (the child writes `0`, meaning itself).
+    procs: Vec<OwnedFd>,
+    /// `RLIMIT_NPROC` to set, when no pids cgroup holds the cap.
+    pub nproc: Option<u64>,
+}
+
+impl ForChild {
+    /// The descriptors to write `0` into, -1 for none (a fixed array: no allocation in the child).
+    pub fn procs_fds(&self) -> [RawFd; 2] {
+        let mut fds = [-1; 2];
+        for (slot, fd) in fds.iter_mut().zip(&self.procs) {
+            *slot = fd.as_raw_fd();
+        }
+        fds
+    }
+}
+
+/// The cgroups this run created, removed by [`cleanup`].
+static CREATED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Set up the bounds for one run: remove stale cgroups of dead snugs, create this run's,
+/// write their limits. Logged under `-v`.
+///
+/// # Errors
+/// 69 when `--memory` was asked for and no cgroup can hold it; 71 when creating or
+/// writing a cgroup snug may create fails.
+pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
+    let (procs, memory) = plan();
+    let mut out = ForChild { procs: Vec::new(), nproc: None };
+    let mut make = |w: &Where, files: Vec<(&str, String)>| -> anyhow::Result<()> {
+        cgroup::remove_stale(w.dir());
+        let (dir, fd) = cgroup::create(w.dir(), &files).map_err(|e| failure(crate::error::OS_ERROR, e))?;
+        crate::log::log!(
+            "bound: {} in {}",
+            files.iter().map(|(f, v)| format!("{f}={v}")).collect::<Vec<_>>().join(" "),
+            dir.display()
+        );
+        CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(dir);
+        out.procs.push(fd);
+        Ok(())
+    };
+    let pids = ("pids.max", limits.max_procs.to_string());
+    let mem_file = |w: &Where| if matches!(w, Where::V1(_)) { "memory.limit_in_bytes" } else { "memory.max" };
+    match (&procs, &memory, limits.memory) {
+        // One v2 cgroup holds both.
+        (Mechanism::Cgroup(p @ Where::V2(_)), Mechanism::Cgroup(Where::V2(_)), Some(bytes)) => {
+            make(p, vec![pids, (mem_file(p), bytes.to_string())])?;
+        }
+        _ => {
+            match &procs {
+                Mechanism::Cgroup(w) => make(w, vec![pids])?,
+                _ => out.nproc = Some(limits.max_procs),
+            }
+            if let Some(bytes) = limits.memory {
+                match &memory {
+                    Mechanism::Cgroup(w) => make(w, vec![(mem_file(w), bytes.to_string())])?,
+                    m => {
+                        return Err(failure(UNAVAILABLE, format!("--memory cannot be enforced here: {}", m.describe())))
+                    }
+                }
+            }
+        }
+    }
+    if out.nproc.is_some() {
+        crate::log::log!("bound: RLIMIT_NPROC={} in the sandbox's user namespace", limits.max_procs);
+    }
+    Ok(out)
+}
+
+/// Remove the cgroups this run created (the sandbox is gone by now).
+pub fn cleanup() {
+    let dirs = std::mem::take(&mut *CREATED.lock().unwrap_or_else(|e| e.into_inner()));
+    for d in dirs.iter().rev() {
+        cgroup::remove(d);
+    }
+}
+
+/// Parse a memory size: bytes, or a number with `K`, `M`, `G`, `T` (powers of 1024; an
+/// optional `iB`/`B` after it, any case).
+///
+/// # Errors
+/// A one-line reason.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let lower = t.to_ascii_lowercase();
+    let body = lower.strip_suffix("ib").or_else(|| lower.strip_suffix('b')).unwrap_or(&lower);
+    let (num, shift) = match body.chars().last() {
+        Some('k') => (&body[..body.len() - 1], 10),
+        Some('m') => (&body[..body.len() - 1], 20),
+        Some('g') => (&body[..body.len() - 1], 30),
+        Some('t') => (&body[..body.len() - 1], 40),
+        _ => (body, 0),
+    };
+    let n: u64 = num.trim().parse().map_err(|_| format!("{text:?} is not a size (examples: 512M, 2G)"))?;
+    let bytes = n.checked_mul(1u64 << shift).ok_or_else(|| format!("{text:?} is too large"))?;
+    if bytes < 1 << 20 {
+        return Err(format!("{text:?} is below 1M, too little to start anything"));
+    }
+    Ok(bytes)
+}
+
+/// [`parse_size`] for the command line: a usage error (64).
+///
+/// # Errors
+/// As [`parse_size`].
+pub fn parse_size_arg(text: &str) -> anyhow::Result<u64> {
+    parse_size(text).map_err(|e| failure(USAGE, format!("--memory: {e}")))
+}
+
+/// The `bounds` part of the dry-run plan: (text lines, JSON value).
+pub fn plan_for_dry_run(limits: &Limits) -> (String, serde_json::Value) {
+    let (procs, memory) = plan();
+    let mut text = format!("bounds:\n  processes {:<10} {}\n", limits.max_procs, procs.describe());
+    let mem = limits.memory.map_or("none".to_string(), |b| b.to_string());
+    let mem_how = if limits.memory.is_some() {
+        memory.describe()
+    } else {
+        format!("not asked (--memory); {}", memory.describe())
+    };
+    text.push_str(&format!("  memory    {mem:<10} {mem_how}\n"));
+    let json = serde_json::json!({
+        "max_procs": limits.max_procs,
+        "procs_mechanism": procs.word(),
+        "memory": limits.memory,
+        "memory_mechanism": memory.word(),
+    });
+    (text, json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k5_sizes() {
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert!(parse_size("12").is_err());
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+}

@@ -1,0 +1,228 @@
+//! The cgroups snug may use for its bounds (SPEC K5): always one it creates directly below
+//! the cgroup snug itself runs in, in each hierarchy (`/proc/self/cgroup`, `cgroups(7)`);
+//! no other cgroup is ever moved, limited or removed. cgroup v1 hierarchies (`pids`,
+//! `memory`) and the v2 unified hierarchy are both understood; v2 only when snug's cgroup
+//! already enables the controller for its children (`cgroup.subtree_control`), since
+//! enabling it would change snug's own cgroup, which holds processes.
+
+use std::fs;
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+/// Prefix of the cgroups snug creates: `snug-PID-STARTTIME-PIDNS` (start time in clock
+/// ticks since boot, `proc(5)` field 22; the inode of snug's pid namespace, since pids mean
+/// something only inside one), so a stale one can be told from a live one exactly.
+const PREFIX: &str = "snug-";
+
+/// A cgroup of another pid namespace's snug is judged by age: one that is empty and older
+/// than this cannot belong to a live run (a run's nest sits in it from its first
+/// milliseconds to its end).
+const FOREIGN_STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The inode of this process's pid namespace (`/proc/self/ns/pid`, `namespaces(7)`).
+fn pid_ns() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino())
+}
+
+/// A controller as snug can reach it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Where {
+    /// A cgroup v1 hierarchy for this controller; the directory of snug's own cgroup there.
+    V1(PathBuf),
+    /// The cgroup v2 hierarchy; the directory of snug's own cgroup there.
+    V2(PathBuf),
+}
+
+impl Where {
+    /// The directory of snug's own cgroup in this hierarchy.
+    pub fn dir(&self) -> &Path {
+        match self {
+            Where::V1(d) | Where::V2(d) => d,
+        }
+    }
+
+    /// `cgroup v1` or `cgroup v2`, for people.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Where::V1(_) => "cgroup v1",
+            Where::V2(_) => "cgroup v2",
+        }
+    }
+}
+
+/// `(hierarchy id, controllers, path)` per line of `/proc/self/cgroup`.
+fn own_cgroups() -> Vec<(String, Vec<String>, String)> {
+    let text = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(3, ':');
+            let (id, ctl, path) = (it.next()?, it.next()?, it.next()?);
+            Some((id.to_string(), ctl.split(',').filter(|c| !c.is_empty()).map(String::from).collect(), path.into()))
+        })
+        .collect()
+}
+
+/// `(mount root, mount point, fstype, super options)` of each cgroup mount (`proc(5)`,
+/// /proc/self/mountinfo).
+fn cgroup_mounts() -> Vec<(String, PathBuf, String, Vec<String>)> {
+    let text = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let f: Vec<&str> = left.split(' ').collect();
+            let r: Vec<&str> = right.split(' ').collect();
+            let fstype = *r.first()?;
+            if fstype != "cgroup" && fstype != "cgroup2" {
+                return None;
+            }
+            let opts = r.get(2).map(|o| o.split(',').map(String::from).collect()).unwrap_or_default();
+            Some((unescape(f.get(3)?), PathBuf::from(unescape(f.get(4)?)), fstype.to_string(), opts))
+        })
+        .collect()
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+fn unescape(s: &str) -> String {
+    s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+}
+
+/// The directory for cgroup `path` of a hierarchy mounted at `point` from `root`.
+fn join(point: &Path, root: &str, path: &str) -> Option<PathBuf> {
+    let rel = if root == "/" { path } else { path.strip_prefix(root)? };
+    Some(point.join(rel.trim_start_matches('/')))
+}
+
+/// Where `controller` (`pids`, `memory`) can be bounded by snug, or why not.
+pub fn find(controller: &str) -> Result<Where, String> {
+    let mounts = cgroup_mounts();
+    let own = own_cgroups();
+    if let Some((_, _, path)) = own.iter().find(|(_, c, _)| c.iter().any(|c| c == controller)) {
+        let m = mounts.iter().find(|m| m.2 == "cgroup" && m.3.iter().any(|o| o == controller));
+        return match m.and_then(|(root, point, _, _)| join(point, root, path)) {
+            Some(dir) if dir.is_dir() => Ok(Where::V1(dir)),
+            _ => Err(format!("the cgroup v1 {controller} hierarchy is not mounted where snug can see it")),
+        };
+    }
+    let Some((_, _, path)) = own.iter().find(|(id, c, _)| id == "0" && c.is_empty()) else {
+        return Err(format!("no cgroup {controller} controller on this host"));
+    };
+    let Some(dir) = mounts.iter().find(|m| m.2 == "cgroup2").and_then(|(root, point, _, _)| join(point, root, path))
+    else {
+        return Err("cgroup2 is not mounted".into());
+    };
+    let enabled = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+    if !enabled.split_whitespace().any(|c| c == controller) {
+        return Err(format!(
+            "cgroup v2: {controller} is not enabled for the children of snug's cgroup {}",
+            dir.display()
+        ));
+    }
+    Ok(Where::V2(dir))
+}
+
+/// Whether snug may create a cgroup in `dir` (write and search permission, `access(2)`).
+pub fn writable(dir: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else { return false };
+    // SAFETY: a NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
+/// The start time of `pid` in clock ticks since boot (`proc(5)`, stat field 22).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..].split(' ').nth(19)?.parse().ok()
+}
+
+/// This snug's cgroup name.
+pub fn own_name() -> String {
+    let pid = std::process::id();
+    format!("{PREFIX}{pid}-{}-{}", start_time(pid).unwrap_or(0), pid_ns())
+}
+
+/// Remove cgroups a snug killed by SIGKILL left in `dir`: only names snug makes, only when
+/// that snug is gone (same pid namespace: its pid and start time no longer match; another
+/// one: empty for [`FOREIGN_STALE_AFTER`]); a cgroup that still holds a process stays
+/// (`rmdir` fails with EBUSY).
+pub fn remove_stale(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    let ours = pid_ns();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(PREFIX) else { continue };
+        let words: Vec<u64> = rest.split('-').filter_map(|w| w.parse().ok()).collect();
+        let &[pid, start, ns] = words.as_slice() else { continue };
+        let gone = if ns == ours {
+            start_time(pid as u32) != Some(start)
+        } else {
+            let age = e.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok());
+            age.is_some_and(|a| a > FOREIGN_STALE_AFTER)
+        };
+        if gone {
+            let _ = fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// Create `dir/NAME`, write `files` (name, value) into it, and open its `cgroup.procs` for
+/// the nest child to write `0` into (moving itself, `cgroups(7)`).
+///
+/// # Errors
+/// The failing step, as text.
+pub fn create(parent: &Path, files: &[(&str, String)]) -> Result<(PathBuf, OwnedFd), String> {
+    let dir = parent.join(own_name());
+    fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {}", dir.display(), crate::error::io_text(&e)))?;
+    let set = || -> Result<OwnedFd, String> {
+        for (file, value) in files {
+            let path = dir.join(file);
+            let w = fs::OpenOptions::new().write(true).open(&path).and_then(|mut f| f.write_all(value.as_bytes()));
+            w.map_err(|e| format!("cannot write {value} to {}: {}", path.display(), crate::error::io_text(&e)))?;
+        }
+        let procs = dir.join("cgroup.procs");
+        let f = fs::OpenOptions::new().write(true).open(&procs);
+        Ok(f.map_err(|e| format!("cannot open {}: {}", procs.display(), crate::error::io_text(&e)))?.into())
+    };
+    match set() {
+        Ok(fd) => Ok((dir, fd)),
+        Err(e) => {
+            let _ = fs::remove_dir(&dir);
+            Err(e)
+        }
+    }
+}
+
+/// Remove a cgroup snug created, once the sandbox is gone. Processes of a pid namespace
+/// that has just been reaped may still be leaving the cgroup: retry EBUSY briefly (at most
+/// 50 ms in all); a cgroup left behind is removed by the next run ([`remove_stale`]).
+pub fn remove(dir: &Path) {
+    for _ in 0..50 {
+        match fs::remove_dir(dir) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            _ => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k5_join_under_mount_root() {
+        assert_eq!(join(Path::new("/sys/fs/cgroup/pids"), "/", "/a/b"), Some(PathBuf::from("/sys/fs/cgroup/pids/a/b")));
+        assert_eq!(join(Path::new("/sys/fs/cgroup"), "/ctr", "/ctr/x"), Some(PathBuf::from("/sys/fs/cgroup/x")));
+        assert_eq!(join(Path::new("/sys/fs/cgroup"), "/ctr", "/other"), None);
+        assert_eq!(join(Path::new("/sys/fs/cgroup"), "/", "/"), Some(PathBuf::from("/sys/fs/cgroup/")));
+    }
+
+    #[test]
+    fn k5_own_name_carries_pid_and_start() {
+        let name = own_name();
+        let rest = name.strip_prefix(PREFIX).expect("prefix");
+        let w: Vec<u64> = rest.split('-').map(|w| w.parse().expect("number")).collect();
+        assert_eq!(w.len(), 3);
+        assert_eq!(w[0], u64::from(std::process::id()));
+        assert!(w[1] > 0 && w[2] > 0);
+    }
+}

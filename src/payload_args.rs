@@ -1,0 +1,238 @@
+//! The payload's argv, environment and closed standard descriptors, carried from snug to
+//! the sandbox init in a memfd at [`ARGS_FD`] rather than on bwrap's command line (SPEC R7,
+//! R2). bwrap caps its own argv at 9000 words and takes text only; a memfd carries any
+//! bytes and as many as `execve(2)` accepts.
+//!
+//! Layout (little-endian): `b"SNUGARGS"`, `u32` closed-descriptor mask (bit n: fd n of
+//! 0–2 was closed when snug started), `u32` argc, then argc × (`u32` length, bytes), `u32`
+//! envc, then envc × (`u32` length, `NAME=VALUE` bytes). No NULs inside a word.
+
+use std::ffi::{CString, OsString};
+use std::io::{Read, Seek, Write};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Descriptor number of the memfd in bwrap and init (after the channel's 3–5).
+pub const ARGS_FD: RawFd = 6;
+
+const MAGIC: &[u8; 8] = b"SNUGARGS";
+/// `execve(2)` takes at most this many bytes of argv and envp together on Linux
+/// (`MAX_ARG_STRLEN` × 32 pages is above any stack rlimit in use); a bound on what init reads.
+const MAX_BYTES: u64 = 1 << 30;
+
+/// Which of fds 0–2 were closed when snug started (bit n for fd n), recorded before Rust's
+/// runtime reopens them on /dev/null (SPEC R2).
+static CLOSED_AT_START: AtomicU32 = AtomicU32::new(0);
+
+/// Runs from `.init_array`, before Rust's runtime initialises (std reopens a closed fd 0–2
+/// as /dev/null in its own start-up, so `main` is too late to see it). A constructor rather
+/// than a `#[no_main]` C `main` keeps the rest of std's start-up (SIGPIPE, stack guard).
+extern "C" fn record_closed() {
+    let mut mask = 0;
+    for fd in 0..3 {
+        // SAFETY: F_GETFD only reads the descriptor table.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            mask |= 1 << fd;
+        }
+    }
+    CLOSED_AT_START.store(mask, Ordering::Relaxed);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static RECORD_CLOSED: extern "C" fn() = record_closed;
+
+/// The mask [`record_closed`] saw.
+pub fn closed_at_start() -> u32 {
+    CLOSED_AT_START.load(Ordering::Relaxed)
+}
+
+fn put(out: &mut Vec<u8>, word: &[u8]) {
+    out.extend_from_slice(&(word.len() as u32).to_le_bytes());
+    out.extend_from_slice(word);
+}
+
+/// The encoded form of `argv`, `env` and `closed` (layout in the module doc).
+pub fn encode(argv: &[OsString], env: &[(String, String)], closed: u32) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&closed.to_le_bytes());
+    out.extend_from_slice(&(argv.len() as u32).to_le_bytes());
+    for a in argv {
+        put(&mut out, a.as_bytes());
+    }
+    out.extend_from_slice(&(env.len() as u32).to_le_bytes());
+    for (k, v) in env {
+        put(&mut out, format!("{k}={v}").as_bytes());
+    }
+    out
+}
+
+/// A close-on-exec memfd holding [`encode`]'s bytes, rewound, for [`ARGS_FD`].
+///
+/// # Errors
+/// `memfd_create(2)` or write errors; a NUL byte in an argument is a usage error.
+pub fn memfd(argv: &[OsString], env: &[(String, String)]) -> anyhow::Result<OwnedFd> {
+    if let Some(a) = argv.iter().find(|a| a.as_bytes().contains(&0)) {
+        return Err(crate::error::failure(crate::error::USAGE, format!("argument contains a NUL byte: {a:?}")));
+    }
+    // SAFETY: NUL-terminated name; the new descriptor is owned below.
+    let fd = unsafe { libc::memfd_create(c"snug-args".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(anyhow::Error::new(std::io::Error::last_os_error()).context("memfd_create"));
+    }
+    // SAFETY: just created, owned by nobody else.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.write_all(&encode(argv, env, closed_at_start()))?;
+    file.rewind()?;
+    Ok(file.into())
+}
+
+/// What init needs to start the payload.
+pub struct Spec {
+    /// argv, `argv[0]` first.
+    pub argv: Vec<CString>,
+    /// The whole environment, `NAME=VALUE`.
+    pub env: Vec<CString>,
+    /// Bit n: fd n must be closed in the payload (SPEC R2).
+    pub closed: u32,
+}
+
+/// A cursor over the memfd's bytes; every read is bounds-checked.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.bytes.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn words(&mut self) -> Option<Vec<CString>> {
+        let n = self.u32()? as usize;
+        let mut v = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let len = self.u32()? as usize;
+            v.push(CString::new(self.take(len)?).ok()?);
+        }
+        Some(v)
+    }
+}
+
+fn decode(bytes: &[u8]) -> Option<Spec> {
+    let mut c = Cursor { bytes, at: 0 };
+    if c.take(8)? != MAGIC {
+        return None;
+    }
+    let closed = c.u32()?;
+    let argv = c.words()?;
+    let env = c.words()?;
+    Some(Spec { argv, env, closed })
+}
+
+/// Read the spec from [`ARGS_FD`] and close it (init side).
+///
+/// # Errors
+/// An `errno`: the read's, or `EINVAL` for a malformed memfd.
+pub fn receive() -> Result<Spec, i32> {
+    // SAFETY: ARGS_FD was set up by snug's nest for exactly this process; owned from here.
+    let mut file = unsafe { std::fs::File::from_raw_fd(ARGS_FD) };
+    let mut bytes = Vec::new();
+    (&mut file).take(MAX_BYTES).read_to_end(&mut bytes).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    decode(&bytes).ok_or(libc::EINVAL)
+}
+
+impl Spec {
+    /// The value of `name` in the payload's environment.
+    pub fn var(&self, name: &str) -> Option<&[u8]> {
+        self.env.iter().find_map(|e| e.as_bytes().strip_prefix(name.as_bytes())?.strip_prefix(b"="))
+    }
+
+    /// NULL-terminated pointer arrays for `execve(2)`: (argv, envp). They borrow `self`.
+    pub fn pointers(&self) -> (Vec<*const libc::c_char>, Vec<*const libc::c_char>) {
+        let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+        (ptrs(&self.argv), ptrs(&self.env))
+    }
+
+    /// Close again in this process what the caller had closed (SPEC R2). Only `close(2)`:
+    /// safe between fork and exec.
+    pub fn close_closed(&self) {
+        for fd in 0..3 {
+            if self.closed & (1 << fd) != 0 {
+                // SAFETY: async-signal-safe close of a standard descriptor in the payload's
+                // own process before its exec.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+}
+
+/// The payload's program: CMD itself when it has a slash, else the first match on the
+/// payload's `$PATH`, as `execvp(3)` searches; the error is the `errno` snug turns into 126
+/// or 127 (SPEC R4).
+pub fn resolve(spec: &Spec) -> Result<CString, i32> {
+    let cmd = spec.argv.first().map(|c| c.as_bytes()).ok_or(libc::ENOENT)?;
+    if cmd.contains(&b'/') {
+        return CString::new(cmd).map_err(|_| libc::EINVAL);
+    }
+    if cmd.is_empty() {
+        return Err(libc::ENOENT);
+    }
+    let path = spec.var("PATH").unwrap_or(b"/usr/bin:/bin");
+    let mut seen_eacces = false;
+    for dir in path.split(|b| *b == b':').filter(|d| !d.is_empty()) {
+        let full = [dir, b"/", cmd].concat();
+        let cand = CString::new(full.clone()).map_err(|_| libc::EINVAL)?;
+        // SAFETY: `cand` is NUL-terminated.
+        if unsafe { libc::access(cand.as_ptr(), libc::X_OK) } == 0 {
+            if std::fs::metadata(std::ffi::OsStr::from_bytes(&full)).is_ok_and(|m| m.is_file()) {
+                return Ok(cand);
+            }
+        } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::EACCES) {
+            seen_eacces = true;
+        }
+    }
+    Err(if seen_eacces { libc::EACCES } else { libc::ENOENT })
+}
+
+/// `argv` as one line for people (`--dry-run`, logs): non-UTF-8 bytes shown as U+FFFD.
+pub fn lossy(argv: &[OsString]) -> Vec<String> {
+    argv.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    #[test]
+    fn r7_round_trip_of_any_bytes() {
+        let argv: Vec<OsString> = vec![OsString::from("sh"), OsString::from_vec(vec![0xff, b'x']), OsString::from("")];
+        let env = vec![("PATH".to_string(), "/bin".to_string()), ("A".to_string(), "b=c".to_string())];
+        let spec = decode(&encode(&argv, &env, 0b010)).expect("decodes");
+        assert_eq!(
+            spec.argv.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>(),
+            [b"sh".to_vec(), vec![0xff, b'x'], vec![]]
+        );
+        assert_eq!(spec.var("PATH"), Some(&b"/bin"[..]));
+        assert_eq!(spec.var("A"), Some(&b"b=c"[..]));
+        assert_eq!(spec.closed, 0b010);
+        let (a, e) = spec.pointers();
+        assert_eq!((a.len(), e.len()), (4, 3));
+    }
+
+    #[test]
+    fn r7_truncated_input_is_refused() {
+        let bytes = encode(&[OsString::from("true")], &[], 0);
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! Issue 11: hostile payloads and odd input. Arguments of any bytes and count (R7), closed
+//! descriptors (R2), signals through descriptors (X3), hostile profile files (P4), exit
+//! categories (R4) and bounds (K5), each as root and as the unprivileged user.
+
+mod common;
+
+#[path = "hostile/args.rs"]
+mod args;
+#[path = "hostile/bounds.rs"]
+mod bounds;
+#[path = "hostile/exit_codes.rs"]
+mod exit_codes;
+#[path = "hostile/fown.rs"]
+mod fown;
+#[path = "hostile/profiles.rs"]
+mod profiles;

@@ -1,0 +1,64 @@
+//! R4: 69 only for a missing host capability; 71 for operating-system errors at run time.
+
+use crate::common::*;
+use std::process::Command;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn one_line(o: &Out, want: i32, what: &str) {
+    assert_eq!(code(o.status), want, "{what}: {}", o.err);
+    assert_eq!(o.err.lines().count(), 1, "{what}: {}", o.err);
+    assert!(o.err.starts_with("snug: "), "{what}: {}", o.err);
+}
+
+/// R4: bwrap missing → 69 (the one capability case here); a DIR the user cannot enter → 71;
+/// too few descriptors → 71 (it was 70, and 69 for the directory: the positive control is
+/// the old code these replaced, seen failing in issue 11's reproduction).
+#[test]
+fn r4_exit_categories() {
+    let dir = workdir(Who::Root);
+    let mut c = snug_cmd(Who::Root, dir.path(), &["--", "true"]);
+    c.env("PATH", "/nonexistent");
+    one_line(&run_bounded(&mut c, LIMIT), 69, "no bwrap");
+    // Descriptors: snug needs about 18 free ones; with a limit of 12 it cannot start.
+    let s = format!("ulimit -n 12; exec {} -- true", snug().display());
+    one_line(&run_bounded(Command::new("bash").arg("-c").arg(s).current_dir(dir.path()), LIMIT), 71, "descriptors");
+    for who in everyone() {
+        if who == Who::Root {
+            continue; // root enters any directory
+        }
+        let d = workdir(who);
+        let locked = d.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        crate::args::chown_tree(who, d.path());
+        std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+        let o = run_bounded(&mut snug_cmd(who, d.path(), &[locked.to_str().unwrap(), "--", "true"]), LIMIT);
+        one_line(&o, 71, "a DIR that cannot be entered");
+    }
+}
+
+/// R4: a fork the system refuses (EAGAIN) → 71. snug runs in a pids cgroup of the test's own
+/// with pids.max 1, so its clone3 of the sandbox fails; cgroup v1 hosts only (skipped
+/// elsewhere), root only.
+#[test]
+fn r4_fork_refused_is_an_os_error() {
+    if !is_root() {
+        return;
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let Some(path) = own.lines().find_map(|l| l.split(":pids:").nth(1)) else {
+        return eprintln!("skipped: no cgroup v1 pids hierarchy");
+    };
+    let cg = std::path::PathBuf::from(format!("/sys/fs/cgroup/pids{}", path.trim_end_matches('/')))
+        .join(format!("snugtest-r4-{}", std::process::id()));
+    if std::fs::create_dir(&cg).is_err() {
+        return eprintln!("skipped: cannot create {}", cg.display());
+    }
+    std::fs::write(cg.join("pids.max"), "1").unwrap();
+    let dir = workdir(Who::Root);
+    let s = format!("echo 0 > {}/cgroup.procs && exec {} -- true", cg.display(), snug().display());
+    let o = run_bounded(Command::new("sh").arg("-c").arg(s).current_dir(dir.path()), LIMIT);
+    let _ = std::fs::remove_dir(&cg);
+    one_line(&o, 71, "fork refused");
+}
