@@ -44,8 +44,13 @@ fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
     for (k, v) in &policy.env {
         let _ = writeln!(out, "  {k}={}", quote(v));
     }
-    out.push_str("bwrap:\n");
+    out.push_str("bwrap, as snug runs it (--seccomp and /run/snug/init read descriptors only snug passes,\n");
+    out.push_str("so pasted this line fails):\n");
     let _ = writeln!(out, "  {}", quote_line(argv));
+    let net = if policy.net { ", no network (pasta attaches only under snug)" } else { "" };
+    let _ =
+        writeln!(out, "by hand (the same sandbox without snug's seccomp filter and init{net}; runs pasted into sh):");
+    let _ = writeln!(out, "  {}", quote_line(&by_hand(argv)));
     for (name, words) in extra {
         let _ = writeln!(out, "{name}:\n  {}", quote_line(words));
     }
@@ -61,6 +66,7 @@ fn render_json(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
         "env": env,
         "net": policy.net,
         "bwrap": argv,
+        "bwrap_by_hand": by_hand(argv),
     });
     if let Value::Object(map) = &mut obj {
         for (name, words) in extra {
@@ -72,6 +78,36 @@ fn render_json(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
     let mut text = serde_json::to_string_pretty(&obj).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// `argv` without what only snug can supply, so that it runs pasted into a shell: no
+/// `--seccomp FD` (a descriptor snug fills), no init (it needs snug's channel on fds 3 and 4:
+/// `--ro-bind SNUG /run/snug/init` and `--as-pid-1` go, CMD follows `--` directly).
+pub fn by_hand(argv: &[String]) -> Vec<String> {
+    let init = crate::bwrap::INIT_PATH;
+    let mut out = Vec::with_capacity(argv.len());
+    let mut i = 0;
+    while i < argv.len() {
+        let w = argv[i].as_str();
+        match w {
+            "--as-pid-1" => i += 1,
+            "--seccomp" => i += 2,
+            "--ro-bind" if argv.get(i + 2).is_some_and(|d| d == init) => i += 3,
+            "--" if argv.get(i + 1).is_some_and(|d| d == init) => {
+                // `-- /run/snug/init --snug-init MODE -- CMD…` becomes `-- CMD…`.
+                let rest = &argv[i + 2..];
+                let cmd = rest.iter().position(|a| a == "--").map_or(rest, |at| &rest[at + 1..]);
+                out.push("--".to_string());
+                out.extend(cmd.iter().cloned());
+                return out;
+            }
+            _ => {
+                out.push(w.to_string());
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 fn kind_word(kind: MountKind) -> &'static str {
