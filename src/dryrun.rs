@@ -188,6 +188,17 @@ mod tests {
     }
 
     #[test]
+    fn o1_by_hand_drops_what_only_snug_supplies() {
+        let policy = golden::policy(&golden::request(&[], false));
+        let argv = command_line(&policy, &golden::launch());
+        let hand = by_hand(&argv);
+        assert!(!hand.iter().any(|a| a == "--seccomp" || a == "--as-pid-1" || a.starts_with("/run/snug")));
+        let dd = hand.iter().position(|a| a == "--").expect("--");
+        assert_eq!(hand[dd + 1..], ["sh", "-c", "echo 'hi there'"]);
+        assert_eq!(hand.len(), argv.len() - 3 - 2 - 1 - 4);
+    }
+
+    #[test]
     fn o1_text_golden() {
         golden::check("dryrun-defaults.txt", &plan(&[], false));
         golden::check("dryrun-net-dev.txt", &plan(&["@net", "dev"], false));
