@@ -25,9 +25,7 @@ pub fn missing_dashes(cli: &Command, args: &[OsString]) -> Option<String> {
     // An existing directory is DIR: the command starts at the next word (`snug ~/p make`).
     let (dir, cmd_at) = if Path::new(words[first]).is_dir() { (Some(first), first + 1) } else { (None, first) };
     let cmd = words.get(cmd_at)?;
-    if on_path(cmd, &caller_path()).is_none() {
-        return None;
-    }
+    on_path(cmd, &caller_path())?;
     let mut line: Vec<&str> = vec!["snug"];
     line.extend(&words[..first]);
     line.extend(dir.map(|d| words[d]));
