@@ -22,6 +22,10 @@ pub enum Command {
     ProfileList,
     /// `snug profile show NAME` (SPEC O3).
     ProfileShow(String),
+    /// `snug completions SHELL`: the shell completion script (SPEC O7).
+    Completions(clap_complete::Shell),
+    /// `snug manpage`: snug(1) in roff (SPEC O7).
+    Manpage,
 }
 
 /// Options of a run.
@@ -64,7 +68,7 @@ impl RunArgs {
     name = "snug",
     version,
     about = "Run a command in a bubblewrap sandbox: DIR writable, the rest of the system read-only or hidden",
-    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME",
+    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug completions bash|zsh|fish\n       snug manpage",
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -108,6 +112,13 @@ enum Sub {
         #[command(subcommand)]
         what: ProfileSub,
     },
+    /// Print the completion script for SHELL (bash, zsh, fish)
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page snug(1) in roff
+    Manpage,
 }
 
 #[derive(Subcommand, Debug)]
@@ -122,7 +133,7 @@ enum ProfileSub {
 }
 
 /// Words that name a subcommand; a DIR spelt so must be written with a path (`./doctor`).
-const SUBCOMMANDS: [&str; 2] = ["doctor", "profile"];
+const SUBCOMMANDS: [&str; 4] = ["doctor", "profile", "completions", "manpage"];
 
 /// Parse snug's own command line. `--help` and `--version` print and exit 0 here.
 ///
@@ -141,7 +152,8 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             // Help and version are answers, not errors: print them and end with 0.
@@ -152,13 +164,24 @@ where
             // Only `snug profile` gets here; clap would print its whole help as the error.
             return Err(failure(USAGE, "profile needs a subcommand: list, or show NAME"));
         }
-        Err(e) => return Err(failure(USAGE, usage_line(&e.render().to_string()))),
+        Err(e) => {
+            let line = crate::hints::missing_dashes(&definition(), &args);
+            return Err(failure(USAGE, line.unwrap_or_else(|| usage_line(&e.render().to_string()))));
+        }
     };
     match cli.sub {
         Some(Sub::Doctor) => return Ok(Command::Doctor),
         Some(Sub::Profile { what: ProfileSub::List }) => return Ok(Command::ProfileList),
         Some(Sub::Profile { what: ProfileSub::Show { name } }) => return Ok(Command::ProfileShow(name)),
+        Some(Sub::Completions { shell }) => return Ok(Command::Completions(shell)),
+        Some(Sub::Manpage) => return Ok(Command::Manpage),
         None => {}
+    }
+    // `snug make`: a DIR that does not exist but is a command (SPEC O7).
+    if cli.cmd.is_empty() && cli.dir.as_ref().is_some_and(|d| !d.exists()) {
+        if let Some(line) = crate::hints::missing_dashes(&definition(), &args) {
+            return Err(failure(USAGE, line));
+        }
     }
     // clap stops looking for subcommands once an option was given (`snug -v doctor`):
     // refuse the bare word rather than silently treat it as DIR.
@@ -182,6 +205,11 @@ where
         memory: cli.memory.as_deref().map(crate::bounds::parse_size_arg).transpose()?,
         cmd: cli.cmd,
     }))
+}
+
+/// snug's command line as clap defines it: for hints, completions and the man page.
+pub fn definition() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
 }
 
 /// clap's error text up to its first blank line, as one line without the `error: ` prefix,

@@ -45,14 +45,24 @@ fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
     for (k, v) in &policy.env {
         let _ = writeln!(out, "  {k}={}", quote(v));
     }
-    out.push_str("bwrap:\n");
+    out.push_str("bwrap, as snug runs it (--seccomp and /run/snug/init read descriptors only snug passes,\n");
+    out.push_str("so pasted this line fails):\n");
     let _ = writeln!(out, "  {}", quote_line(argv));
+    let net = if policy.net { ", no network (pasta attaches only under snug)" } else { "" };
+    let _ =
+        writeln!(out, "by hand (the same sandbox without snug's seccomp filter and init{net}; runs pasted into sh):");
+    let _ = writeln!(out, "  {}", quote_line(&by_hand(argv, &policy.env, payload_of(extra))));
     for (name, words) in extra {
         let note =
             if *name == "payload" { " (argv as init gets it in a memfd, not on bwrap's command line)" } else { "" };
         let _ = writeln!(out, "{name}{note}:\n  {}", quote_line(words));
     }
     out
+}
+
+/// The payload's argv among `extra`.
+fn payload_of<'a>(extra: &'a [(&str, Vec<String>)]) -> &'a [String] {
+    extra.iter().find(|(name, _)| *name == "payload").map_or(&[], |(_, words)| words.as_slice())
 }
 
 fn render_json(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec<String>)]) -> String {
@@ -64,6 +74,7 @@ fn render_json(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
         "env": env,
         "net": policy.net,
         "bwrap": argv,
+        "bwrap_by_hand": by_hand(argv, &policy.env, payload_of(extra)),
     });
     if let Value::Object(map) = &mut obj {
         for (name, words) in extra {
@@ -75,6 +86,44 @@ fn render_json(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
     let mut text = serde_json::to_string_pretty(&obj).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// `argv` without what only snug can supply, so that it runs pasted into a shell: no
+/// `--seccomp FD` (a descriptor snug fills), no init (it needs snug's channel on fds 3 and 4:
+/// `--ro-bind SNUG /run/snug/init` and `--as-pid-1` go, `payload` follows `--` directly),
+/// and the environment init would set as `--setenv` after `--clearenv` (SPEC R7 keeps both
+/// off snug's own bwrap line).
+pub fn by_hand(argv: &[String], env: &[(String, String)], payload: &[String]) -> Vec<String> {
+    let mut env = Some(env);
+    let init = crate::bwrap::INIT_PATH;
+    let mut out = Vec::with_capacity(argv.len());
+    let mut i = 0;
+    while i < argv.len() {
+        let w = argv[i].as_str();
+        match w {
+            "--as-pid-1" => i += 1,
+            "--seccomp" => i += 2,
+            "--ro-bind" if argv.get(i + 2).is_some_and(|d| d == init) => i += 3,
+            "--clearenv" => {
+                out.push(w.to_string());
+                for (k, v) in env.take().into_iter().flatten() {
+                    out.extend(["--setenv".to_string(), k.clone(), v.clone()]);
+                }
+                i += 1;
+            }
+            "--" if argv.get(i + 1).is_some_and(|d| d == init) => {
+                // `-- /run/snug/init --snug-init MODE` becomes `-- CMD…`.
+                out.push("--".to_string());
+                out.extend(payload.iter().cloned());
+                return out;
+            }
+            _ => {
+                out.push(w.to_string());
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 fn kind_word(kind: MountKind) -> &'static str {
@@ -155,6 +204,18 @@ mod tests {
             extra.push(("pasta", pasta));
         }
         render(Mode::Terminal { foreground: true }, &policy, &argv, &extra, json)
+    }
+
+    #[test]
+    fn o1_by_hand_drops_what_only_snug_supplies() {
+        let policy = golden::policy(&golden::request(&[], false));
+        let argv = command_line(&policy, &golden::launch());
+        let payload: Vec<String> = ["sh", "-c", "echo 'hi there'"].map(String::from).to_vec();
+        let hand = by_hand(&argv, &policy.env, &payload);
+        assert!(!hand.iter().any(|a| a == "--seccomp" || a == "--as-pid-1" || a.starts_with("/run/snug")));
+        let dd = hand.iter().position(|a| a == "--").expect("--");
+        assert_eq!(hand[dd + 1..], payload[..]);
+        assert_eq!(hand.len(), argv.len() - 3 - 2 - 1 - 3 + 3 * policy.env.len() + payload.len());
     }
 
     #[test]

@@ -9,9 +9,11 @@ mod doctor;
 mod dryrun;
 mod end;
 mod error;
+mod hints;
 mod init;
 mod launch;
 mod log;
+mod manual;
 mod mode;
 mod net;
 mod payload_args;
@@ -24,11 +26,20 @@ mod signals;
 mod start;
 mod supervise;
 mod terminal;
+mod toolchains;
 
 use crate::cli::Command;
 use crate::supervise::Outcome;
 
 fn main() {
+    // A panic must not unwind (between fork and exec, or through init): abort, as
+    // `panic = "abort"` did. Set here, not in Cargo.toml, so that `cargo build` and
+    // `cargo test` share one build of every dependency (the test harness needs unwind).
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::abort();
+    }));
     // The same binary is the sandbox init (bound at /run/snug/init).
     if std::env::args_os().nth(1).is_some_and(|a| a == init::FLAG) {
         let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
@@ -52,6 +63,8 @@ fn run() -> anyhow::Result<Outcome> {
         Command::Doctor => std::process::exit(doctor::run()),
         Command::ProfileList => return print(profiles::list()?),
         Command::ProfileShow(name) => return print(profiles::show(&name)?),
+        Command::Completions(shell) => return print(manual::completions(shell)),
+        Command::Manpage => return print(manual::manpage()?),
     };
     if args.verbose {
         log::enable();

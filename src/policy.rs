@@ -165,6 +165,8 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut net = false;
     let (mut max_procs, mut memory): (Option<u64>, Option<u64>) = (None, None);
+    // `NAME+` entries: prepended to NAME with `:`, first profile first, so profiles combine.
+    let mut prepend: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in &order {
         if let Some(n) = p.max_procs {
             if n == 0 {
@@ -180,6 +182,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
             [("ro", MountKind::Ro, &p.ro), ("rw", MountKind::Rw, &p.rw), ("tmpfs", MountKind::Tmpfs, &p.tmpfs)]
         {
             for raw in list {
+                let (optional, raw) = optional(raw);
                 let Some(dest) = expand(raw, &vars).map_err(|e| bad(p, key, raw, &e))? else {
                     continue; // {target_parent} when DIR's parent is /
                 };
@@ -187,6 +190,9 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
                     return Err(bad(p, key, raw, "binding the host's / would expose all of it; use a DIR below /"));
                 }
                 if kind != MountKind::Tmpfs && host.stat(&dest) == Entry::Missing {
+                    if optional {
+                        continue;
+                    }
                     return Err(bad(p, key, raw, &format!("{} does not exist", dest.display())));
                 }
                 if dest == Path::new("/dev") || dest == Path::new("/proc") {
@@ -205,6 +211,10 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
                 return Err(bad(p, "env", k, "not a valid environment entry"));
             }
             let v = &expand_value(raw, &vars).map_err(|e| bad(p, "env", k, &e))?;
+            if let Some(var) = k.strip_suffix('+').filter(|v| !v.is_empty()) {
+                prepend.entry(var.to_string()).or_default().push(v.clone());
+                continue;
+            }
             match env.get(k) {
                 Some((v0, p0)) if v0 != v => {
                     return Err(failure(
@@ -228,13 +238,38 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     Ok(Policy {
         profiles: order.into_iter().map(|p| p.name).collect(),
         mounts: mounts.into_values().collect(),
-        env: environment(&req.host_env, &vars.home, env),
+        env: environment(&req.host_env, &vars.home, env, prepend),
         net,
         target: vars.target,
         home,
         max_procs,
         memory,
     })
+}
+
+/// A profile path written `?PATH` is optional: skipped when missing on the host, never an
+/// error (the toolchain builtins, [`crate::toolchains`]). Returns whether it is, and PATH.
+pub fn optional(raw: &str) -> (bool, &str) {
+    match raw.strip_prefix('?') {
+        Some(rest) => (true, rest),
+        None => (false, raw),
+    }
+}
+
+/// A profile path or env value with its placeholders expanded for `HOME=home` and
+/// `DIR=target`, as [`resolve`] would (for `snug profile show`). A path is checked like a
+/// mount; `Ok(None)`: it uses `{target_parent}` and DIR's parent is `/`.
+///
+/// # Errors
+/// The reason the entry is invalid (unknown placeholder, relative path, `..`).
+pub fn expand_for(raw: &str, home: &Path, target: &Path, is_path: bool) -> Result<Option<String>, String> {
+    let parent = target.parent().filter(|p| *p != Path::new("/")).map(Path::to_path_buf);
+    let vars = Vars { home: normalise(home), target_parent: parent, target: target.to_path_buf() };
+    if is_path {
+        Ok(expand(raw, &vars)?.map(|p| p.to_string_lossy().into_owned()))
+    } else {
+        expand_value(raw, &vars).map(Some)
+    }
 }
 
 /// An io::Error's text without the trailing ` (os error N)`: the message is for people.

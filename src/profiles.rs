@@ -99,7 +99,8 @@ pub struct Profile {
 }
 
 impl Profile {
-    fn builtin(name: &str, description: &str) -> Profile {
+    /// An empty builtin profile `name` with `description`, to fill in.
+    pub(crate) fn builtin(name: &str, description: &str) -> Profile {
         Profile {
             name: name.to_string(),
             source: Source::Builtin,
@@ -118,7 +119,9 @@ impl Profile {
 }
 
 /// Names of the builtin profiles, in the order `profile list` shows them.
-pub const BUILTINS: [&str; 6] = ["@sys", "@home", "@cwd-rw", "@parent-ro", "@net", "@tmp-shared"];
+/// The toolchain ones (`@rust` …) come from [`crate::toolchains`].
+pub const BUILTINS: [&str; 11] =
+    ["@sys", "@home", "@cwd-rw", "@parent-ro", "@net", "@tmp-shared", "@rust", "@python", "@node", "@go", "@git"];
 
 /// The builtin profile `name`, or `None` when there is no such builtin.
 pub fn builtin(name: &str) -> Option<Profile> {
@@ -145,7 +148,7 @@ pub fn builtin(name: &str) -> Option<Profile> {
             rw: strs(&["/tmp"]),
             ..Profile::builtin(name, "the host's /tmp read-write instead of a private tmpfs")
         },
-        _ => return None,
+        _ => return crate::toolchains::builtin(name),
     };
     Some(p)
 }
@@ -314,47 +317,10 @@ fn file_stem_if_profile(file: &Path) -> Option<String> {
     valid_user_name(stem).then(|| stem.to_string())
 }
 
-/// `snug profile show NAME`: the profile as written, placeholders kept (SPEC O3).
-///
-/// # Errors
-/// [`POLICY`] when the profile does not exist or its file is bad.
-pub fn show(name: &str) -> anyhow::Result<String> {
-    show_in(name, &host_dirs(), &RealHost)
-}
-
-/// [`show`] over the directories `dirs` and the host view `host`.
-pub fn show_in(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<String> {
-    let p = load(name, dirs, host)?;
-    let mut out = String::new();
-    let _ = writeln!(out, "profile {}  ({})", p.name, p.source.label());
-    if !p.description.is_empty() {
-        let _ = writeln!(out, "  description: {}", p.description);
-    }
-    if !p.include.is_empty() {
-        let _ = writeln!(out, "  include: {}", p.include.join(" "));
-    }
-    for (word, list) in [("ro", &p.ro), ("rw", &p.rw), ("tmpfs", &p.tmpfs)] {
-        for path in list {
-            let _ = writeln!(out, "  {word:<7} {path}");
-        }
-    }
-    if p.host_view {
-        let _ = writeln!(out, "  as-host {}  (symlink or ro, as on the host)", SYS_LINKS.join(" "));
-        for path in SYS_ETC {
-            let _ = writeln!(out, "  ro      {path}  (when present)");
-        }
-    }
-    if p.ro.iter().any(|r| r.contains("{target_parent}")) {
-        out.push_str("  (an entry with {target_parent} is dropped when DIR is /)\n");
-    }
-    if p.net {
-        out.push_str("  network: pasta\n");
-    }
-    for (k, v) in &p.env {
-        let _ = writeln!(out, "  env     {k}={v}");
-    }
-    Ok(out)
-}
+mod show;
+pub use show::show;
+#[cfg(test)]
+use show::show_in;
 
 #[cfg(test)]
 mod tests;

@@ -335,7 +335,7 @@ impl Supervisor {
     fn outcome(&mut self) -> Outcome {
         if let Some(e) = self.exec_failed {
             let (code, what) = if e == libc::ENOENT {
-                (NOT_FOUND, "command not found".to_string())
+                (NOT_FOUND, crate::hints::not_found(&self.cmd))
             } else {
                 (NOT_EXECUTABLE, crate::error::strerror(e))
             };

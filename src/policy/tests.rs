@@ -208,3 +208,19 @@ fn p2_env_values_expand_placeholders() {
     let bad = FakeHost::debian().file("/cfg/tc.toml", "[env]\nX = \"{nope}\"");
     assert_eq!(err_of(&bad, &request("/home/u/proj", &["tc"], false)).0, crate::error::POLICY);
 }
+
+#[test]
+fn o7_optional_paths_skip_and_path_plus_prepends() {
+    let a = "ro = [\"?{home}/.tool\", \"?{home}/gone\"]\n[env]\n\"PATH+\" = \"{home}/.tool/bin\"\n";
+    let b = "rw = [\"?{home}/.cache/b\"]\n[env]\n\"PATH+\" = \"/opt/b/bin\"\n";
+    let host = FakeHost::debian().dir("/home/u/.tool").file("/cfg/a.toml", a).file("/cfg/b.toml", b);
+    let p = resolve_with(&request("/home/u/proj", &["a", "b"], false), &host).expect("resolves");
+    let m = mounts(&p);
+    assert!(m.contains(&"ro /home/u/.tool".to_string()), "{m:?}");
+    assert!(!m.iter().any(|l| l.contains("gone") || l.contains(".cache/b")), "{m:?}");
+    let path = p.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
+    assert_eq!(path, Some(&*format!("/home/u/.tool/bin:/opt/b/bin:{SANE_PATH}")));
+    // Without `?` a missing path stays an error (P2).
+    let host = FakeHost::debian().file("/cfg/c.toml", "ro = [\"{home}/gone\"]");
+    assert_eq!(err_of(&host, &request("/home/u/proj", &["c"], false)).0, POLICY);
+}

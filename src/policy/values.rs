@@ -68,11 +68,13 @@ pub(super) fn normalise(path: &Path) -> PathBuf {
 
 /// The payload's whole environment (SPEC P1): HOME, USER, LOGNAME, a fixed PATH, SHELL,
 /// TERM, LANG and LC_* when the caller has them, TMPDIR=/tmp, then the profiles' entries
-/// (which may replace any of these).
+/// (which may replace any of these), then `prepend`: directories put before a variable's
+/// value with `:` (`PATH+` entries).
 pub(super) fn environment(
     host_env: &[(String, String)],
     home: &Path,
     extra: BTreeMap<String, (String, String)>,
+    prepend: BTreeMap<String, Vec<String>>,
 ) -> Vec<(String, String)> {
     let get = |k: &str| host_env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let mut env = vec![("HOME".to_string(), home.to_string_lossy().into_owned())];
@@ -89,6 +91,15 @@ pub(super) fn environment(
         match env.iter_mut().find(|(n, _)| *n == k) {
             Some(slot) => slot.1 = v,
             None => env.push((k, v)),
+        }
+    }
+    for (k, mut dirs) in prepend {
+        match env.iter_mut().find(|(n, _)| *n == k) {
+            Some(slot) => {
+                dirs.push(std::mem::take(&mut slot.1));
+                slot.1 = dirs.join(":");
+            }
+            None => env.push((k, dirs.join(":"))),
         }
     }
     env

@@ -63,11 +63,12 @@ fn o3_show_and_list() {
     std::fs::write(dir.path().join("dev.toml"), text).expect("write");
     std::fs::write(dir.path().join("bad.toml"), "nope = 1").expect("write");
     let dirs = [dir.path().to_path_buf()];
-    let shown = show_in("dev", &dirs, &RealHost).expect("show");
+    let (home, cwd) = (Path::new("/nonexistent/h"), Path::new("/tmp"));
+    let shown = show_in("dev", &dirs, &RealHost, home, cwd).expect("show");
     assert!(shown.contains("include: @net"), "{shown}");
-    assert!(shown.contains("ro      {home}/.gitconfig"), "{shown}");
+    assert!(shown.contains("ro      /nonexistent/h/.gitconfig  (missing: a run fails)"), "{shown}");
     assert!(shown.contains("env     EDITOR=vi"), "{shown}");
-    let sys = show_in("@sys", &dirs, &RealHost).expect("show @sys");
+    let sys = show_in("@sys", &dirs, &RealHost, home, cwd).expect("show @sys");
     assert!(sys.contains("/etc/ld.so.cache"), "{sys}");
     let listed = list_in(&dirs).expect("list");
     assert!(listed.contains("@tmp-shared"), "{listed}");

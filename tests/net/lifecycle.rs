@@ -128,9 +128,14 @@ pub struct Launched {
 
 /// Run `argv` under [`LAUNCH_PY`] with `modes` (`pty`, `detached`, `pipe-dfl`, comma-separated).
 pub fn launch(modes: &str, argv: &[String]) -> Launched {
+    launch_with(modes, argv, Stdio::inherit())
+}
+
+/// [`launch`] with the launched program's stderr going to `stderr`.
+pub fn launch_with(modes: &str, argv: &[String], stderr: Stdio) -> Launched {
     let mut c = Command::new(python());
     c.args(["-c", LAUNCH_PY, modes]).args(argv);
-    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr);
     let mut child = spawn_own_group(&mut c);
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let first = lines.next().and_then(Result::ok).unwrap_or_default();
@@ -310,9 +315,15 @@ fn n2_positive_control_plain_pasta_leaks() {
         args.extend(["--runas".into(), "0:0".into()]);
     }
     args.push(target.id().to_string());
-    let mut refused = launch("detached", &args);
+    // Its complaint goes to a file, not the test run's output, and is checked there.
+    let mut said = tempfile::tempfile().expect("tempfile");
+    let mut refused = launch_with("detached", &args, Stdio::from(said.try_clone().expect("dup")));
     assert_eq!(refused.status(), Some(1), "control: pasta started although its caller ignores SIGPIPE");
     let _ = refused.child.wait();
+    let mut text = String::new();
+    std::io::Seek::rewind(&mut said).expect("rewind");
+    std::io::Read::read_to_string(&mut said, &mut text).expect("read");
+    assert!(text.contains("Couldn't install signal handlers"), "control: pasta said {text:?}");
     let mut run = launch("detached,pipe-dfl", &args);
     let pasta = Ident::of(run.pid).expect("pasta runs");
     assert!(run.wait_line(&run.pid.to_string()), "control: pasta never configured the namespace");
