@@ -179,10 +179,20 @@ fn k2_sigkill_of_a_stopped_tree_leaves_nothing() {
             let m = marker();
             let (mut c, log) = snug_verbose(who, dir.path(), &["--", "sleep", &m]);
             let mut child = spawn_own_group(&mut c);
-            assert!(until(LIMIT, || read_text(&log).contains("payload started")), "{who:?}: {}", read_text(&log));
+            assert!(
+                until(LIMIT, || read_text(&log).contains("payload started") && running(&format!("sleep {m}"))),
+                "{who:?}: {}",
+                read_text(&log)
+            );
             let text = read_text(&log);
             let tree = match whole_tree {
-                true => pids_with(&m), // snug, bwrap, init, payload
+                // snug and the payload carry the marker; bwrap's and init's command lines do
+                // not (the payload's argv reaches init in a memfd, SPEC R7).
+                true => {
+                    let mut t = pids_with(&m);
+                    t.extend(["bwrap pid ", "init pid "].iter().filter_map(|k| logged_pid(&text, k)));
+                    t
+                }
                 false => ["init pid ", "payload started: pid "].iter().filter_map(|k| logged_pid(&text, k)).collect(),
             };
             let stopped = stop_all(&tree);

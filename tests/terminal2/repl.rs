@@ -16,7 +16,8 @@ fn t3_a_repl_survives_three_quick_ctrl_c() {
         let (mut t, dir) = caller(who, "T3 REPL");
         let m = marker();
         let s = scripts::write(dir.path(), "count.py", scripts::COUNT_INT);
-        t.line(&snug_line(&format!("python3 {s} 5 {m}")));
+        let snug = crate::common::snug();
+        t.line(&format!("{} -v -- python3 {s} 5 {m} 2>snug-{m}.log", snug.display()));
         t.expect("ready");
         let payload = the_pid(&mut t, &format!("python3 {s} 5 {m}"));
         let first = Instant::now();
@@ -40,6 +41,9 @@ fn t3_a_repl_survives_three_quick_ctrl_c() {
         t.expect("done ints=3");
         t.expect(PROMPT);
         assert_eq!(t.rc(), 0, "{who:?}: the REPL ended on its own");
+        // -v says why no ^C force-quit (issue 10: "force-quit skipped").
+        let log = common::read_text(&dir.path().join(format!("snug-{m}.log")));
+        assert!(log.contains("^C caught by the foreground: no force-quit"), "{who:?}: -v log: {log}");
         eprintln!("T3 REPL {who:?}: 3 ^C in {} ms, counted 3, ran to its end", within.as_millis());
     };
     parallel(&row, &[]);

@@ -124,13 +124,17 @@ fn t11_background_payload_cannot_steal_keystrokes() {
         let m = crate::common::marker();
         let s = crate::pty::scripts::write(dir.path(), "attacker.py", ATTACKER);
         let file = dir.path().join(format!("stolen-{m}"));
-        t.line(&format!("{} &", snug_line(&format!("python3 {s} stolen-{m} 60 {m}"))));
+        let snug = crate::common::snug();
+        t.line(&format!("{} -v -- python3 {s} stolen-{m} 60 {m} 2>snug-{m}.log &", snug.display()));
         armed(&mut t, &file);
         let got = type_secrets(&mut t, &file, 20);
         reap_leftovers(&format!("stolen-{m}"));
         if !got.clean() {
             t.fail(&format!("T11 (a): {}", got.describe()));
         }
+        // -v says what it refused (issue 10: "foreground change refused").
+        let log = crate::common::read_text(&dir.path().join(format!("snug-{m}.log")));
+        assert!(log.contains("refused a sandbox process's change of the caller's terminal"), "{who:?}: -v log: {log}");
         eprintln!("T11 (a) {who:?}: {}", got.describe());
     };
     let control = || {
