@@ -36,6 +36,9 @@ pub enum Report {
     ExecFailed(i32),
     /// Init itself failed; value: an `errno`.
     InitFailed(i32),
+    /// Init exits now, at the payload's end (SPEC R5); value: how many sandbox processes its
+    /// exit kills, -1 when it could not count them (for `--report`, O5).
+    Leaving(i32),
 }
 
 /// Orders snug sends to init.
@@ -71,6 +74,7 @@ impl Report {
             Report::Empty => encode(7, 0),
             Report::ExecFailed(e) => encode(8, e),
             Report::InitFailed(e) => encode(9, e),
+            Report::Leaving(n) => encode(10, n),
         }
     }
 
@@ -86,6 +90,7 @@ impl Report {
             7 => Report::Empty,
             8 => Report::ExecFailed(v),
             9 => Report::InitFailed(v),
+            10 => Report::Leaving(v),
             _ => return None,
         })
     }

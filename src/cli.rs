@@ -6,6 +6,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{error::ErrorKind, Parser, Subcommand};
 
@@ -41,6 +42,35 @@ pub struct RunArgs {
     pub dir: Option<PathBuf>,
     /// CMD and its arguments, after `--`; empty means the default shell.
     pub cmd: Vec<String>,
+    /// `--ro`, `--rw`, `--tmpfs`, `-e` (SPEC P5).
+    pub grants: Grants,
+    /// `--report PATH` or `--report fd:N` (SPEC O5).
+    pub report: Option<ReportTo>,
+    /// `--timeout DURATION` (SPEC O6); `None` also for a duration of 0, as timeout(1).
+    pub timeout: Option<Duration>,
+}
+
+/// Grants on the command line (SPEC P5), as written: checked and expanded by
+/// [`crate::policy`] under the same rules as the profile keys of the same name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// `--ro PATH`, repeatable.
+    pub ro: Vec<String>,
+    /// `--rw PATH`, repeatable.
+    pub rw: Vec<String>,
+    /// `--tmpfs PATH`, repeatable.
+    pub tmpfs: Vec<String>,
+    /// `-e NAME` or `-e NAME=VALUE`, repeatable, in order.
+    pub env: Vec<String>,
+}
+
+/// Where `--report` writes (SPEC O5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReportTo {
+    /// A file, created or truncated before anything starts.
+    Path(PathBuf),
+    /// A descriptor the caller opened (`--report fd:3 3>out.json`).
+    Fd(i32),
 }
 
 impl RunArgs {
@@ -87,6 +117,25 @@ struct Cli {
     /// The command to run [default: $SHELL, else /bin/sh]
     #[arg(last = true, value_name = "CMD")]
     cmd: Vec<String>,
+    // Grants, report and timeout (SPEC P5, O5, O6), kept together.
+    /// Also show PATH read-only (repeatable); relative paths start at the current directory
+    #[arg(long = "ro", value_name = "PATH", help_heading = "Grants")]
+    ro: Vec<String>,
+    /// Also show PATH read-write (repeatable)
+    #[arg(long = "rw", value_name = "PATH", help_heading = "Grants")]
+    rw: Vec<String>,
+    /// Put an empty private tmpfs at PATH (repeatable)
+    #[arg(long = "tmpfs", value_name = "PATH", help_heading = "Grants")]
+    tmpfs: Vec<String>,
+    /// Pass NAME with the caller's value, or set NAME=VALUE (repeatable)
+    #[arg(short = 'e', long = "env", value_name = "NAME[=VALUE]", help_heading = "Grants")]
+    env: Vec<String>,
+    /// Write one JSON object saying how the run ended to PATH, or to descriptor N with fd:N
+    #[arg(long, value_name = "PATH|fd:N", help_heading = "Runs under a harness")]
+    report: Option<String>,
+    /// At DURATION (90s, 10m, 1h30m, 0.5s) act as on a TERM, then exit 124; 0 means none
+    #[arg(long, value_name = "DURATION", help_heading = "Runs under a harness")]
+    timeout: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -169,7 +218,54 @@ where
         verbose: cli.verbose,
         dir: cli.dir,
         cmd: cli.cmd,
+        grants: Grants { ro: cli.ro, rw: cli.rw, tmpfs: cli.tmpfs, env: cli.env },
+        report: cli.report.as_deref().map(report_to).transpose()?,
+        timeout: cli.timeout.as_deref().map(duration).transpose()?.filter(|d| !d.is_zero()),
     }))
+}
+
+/// `--report`'s value: `fd:N` names a descriptor, anything else a path.
+fn report_to(v: &str) -> anyhow::Result<ReportTo> {
+    match v.strip_prefix("fd:") {
+        Some(n) => n
+            .parse::<i32>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(ReportTo::Fd)
+            .ok_or_else(|| failure(USAGE, format!("--report {v:?}: fd: needs a descriptor number, e.g. fd:3"))),
+        None if v.is_empty() => Err(failure(USAGE, "--report needs a path or fd:N")),
+        None => Ok(ReportTo::Path(PathBuf::from(v))),
+    }
+}
+
+/// A `--timeout` duration: numbers with units `h`, `m`, `s`, `ms`, summed (`1h30m`,
+/// `0.5s`); a bare number is seconds, as for timeout(1).
+fn duration(v: &str) -> anyhow::Result<Duration> {
+    let bad = || failure(USAGE, format!("--timeout {v:?}: not a duration (e.g. 90s, 10m, 1h30m, 0.5s)"));
+    if let Ok(secs) = v.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|_| bad());
+    }
+    let mut total = 0f64;
+    let mut rest = v;
+    while !rest.is_empty() {
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            _ => return Err(bad()),
+        };
+        total += n * scale;
+        rest = &rest[unit_len..];
+    }
+    if v.is_empty() {
+        return Err(bad());
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad())
 }
 
 /// clap's error text up to its first blank line, as one line without the `error: ` prefix,

@@ -8,6 +8,7 @@ use crate::log::log;
 use crate::mode::Mode;
 use crate::policy::Policy;
 use crate::relay::CAUGHT;
+use crate::report::RunRecord;
 use crate::signals::{self, SignalFd};
 use crate::supervise::{OnInit, Outcome, Supervisor};
 use anyhow::{Context, Result};
@@ -89,11 +90,11 @@ pub fn command_line(policy: &Policy, mode: Mode, cmd: &[String]) -> Result<Vec<S
     Ok(bwrap::command_line(policy, &launch))
 }
 
-/// Run `argv` (bwrap …) in a fresh nest and supervise it to the end.
+/// Run `argv` (bwrap …) in a fresh nest and supervise it to the end, filling `record`.
 ///
 /// # Errors
 /// snug's own failures before the sandbox runs (the outcome carries later ones).
-pub fn run(argv: &[String], mode: Mode, cmd: &[String], on_init: OnInit) -> Result<Outcome> {
+pub fn run(argv: &[String], mode: Mode, cmd: &[String], on_init: OnInit, record: &mut RunRecord) -> Result<Outcome> {
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
     signals::default(libc::SIGCHLD);
     // S2: what was ignored at start stays ignored and is never relayed.
@@ -114,5 +115,7 @@ pub fn run(argv: &[String], mode: Mode, cmd: &[String], on_init: OnInit) -> Resu
     drop(theirs);
     drop(seccomp);
     let name = cmd.first().cloned().unwrap_or_default();
-    Ok(Supervisor::new(mode, nest, ours, signals, name, on_init).run())
+    let (outcome, filled) = Supervisor::new(mode, nest, ours, signals, name, on_init).run(std::mem::take(record));
+    *record = filled;
+    Ok(outcome)
 }

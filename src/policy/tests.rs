@@ -16,6 +16,7 @@ fn request(dir: &str, profiles: &[&str], no_defaults: bool) -> Request {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         config_dirs: vec![PathBuf::from("/cfg")],
+        grants: Default::default(),
     }
 }
 
