@@ -350,4 +350,29 @@ mod tests {
         assert!(line.contains("./doctor"), "{line}");
         usage_error(&["-v", "profile", "--", "ls"]);
     }
+
+    #[test]
+    fn p5_o5_o6_grants_report_timeout() {
+        let r = run(&["--ro", "/a", "--rw", "b", "--tmpfs", "/c", "-e", "X", "--env", "Y=1", "--ro", "/d"]);
+        assert_eq!(
+            (r.grants.ro, r.grants.rw, r.grants.tmpfs),
+            (vec!["/a".into(), "/d".into()], vec!["b".into()], vec!["/c".into()])
+        );
+        assert_eq!(r.grants.env, ["X", "Y=1"]);
+        assert_eq!(run(&["--report", "fd:3"]).report, Some(ReportTo::Fd(3)));
+        assert_eq!(run(&["--report", "r.json"]).report, Some(ReportTo::Path("r.json".into())));
+        let t = |v: &str| run(&["--timeout", v]).timeout;
+        assert_eq!(t("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(t("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(t("0.5s"), Some(Duration::from_millis(500)));
+        assert_eq!(t("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(t("7"), Some(Duration::from_secs(7)));
+        assert_eq!(t("0"), None, "0 means no timeout, as for timeout(1)");
+        for bad in ["", "5x", "s", "1h-1m", "-3", "nan", "inf", "1.2.3s"] {
+            assert!(usage_error(&[&format!("--timeout={bad}")]).contains("--timeout"), "{bad}");
+        }
+        for bad in ["fd:", "fd:x", "fd:-1", ""] {
+            assert!(usage_error(&["--report", bad]).contains("--report"), "{bad}");
+        }
+    }
 }
