@@ -239,7 +239,7 @@ impl RunRecord {
         }
         // Only what happened before the payload's main process ended can have ended it.
         let ended = self.payload.map(|(t, _)| t);
-        let before_end = |t: Instant| ended.map_or(true, |e| t <= e);
+        let before_end = |t: Instant| !matches!(ended, Some(e) if t > e);
         if self.timed_out.is_some_and(before_end) {
             return EndedBy::Timeout;
         }
