@@ -7,6 +7,9 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+mod outbox;
+pub use outbox::Outbox;
+
 /// Descriptor number the channel has in bwrap and init (set up between fork and exec).
 pub const INIT_FD: RawFd = 3;
 /// Descriptor number of the caller's own stderr in init; bwrap's fd 2 is a pipe to snug so
@@ -22,12 +25,18 @@ pub enum Report {
     Hello,
     /// The payload was forked; value: its pid in the sandbox; carries a pidfd of it.
     Started(i32),
-    /// The payload stopped; value: the stop signal.
+    /// The payload stopped (terminal mode only: detached, nothing acts on it, B5); value: the
+    /// stop signal. Init refuses every terminal change from then until snug hands the
+    /// terminal over again (T11).
     Stopped(i32),
-    /// The payload continued.
-    Continued,
-    /// Init received a SIGINT the terminal generated (si_code SI_KERNEL): a ^C (SPEC T3).
-    TerminalInt,
+    /// A ^C reached the sandbox; true when it reached no handler: every process it was sent
+    /// to ignored or blocked SIGINT, so a second one within 1 s is a force-quit (SPEC T3).
+    Interrupt(bool),
+    /// Every sandbox process was stopped on [`Order::Stop`] (T12).
+    Halted,
+    /// Init refused a sandbox process a change of the caller's terminal (T11); value: the
+    /// ioctl request.
+    Refused(i32),
     /// The payload's main process ended; value: its raw wait status (`waitpid(2)`).
     Exited(i32),
     /// After [`Report::Exited`] during a grace: the sandbox has no process left.
@@ -41,6 +50,16 @@ pub enum Report {
     Leaving(i32),
 }
 
+/// How [`Order::Continue`] continues the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// After a job stop at the terminal (T5): the sandbox group and the payload's own group,
+    /// so stopped jobs of a shell inside stay stopped (T6).
+    Job,
+    /// After [`Order::Stop`], or a CONT to a running snug: every sandbox process, once (G6, T12).
+    All,
+}
+
 /// Orders snug sends to init.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
@@ -50,11 +69,21 @@ pub enum Order {
     Grace,
     /// Relay this signal to every sandbox process: init sends it with `kill(-1, sig)`, which
     /// from the namespace's pid 1 reaches all its processes in every group and session, and
-    /// nothing outside (`kill(2)`, `pid_namespaces(7)`).
+    /// nothing outside (`kill(2)`, `pid_namespaces(7)`). Simpler than tracking groups, and it
+    /// never names a pid.
     Signal(i32),
-    /// Resume after a stop: SIGCONT to the sandbox group and to the payload's own group (an
-    /// interactive shell payload leads a group of its own, SPEC T5).
-    Continue,
+    /// A terminal key snug got because the sandbox did not hold the foreground (T13): relay
+    /// it as [`Order::Signal`]; for SIGINT, say [`Report::Interrupt`] whether anything caught it.
+    Key(i32),
+    /// Stop every sandbox process (SIGSTOP, which a payload cannot ignore; TSTP would be
+    /// discarded for the sandbox's orphaned group in detached mode), then say
+    /// [`Report::Halted`] (T12).
+    Stop,
+    /// Continue after a stop, or relay a CONT (T5, T12, G6).
+    Continue(Resume),
+    /// snug handed the caller's terminal to the sandbox (true) or did not (false): whether
+    /// init may carry out a sandbox process's change of the foreground, settings or size (T11).
+    Handed(bool),
 }
 
 fn encode(tag: u8, value: i32) -> [u8; 8] {
@@ -68,13 +97,14 @@ impl Report {
             Report::Hello => encode(1, 0),
             Report::Started(p) => encode(2, p),
             Report::Stopped(s) => encode(3, s),
-            Report::Continued => encode(4, 0),
-            Report::TerminalInt => encode(5, 0),
+            Report::Interrupt(u) => encode(4, u as i32),
+            Report::Halted => encode(5, 0),
             Report::Exited(s) => encode(6, s),
             Report::Empty => encode(7, 0),
             Report::ExecFailed(e) => encode(8, e),
             Report::InitFailed(e) => encode(9, e),
-            Report::Leaving(n) => encode(10, n),
+            Report::Refused(r) => encode(10, r),
+            Report::Leaving(n) => encode(11, n),
         }
     }
 
@@ -84,13 +114,14 @@ impl Report {
             1 => Report::Hello,
             2 => Report::Started(v),
             3 => Report::Stopped(v),
-            4 => Report::Continued,
-            5 => Report::TerminalInt,
+            4 => Report::Interrupt(v != 0),
+            5 => Report::Halted,
             6 => Report::Exited(v),
             7 => Report::Empty,
             8 => Report::ExecFailed(v),
             9 => Report::InitFailed(v),
-            10 => Report::Leaving(v),
+            10 => Report::Refused(v),
+            11 => Report::Leaving(v),
             _ => return None,
         })
     }
@@ -102,18 +133,26 @@ impl Order {
             Order::Go => encode(1, 0),
             Order::Grace => encode(2, 0),
             Order::Signal(sig) => encode(3, sig),
-            Order::Continue => encode(4, 0),
+            Order::Continue(Resume::Job) => encode(4, 0),
+            Order::Continue(Resume::All) => encode(4, 1),
+            Order::Key(sig) => encode(5, sig),
+            Order::Stop => encode(6, 0),
+            Order::Handed(h) => encode(7, h as i32),
         }
     }
 
     fn from_bytes(b: [u8; 8]) -> Option<Order> {
-        match b[0] {
-            1 => Some(Order::Go),
-            2 => Some(Order::Grace),
-            3 => Some(Order::Signal(i32::from_le_bytes([b[4], b[5], b[6], b[7]]))),
-            4 => Some(Order::Continue),
-            _ => None,
-        }
+        let v = i32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+        Some(match b[0] {
+            1 => Order::Go,
+            2 => Order::Grace,
+            3 => Order::Signal(v),
+            4 => Order::Continue(if v == 0 { Resume::Job } else { Resume::All }),
+            5 => Order::Key(v),
+            6 => Order::Stop,
+            7 => Order::Handed(v != 0),
+            _ => return None,
+        })
     }
 }
 
@@ -171,6 +210,12 @@ impl Channel {
     /// The `sendmsg(2)` error (`EPIPE` when snug is gone).
     pub fn report(&self, r: Report, pass: Option<RawFd>) -> io::Result<()> {
         self.send(r.to_bytes(), pass)
+    }
+
+    /// Send a report only if there is room now (init side): for news that snug can do without
+    /// (a refusal it only logs), so a stopped snug never makes init wait.
+    pub fn report_if_room(&self, r: Report) {
+        let _ = self.send_with(r.to_bytes(), None, libc::MSG_DONTWAIT);
     }
 
     /// Send an order (snug side) without blocking: `Ok(false)` when the socket buffer is
@@ -294,42 +339,6 @@ impl Channel {
     }
 }
 
-/// snug's orders that found init's socket full (init stopped by someone, or not reading):
-/// queued in order and sent when it has room, so snug's loop never waits on init.
-#[derive(Debug, Default)]
-pub struct Outbox {
-    queue: Vec<Order>,
-}
-
-impl Outbox {
-    /// Send `o` now, or queue it behind what already waits; a signal already queued is not
-    /// queued twice (pending standard signals merge in the kernel too). Errors mean init is
-    /// gone, and the order with it.
-    pub fn send(&mut self, chan: &Channel, o: Order) {
-        if self.queue.is_empty() && !matches!(chan.order(o), Ok(false)) {
-            return;
-        }
-        if !(matches!(o, Order::Signal(_)) && self.queue.contains(&o)) {
-            self.queue.push(o);
-        }
-    }
-
-    /// Whether something waits for room (poll for `POLLOUT`).
-    pub fn waiting(&self) -> bool {
-        !self.queue.is_empty()
-    }
-
-    /// Send what waited, in order, while there is room.
-    pub fn flush(&mut self, chan: &Channel) {
-        while let Some(&o) = self.queue.first() {
-            if matches!(chan.order(o), Ok(false)) {
-                return;
-            }
-            self.queue.remove(0);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,32 +359,5 @@ mod tests {
         assert!(matches!(a.recv_order(true).unwrap(), Received::Empty));
         drop(b);
         assert!(matches!(a.recv_order(false).unwrap(), Received::Closed));
-    }
-
-    /// G3 with a stopped init: orders beyond the socket's room queue instead of blocking,
-    /// repeated signals merge, and everything queued arrives in order once init reads.
-    #[test]
-    fn outbox_queues_when_full_and_flushes_in_order() {
-        let (snug, init) = Channel::pair().unwrap();
-        let mut out = Outbox::default();
-        let mut sent = 0;
-        while !out.waiting() {
-            out.send(&snug, Order::Signal(libc::SIGUSR1));
-            sent += 1;
-            assert!(sent < 100_000, "the socket never filled");
-        }
-        out.send(&snug, Order::Signal(libc::SIGUSR1));
-        out.send(&snug, Order::Grace);
-        out.send(&snug, Order::Signal(libc::SIGTERM));
-        assert_eq!(out.queue, [Order::Signal(libc::SIGUSR1), Order::Grace, Order::Signal(libc::SIGTERM)]);
-        let mut got = Vec::new();
-        while out.waiting() || !got.ends_with(&[Order::Signal(libc::SIGTERM)]) {
-            if let Ok(Received::Packet(Some(o), _)) = init.recv_order(true) {
-                got.push(o);
-            }
-            out.flush(&snug);
-        }
-        assert_eq!(got.len(), sent + 2);
-        assert_eq!(&got[got.len() - 2..], [Order::Grace, Order::Signal(libc::SIGTERM)]);
     }
 }

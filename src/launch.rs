@@ -7,7 +7,6 @@ use crate::error::{failure, UNAVAILABLE};
 use crate::log::log;
 use crate::mode::Mode;
 use crate::policy::Policy;
-use crate::relay::CAUGHT;
 use crate::report::RunRecord;
 use crate::signals::{self, SignalFd};
 use crate::supervise::{OnInit, Outcome, Supervisor};
@@ -98,8 +97,9 @@ pub fn run(argv: &[String], mode: Mode, cmd: &[String], on_init: OnInit, record:
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
     signals::default(libc::SIGCHLD);
     // S2: what was ignored at start stays ignored and is never relayed.
-    let caught: Vec<i32> = CAUGHT.iter().copied().filter(|s| !signals::ignored(*s)).collect();
-    let ignored: Vec<i32> = CAUGHT.iter().copied().filter(|s| !caught.contains(s)).collect();
+    let all = crate::relay::caught();
+    let caught: Vec<i32> = all.iter().copied().filter(|s| !signals::ignored(*s)).collect();
+    let ignored: Vec<i32> = all.iter().copied().filter(|s| !caught.contains(s)).collect();
     if !ignored.is_empty() {
         log!(
             "ignored at start, so never relayed: {:?}",

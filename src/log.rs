@@ -93,7 +93,15 @@ pub fn signame(sig: i32) -> String {
         libc::SIGTTOU => "SIGTTOU",
         libc::SIGWINCH => "SIGWINCH",
         libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGIO => "SIGIO",
+        libc::SIGPWR => "SIGPWR",
+        libc::SIGSTKFLT => "SIGSTKFLT",
+        libc::SIGURG => "SIGURG",
         libc::SIGSYS => "SIGSYS",
+        32..=64 => return format!("SIGRTMIN+{}", sig - 32),
         _ => return format!("signal {sig}"),
     };
     name.to_string()

@@ -4,10 +4,6 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// `PIDFD_SIGNAL_PROCESS_GROUP` from `include/uapi/linux/pidfd.h` (kernel 6.9+): signal
-/// the process group the pinned process leads.
-const PIDFD_SIGNAL_PROCESS_GROUP: libc::c_uint = 4;
-
 /// A pinned process.
 #[derive(Debug)]
 pub struct Pinned {
@@ -67,42 +63,6 @@ impl Pinned {
         // SAFETY: plain syscall with a null siginfo.
         let rc = unsafe { libc::syscall(libc::SYS_pidfd_send_signal, self.raw(), sig, std::ptr::null::<u8>(), 0) };
         if rc < 0 {
-            return Err(last());
-        }
-        Ok(())
-    }
-
-    /// Send `sig` to the process group this process leads: `PIDFD_SIGNAL_PROCESS_GROUP` on
-    /// 6.9+; before that `kill(-pid)`, only while the leader is still pinned and not yet
-    /// exited, so the group id cannot have been recycled (SPEC K4, R6).
-    ///
-    /// # Errors
-    /// `ESRCH` when the leader has exited, or the error of the signal call.
-    pub fn signal_group(&self, sig: i32) -> io::Result<()> {
-        // SAFETY: plain syscall with a null siginfo.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                self.raw(),
-                sig,
-                std::ptr::null::<u8>(),
-                PIDFD_SIGNAL_PROCESS_GROUP,
-            )
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = last();
-        if e.raw_os_error() != Some(libc::EINVAL) {
-            return Err(e);
-        }
-        // Pre-6.9 kernel: the flag is unknown. The leader still running means its pid, and so
-        // the group id, is still its own.
-        if self.exited() {
-            return Err(io::Error::from_raw_os_error(libc::ESRCH));
-        }
-        // SAFETY: plain syscall.
-        if unsafe { libc::kill(-self.host_pid, sig) } != 0 {
             return Err(last());
         }
         Ok(())

@@ -98,6 +98,8 @@ pub struct RunRecord {
     killed: Option<u32>,
     signals: Vec<SignalEvent>,
     omitted: u32,
+    /// INTs relayed as keys whose Interrupt report from init has not come yet.
+    keys: u32,
     end: Option<Instant>,
     error: Option<String>,
 }
@@ -125,6 +127,7 @@ impl RunRecord {
             killed: None,
             signals: Vec::new(),
             omitted: 0,
+            keys: 0,
             end: None,
             error: None,
         }
@@ -170,13 +173,18 @@ impl RunRecord {
         } else {
             Origin::Process(got.pid)
         };
+        if action == Action::Key && got.sig == libc::SIGINT {
+            self.keys += 1; // init reports it as an Interrupt too
+        }
         if action == Action::RelayWithGrace && self.grace.is_none() {
             self.grace = Some(now);
         }
         let action = match action {
             Action::Relay => "relay",
+            Action::Key => "key",
             Action::RelayWithGrace => "relay_with_grace",
             Action::Teardown => "teardown",
+            Action::Stop => "stop_sandbox",
             Action::Resume => "resume",
             Action::Drop => "drop",
         };
@@ -192,9 +200,9 @@ impl RunRecord {
     }
 
     /// What init reported: the payload's start (it has been told to exec), its exec failure
-    /// (it never ran: `payload` stays null), its end (raw wait status), a ^C the terminal
-    /// delivered to the sandbox directly (T2, listed with the origin `terminal`, not relayed
-    /// by snug), and how many processes the end kills (R5: init counts them before its exit;
+    /// (it never ran: `payload` stays null), its end (raw wait status), a ^C that reached the
+    /// sandbox straight from the terminal (T2: origin `terminal`, not relayed by snug; one snug
+    /// relayed as a key is already listed), and how many processes the end kills (R5: init counts them before its exit;
     /// 0 when the sandbox emptied by itself during a grace).
     pub fn report(&mut self, r: Report) {
         let now = Instant::now();
@@ -204,7 +212,8 @@ impl RunRecord {
             }
             Report::ExecFailed(_) => self.exec_failed = true,
             Report::Exited(st) if !self.exec_failed && self.payload.is_none() => self.payload = Some((now, st)),
-            Report::TerminalInt => {
+            Report::Interrupt(_) if self.keys > 0 => self.keys -= 1,
+            Report::Interrupt(_) => {
                 let at = now - self.start;
                 self.push(SignalEvent {
                     sig: libc::SIGINT,
@@ -257,127 +266,6 @@ impl RunRecord {
     pub fn error(&mut self, line: String) {
         self.error = Some(line);
     }
-
-    /// The report: one JSON object (README.md, "Reports") on one line, keys in the
-    /// documented order, with a final newline.
-    pub fn to_json(&self, ended_by: EndedBy, exit: Exit) -> String {
-        let ms = |d: Duration| d.as_millis() as u64;
-        let end = self.end.unwrap_or_else(Instant::now);
-        let signals = self
-            .signals
-            .iter()
-            .map(|s| {
-                let (origin, pid) = match s.origin {
-                    Origin::Terminal => ("terminal", None),
-                    Origin::Process(p) => ("process", Some(p).filter(|p| *p > 0)),
-                    Origin::Timeout => ("timeout", None),
-                };
-                let relayed = matches!(s.action, "relay" | "relay_with_grace");
-                let name = short_name(s.sig);
-                SignalOut { name, number: s.sig, origin, pid, ms: ms(s.at), relayed, action: s.action }
-            })
-            .collect();
-        let payload_end = self.payload.map(|(t, _)| t).unwrap_or(end);
-        let out = ReportOut {
-            schema: SCHEMA,
-            version: env!("CARGO_PKG_VERSION"),
-            name: None,
-            ended_by,
-            snug_exit: match exit {
-                Exit::Status(raw) => Status::of(raw),
-                Exit::Signal(sig) => Status::signal(sig),
-                Exit::Error(code) => Status::Code { code },
-            },
-            payload: self.payload.map(|(_, raw)| Status::of(raw)),
-            error: self.error.as_deref(),
-            signals,
-            signals_omitted: self.omitted,
-            killed_at_end: self.killed,
-            timeout_ms: self.timeout.map(ms),
-            durations_ms: Durations {
-                startup: self.started.map(|s| ms(s - self.start)),
-                run: self.started.map(|s| ms(payload_end.saturating_duration_since(s))),
-                grace: self.grace.map(|g| ms(end.saturating_duration_since(g))),
-                total: ms(end - self.start),
-            },
-        };
-        // Strings, numbers and options only: serialising cannot fail.
-        let mut text = serde_json::to_string(&out).unwrap_or_default();
-        text.push('\n');
-        text
-    }
-}
-
-/// The report's JSON, field by field (README.md, "Reports").
-#[derive(Serialize)]
-struct ReportOut<'a> {
-    schema: u32,
-    version: &'static str,
-    name: Option<&'a str>,
-    ended_by: EndedBy,
-    snug_exit: Status,
-    payload: Option<Status>,
-    error: Option<&'a str>,
-    signals: Vec<SignalOut>,
-    signals_omitted: u32,
-    killed_at_end: Option<u32>,
-    timeout_ms: Option<u64>,
-    durations_ms: Durations,
-}
-
-#[derive(Serialize)]
-struct SignalOut {
-    name: String,
-    number: i32,
-    origin: &'static str,
-    pid: Option<u32>,
-    ms: u64,
-    relayed: bool,
-    action: &'static str,
-}
-
-#[derive(Serialize)]
-struct Durations {
-    startup: Option<u64>,
-    run: Option<u64>,
-    grace: Option<u64>,
-    total: u64,
-}
-
-/// `{"code": N}` or `{"signal": "TERM", "number": 15}`.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Status {
-    Code { code: i32 },
-    Signal { signal: String, number: i32 },
-}
-
-impl Status {
-    /// From a raw wait status.
-    fn of(raw: i32) -> Status {
-        if libc::WIFSIGNALED(raw) {
-            Status::signal(libc::WTERMSIG(raw))
-        } else {
-            Status::Code { code: libc::WEXITSTATUS(raw) }
-        }
-    }
-
-    fn signal(sig: i32) -> Status {
-        Status::Signal { signal: short_name(sig), number: sig }
-    }
-}
-
-/// `TERM`, `RTMIN+3`, or the number as text.
-fn short_name(sig: i32) -> String {
-    let long = crate::log::signame(sig);
-    if let Some(short) = long.strip_prefix("SIG") {
-        return short.to_string();
-    }
-    let min = libc::SIGRTMIN();
-    if (min..=libc::SIGRTMAX()).contains(&sig) {
-        return format!("RTMIN+{}", sig - min);
-    }
-    sig.to_string()
 }
 
 /// How many processes a sandbox pid namespace holds besides its init (pid 1): the numeric
@@ -400,5 +288,6 @@ fn count_pinned(init: &Pinned) -> Option<u32> {
     (!init.exited()).then_some(n)
 }
 
+mod json;
 #[cfg(test)]
 mod tests;

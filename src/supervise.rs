@@ -2,7 +2,7 @@
 //! with the grace as the poll timeout from a monotonic deadline. No threads, no sleeps: snug
 //! is blocked in the kernel while the payload runs (SPEC B5).
 
-use crate::channel::{Channel, Order, Outbox, Received, Report};
+use crate::channel::{Channel, Order, Outbox, Received, Report, Resume};
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND, UNAVAILABLE};
 use crate::log::{log, signame};
 use crate::mode::Mode;
@@ -14,6 +14,8 @@ use crate::start::Nest;
 use crate::terminal::Terminal;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
+
+mod jobs;
 
 /// The grace: a constant, no flag, no profile key (SPEC G2).
 pub const GRACE: Duration = Duration::from_millis(1000);
@@ -62,7 +64,13 @@ pub struct Supervisor {
     ended: Option<i32>,
     exec_failed: Option<i32>,
     fail: Option<anyhow::Error>,
-    last_tty_int: Option<Instant>,
+    /// The last ^C that reached no handler (T3).
+    last_unanswered: Option<Instant>,
+    /// How the sandbox was stopped by snug, for the next continue (T5, T12).
+    stopped: Option<Resume>,
+    /// A job-control signal snug received and waits for init's [`Report::Halted`] to stop
+    /// itself with (T12).
+    halting: Option<i32>,
     /// Set once snug tore the sandbox down: the signal to die of (0: a failure).
     torn_down: Option<i32>,
     /// What happened, for `--report`; also holds the `--timeout` deadline (O5, O6).
@@ -93,7 +101,9 @@ impl Supervisor {
             ended: None,
             exec_failed: None,
             fail: None,
-            last_tty_int: None,
+            last_unanswered: None,
+            stopped: None,
+            halting: None,
             torn_down: None,
             record: RunRecord::default(),
         }
@@ -225,8 +235,9 @@ impl Supervisor {
                 }
             }
             Report::Stopped(sig) => self.on_stopped(sig),
-            Report::Continued => log!("payload continued"),
-            Report::TerminalInt => self.on_terminal_int(),
+            Report::Halted => self.on_halted(),
+            Report::Interrupt(unanswered) => self.on_interrupt(unanswered),
+            Report::Refused(req) => log!("refused a sandbox process's change of the caller's terminal (ioctl {req:#x}): the caller holds the foreground"),
             Report::Exited(status) => {
                 log!("payload ended: {}", describe(status));
                 self.ended = Some(status);
@@ -250,8 +261,10 @@ impl Supervisor {
             "tree: bwrap pid {} (pid 1 of the outer namespace), init pid {pid} (pid 1 of the sandbox, leads its group)",
             self.pid1.host_pid
         );
-        self.terminal.hand_over(pid);
+        let handed = self.terminal.hand_over(pid);
         self.init = Some(init);
+        // Before Go: init carries out the payload's terminal changes only once it knows (T11).
+        self.order(Order::Handed(handed));
         match self.init.as_ref().map_or(Ok(None), |init| (self.on_init)(init)) {
             Ok(pasta) => self.pasta = pasta,
             Err(e) => {
@@ -267,6 +280,10 @@ impl Supervisor {
         log!("received {} from {origin} (si_code {})", signame(got.sig), got.code);
         let action = decide(&got, self.mode, self.grace.is_some());
         self.record.signal(&got, action);
+        if got.sig == libc::SIGHUP && got.by_terminal() {
+            log!("hangup from the kernel: the terminal went away (never a key, T10)");
+        }
+        log!("decision: {action:?}");
         match action {
             Action::RelayWithGrace => {
                 // The deadline counts from receipt, also when init is not up yet (G3).
@@ -279,7 +296,10 @@ impl Supervisor {
                 return self.teardown(first, EndedBy::SecondSignal);
             }
             Action::Drop => return,
-            Action::Relay | Action::Resume => {}
+            // Stopping cannot wait for the payload: a job the shell lists as stopped never
+            // runs on (T12). Init takes the order whenever it reads it.
+            Action::Stop => return self.halt(got.sig),
+            Action::Relay | Action::Key | Action::Resume => {}
         }
         if !self.started {
             return self.pending.push((action, got.sig));
@@ -295,16 +315,15 @@ impl Supervisor {
                 self.order(Order::Grace);
                 self.relay(sig);
             }
-            Action::Resume => {
-                self.terminal.resume();
-                // Through the pidfd first: it wakes init too, should someone have stopped it.
-                if let Some(init) = &self.init {
-                    let _ = init.signal_group(libc::SIGCONT);
-                }
-                self.order(Order::Continue);
-                log!("continued the sandbox");
+            Action::Key => {
+                self.order(Order::Key(sig));
+                log!(
+                    "relayed the terminal's {} to every sandbox process (it does not hold the foreground)",
+                    signame(sig)
+                );
             }
-            Action::Teardown | Action::Drop => {}
+            Action::Resume => self.resume(),
+            Action::Teardown | Action::Drop | Action::Stop => {}
         }
     }
 
@@ -316,43 +335,6 @@ impl Supervisor {
 
     fn order(&mut self, o: Order) {
         self.outbox.send(&self.chan, o);
-    }
-
-    fn on_stopped(&mut self, sig: i32) {
-        // A hint from inside: act only if the payload really is stopped.
-        let state = self.payload.as_ref().and_then(|p| p.state());
-        log!("payload stopped by {} (state {state:?})", signame(sig));
-        if !matches!(self.mode, Mode::Terminal { .. }) || !matches!(state, Some('T') | Some('t')) {
-            return;
-        }
-        self.terminal.take_back();
-        // Stop the whole job, as the terminal's ^Z would: a wrapper between the shell and
-        // snug (`bash -c`, make) must stop too, or the shell never sees the job stopped.
-        let job_control = matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) && !crate::signals::ignored(sig);
-        log!("stopping snug's process group with {}", signame(if job_control { sig } else { libc::SIGSTOP }));
-        // SAFETY: signals snug's own process group (or snug alone); execution continues here
-        // after SIGCONT.
-        unsafe {
-            if job_control {
-                libc::kill(0, sig);
-            } else {
-                libc::kill(libc::getpid(), libc::SIGSTOP);
-            }
-        }
-    }
-
-    fn on_terminal_int(&mut self) {
-        let now = Instant::now();
-        match self.last_tty_int {
-            Some(t) if now.duration_since(t) <= FORCE_QUIT => {
-                log!("second ^C within {} ms: force-quit", FORCE_QUIT.as_millis());
-                self.teardown(libc::SIGINT, EndedBy::ForceQuit);
-            }
-            _ => {
-                log!("^C delivered to the sandbox by the terminal");
-                self.last_tty_int = Some(now);
-            }
-        }
     }
 
     /// Kill bwrap, pid 1 of the outer namespace: the kernel kills and reaps everything below

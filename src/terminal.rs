@@ -16,6 +16,10 @@ pub struct Terminal {
     /// The sandbox group that held the foreground when the payload stopped: an interactive
     /// shell payload leads a group of its own, and `fg` must give the terminal back to it.
     stopped_in_front: Option<i32>,
+    /// The hand-over waits until the payload needs the terminal (T13): snug's stdout is not
+    /// the terminal, so snug is likely a pipeline's writer (`snug -- make | less`) whose
+    /// reader, in snug's own group, needs the foreground.
+    deferred: bool,
 }
 
 fn foreground() -> i32 {
@@ -41,7 +45,15 @@ impl Terminal {
     pub fn new(mode: Mode) -> Terminal {
         // SAFETY: plain syscall.
         let own = unsafe { libc::getpgrp() };
-        Terminal { mode, own, sandbox: None, handed: false, stopped_in_front: None }
+        // SAFETY: plain syscall on fd 1.
+        let deferred = unsafe { libc::isatty(1) } == 0;
+        Terminal { mode, own, sandbox: None, handed: false, stopped_in_front: None, deferred }
+    }
+
+    /// Whether the sandbox holds the foreground because snug gave it (T11: init carries out
+    /// the sandbox's terminal changes only then).
+    pub fn handed(&self) -> bool {
+        self.handed
     }
 
     fn active(&self) -> bool {
@@ -49,13 +61,27 @@ impl Terminal {
     }
 
     /// Init is up and leads group `pgid`; before the payload starts, give that group the
-    /// foreground if snug's own group holds it right now (T1). Decided now rather than at
-    /// start: a snug stopped during start-up must not let the sandbox take the terminal.
-    pub fn hand_over(&mut self, pgid: i32) {
+    /// foreground if snug's own group holds it right now (T1), unless the hand-over waits
+    /// (T13). Decided now rather than at start: a snug stopped during start-up must not let
+    /// the sandbox take the caller's terminal. True when handed.
+    pub fn hand_over(&mut self, pgid: i32) -> bool {
         self.sandbox = Some(pgid);
-        if self.active() && foreground() == self.own && set_foreground(pgid) {
+        if self.active() && !self.deferred && foreground() == self.own && set_foreground(pgid) {
             self.handed = true;
         }
+        self.handed
+    }
+
+    /// The payload needs the terminal while the hand-over waits (T13): hand it over now if
+    /// snug's group holds the foreground. True when handed.
+    pub fn hand_over_late(&mut self) -> bool {
+        let Some(sandbox) = self.sandbox else { return false };
+        if !self.active() || !self.deferred || foreground() != self.own || !set_foreground(sandbox) {
+            return false;
+        }
+        self.deferred = false;
+        self.handed = true;
+        true
     }
 
     /// The payload stopped: if snug gave the sandbox the foreground, remember which sandbox
@@ -74,14 +100,16 @@ impl Terminal {
     }
 
     /// snug was continued: when its group is now the foreground (`fg`), hand it to the
-    /// sandbox group that had it at the stop (else the sandbox group); after `bg` leave it (T5).
-    pub fn resume(&mut self) {
-        let Some(sandbox) = self.sandbox else { return };
-        if !self.active() || foreground() != self.own {
-            return;
+    /// sandbox group that had it at the stop (else the sandbox group); after `bg` leave it
+    /// (T5). True when the sandbox holds the foreground from snug's hand.
+    pub fn resume(&mut self) -> bool {
+        let Some(sandbox) = self.sandbox else { return false };
+        if !self.active() || self.deferred || foreground() != self.own {
+            return self.handed;
         }
         let target = self.stopped_in_front.take().filter(|g| !empty(*g)).unwrap_or(sandbox);
         self.handed = set_foreground(target);
+        self.handed
     }
 
     /// On every way out, after the sandbox is gone: if the foreground is a group with no

@@ -91,7 +91,9 @@ fn s1_bwrap_and_init_start_sealed() {
         let m = marker();
         let (mut cmd, log) = snug_verbose(who, dir.path(), &["--", "sleep", &m]);
         let mut child = spawn_own_group(inherit(&mut cmd, &[libc::SIGINT], &[libc::SIGUSR1]));
-        let up = until(LIMIT, || read_text(&log).contains("payload started"));
+        // The payload's process is forked before init's hello and sealed before its exec:
+        // read its state once it runs `sleep`.
+        let up = until(LIMIT, || read_text(&log).contains("payload started") && running(&format!("sleep {m}")));
         let text = read_text(&log);
         let state = |key| logged_pid(&text, key).and_then(|p| SigState::of(p).ok());
         let (bwrap, init, payload) = (state("bwrap pid "), state("init pid "), state("payload started: pid "));

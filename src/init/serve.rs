@@ -1,0 +1,174 @@
+//! Init's loop: snug's orders, the payload's stops and end, orphans to reap, and the
+//! terminal guard's requests (T11), all in one `poll(2)`.
+
+use super::guard::Guard;
+use super::held::Held;
+use super::procfs;
+use crate::channel::{Channel, Order, Received, Report, Resume};
+use crate::signals::SignalFd;
+
+/// Send `sig` to every sandbox process but init (see [`Order::Signal`] for why `kill(-1)`).
+fn relay(sig: i32) {
+    // SAFETY: plain syscall.
+    unsafe { libc::kill(-1, sig) };
+}
+
+/// Continue what a job stop at the terminal stopped (T5): the sandbox group and the
+/// payload's group when it has its own (an interactive shell payload leads one), so that
+/// jobs a shell inside stopped stay stopped (T6).
+fn resume_job(payload: i32) {
+    procfs::signal_group(1, libc::SIGCONT);
+    if let Some(group) = procfs::pgrp(payload).filter(|g| *g > 1) {
+        procfs::signal_group(group, libc::SIGCONT);
+    }
+}
+
+/// A ^C reached no handler in `group` (all sandbox processes for `None`): T3's condition for
+/// a force-quit on the next one.
+fn int_unanswered(group: Option<i32>) -> bool {
+    let pids: Vec<i32> = procfs::pids().into_iter().filter(|p| group.is_none() || procfs::pgrp(*p) == group).collect();
+    procfs::int_unanswered(&pids)
+}
+
+/// Wait for the payload; report stops, continues and its end; reap orphans.
+pub fn serve(
+    chan: &Channel,
+    signals: &SignalFd,
+    held: Held,
+    mut guard: Option<Guard>,
+    terminal: bool,
+) -> Result<i32, i32> {
+    let payload = held.pid;
+    let mut go = Some(held.go);
+    let mut exec_err = Some(held.err);
+    let mut grace = false;
+    let mut ended: Option<i32> = None;
+    let stops = if terminal { libc::WUNTRACED | libc::WCONTINUED } else { 0 };
+    if !terminal {
+        // Detached, a stop or continue of a child is nobody's business: not even a SIGCHLD
+        // for it (B5, a payload that stops and continues itself in a loop).
+        // SAFETY: SIG_DFL with a flag; no handler of ours runs.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = libc::SIG_DFL;
+            sa.sa_flags = libc::SA_NOCLDSTOP;
+            libc::sigaction(libc::SIGCHLD, &sa, std::ptr::null_mut());
+        }
+    }
+    loop {
+        let mut fds = [
+            libc::pollfd { fd: chan.raw(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: signals.raw(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: exec_err.unwrap_or(-1), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: guard.as_ref().map_or(-1, Guard::raw), events: libc::POLLIN, revents: 0 },
+        ];
+        // SAFETY: four pollfds in this frame; poll(2) skips a negative fd.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 4, -1) } < 0 {
+            continue;
+        }
+        // Orders first: a Grace is sent before the signal that may end the payload.
+        loop {
+            match chan.recv_order(true) {
+                Ok(Received::Packet(Some(Order::Go), _)) => {
+                    if let Some(fd) = go.take() {
+                        // SAFETY: one byte from this frame to the held payload; then our end
+                        // is closed.
+                        unsafe {
+                            libc::write(fd, b"g".as_ptr().cast(), 1);
+                            libc::close(fd);
+                        }
+                    }
+                }
+                Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
+                Ok(Received::Packet(Some(Order::Signal(sig)), _)) => relay(sig),
+                Ok(Received::Packet(Some(Order::Key(sig)), _)) => {
+                    relay(sig);
+                    if sig == libc::SIGINT {
+                        let _ = chan.report(Report::Interrupt(int_unanswered(None)), None);
+                    }
+                }
+                Ok(Received::Packet(Some(Order::Stop), _)) => {
+                    // No terminal change from here on: snug takes the terminal back on Halted.
+                    if let Some(g) = guard.as_mut() {
+                        g.handed = false;
+                    }
+                    relay(libc::SIGSTOP);
+                    let _ = chan.report(Report::Halted, None);
+                }
+                Ok(Received::Packet(Some(Order::Continue(Resume::Job)), _)) => resume_job(payload),
+                Ok(Received::Packet(Some(Order::Continue(Resume::All)), _)) => relay(libc::SIGCONT),
+                Ok(Received::Packet(Some(Order::Handed(h)), _)) => {
+                    if let Some(g) = guard.as_mut() {
+                        g.handed = h;
+                    }
+                }
+                Ok(Received::Packet(..)) => {}
+                Ok(Received::Empty) => break,
+                Ok(Received::Closed) | Err(_) => return Ok(1), // snug is gone
+            }
+        }
+        // Before the payload's exit is looked at: its exec error is written before it exits.
+        if let Some(fd) = exec_err {
+            let mut e = [0u8; 4];
+            // SAFETY: a non-blocking read of at most 4 bytes into `e`.
+            let n = unsafe { libc::read(fd, e.as_mut_ptr().cast(), 4) };
+            if n == 4 {
+                let _ = chan.report(Report::ExecFailed(i32::from_le_bytes(e)), None);
+            }
+            if n >= 0 {
+                // SAFETY: our read end; EOF means the exec happened (or the process died).
+                unsafe { libc::close(fd) };
+                exec_err = None;
+            }
+        }
+        while let Some(got) = signals.read() {
+            // A ^C: the terminal sent it to its foreground group, which init belongs to.
+            // SAFETY: plain syscall on fd 0, init's controlling terminal.
+            let front = unsafe { libc::tcgetpgrp(0) };
+            if got.sig == libc::SIGINT && got.by_terminal() && front > 0 {
+                let _ = chan.report(Report::Interrupt(int_unanswered(Some(front))), None);
+            }
+        }
+        if fds[3].revents != 0 {
+            if let Some(g) = &guard {
+                g.serve(chan);
+            }
+        }
+        loop {
+            let mut status = 0;
+            // SAFETY: `status` is written by the kernel.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | stops) };
+            if pid <= 0 {
+                if pid < 0 && ended.is_some() {
+                    let _ = chan.report(Report::Empty, None);
+                    return Ok(0); // nothing left: the grace ends early (SPEC G2)
+                }
+                break;
+            }
+            if pid != payload {
+                continue;
+            }
+            if libc::WIFSTOPPED(status) {
+                // Only a terminal job stops with its payload (T5); detached, nothing acts on
+                // it, and a payload that stops and continues itself costs snug nothing (B5).
+                if terminal {
+                    // No terminal change from here on: snug takes the terminal back on this report.
+                    if let Some(g) = guard.as_mut() {
+                        g.handed = false;
+                    }
+                    let _ = chan.report(Report::Stopped(libc::WSTOPSIG(status)), None);
+                }
+            } else if libc::WIFCONTINUED(status) {
+                continue;
+            } else {
+                let _ = chan.report(Report::Exited(status), None);
+                if !grace {
+                    let left = crate::report::count_sandbox(std::path::Path::new("/proc"));
+                    let _ = chan.report(Report::Leaving(left.map_or(-1, |n| n as i32)), None);
+                    return Ok(0); // the kernel kills the rest of the sandbox (SPEC R5)
+                }
+                ended = Some(status);
+            }
+        }
+    }
+}
