@@ -158,6 +158,7 @@ pub(crate) mod golden {
             dir: Some(PathBuf::from("proj/sub")),
             host_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             config_dirs: vec![PathBuf::from("/home/u/.config/snug/profiles.d")],
+            grants: Default::default(),
         }
     }
 
@@ -272,6 +273,7 @@ mod tests {
             dir: Some(work.clone()),
             host_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             config_dirs: vec![],
+            grants: Default::default(),
         };
         let policy = crate::policy::resolve(&req).expect("resolves");
         let script = "set -e; touch ./ok; if touch ../no 2>/dev/null || touch /usr/no 2>/dev/null; then exit 3; fi; \

@@ -45,6 +45,9 @@ pub enum Report {
     ExecFailed(i32),
     /// Init itself failed; value: an `errno`.
     InitFailed(i32),
+    /// Init exits now, at the payload's end (SPEC R5); value: how many sandbox processes its
+    /// exit kills, -1 when it could not count them (for `--report`, O5).
+    Leaving(i32),
 }
 
 /// How [`Order::Continue`] continues the sandbox.
@@ -101,6 +104,7 @@ impl Report {
             Report::ExecFailed(e) => encode(8, e),
             Report::InitFailed(e) => encode(9, e),
             Report::Refused(r) => encode(10, r),
+            Report::Leaving(n) => encode(11, n),
         }
     }
 
@@ -117,6 +121,7 @@ impl Report {
             8 => Report::ExecFailed(v),
             9 => Report::InitFailed(v),
             10 => Report::Refused(v),
+            11 => Report::Leaving(v),
             _ => return None,
         })
     }

@@ -6,6 +6,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{error::ErrorKind, Parser, Subcommand};
 
@@ -15,7 +16,7 @@ use crate::error::{failure, USAGE};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     /// Run CMD in a sandbox (or only show how, with `--dry-run`).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// `snug doctor`: check the host (SPEC O2).
     Doctor,
     /// `snug profile list` (SPEC O3).
@@ -49,6 +50,35 @@ pub struct RunArgs {
     pub memory: Option<u64>,
     /// CMD and its arguments, after `--`, as raw bytes (SPEC R7); empty means the default shell.
     pub cmd: Vec<OsString>,
+    /// `--ro`, `--rw`, `--tmpfs`, `-e` (SPEC P5).
+    pub grants: Grants,
+    /// `--report PATH` or `--report fd:N` (SPEC O5).
+    pub report: Option<ReportTo>,
+    /// `--timeout DURATION` (SPEC O6); `None` also for a duration of 0, as timeout(1).
+    pub timeout: Option<Duration>,
+}
+
+/// Grants on the command line (SPEC P5), as written: checked and expanded by
+/// [`crate::policy`] under the same rules as the profile keys of the same name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// `--ro PATH`, repeatable.
+    pub ro: Vec<String>,
+    /// `--rw PATH`, repeatable.
+    pub rw: Vec<String>,
+    /// `--tmpfs PATH`, repeatable.
+    pub tmpfs: Vec<String>,
+    /// `-e NAME` or `-e NAME=VALUE`, repeatable, in order.
+    pub env: Vec<String>,
+}
+
+/// Where `--report` writes (SPEC O5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReportTo {
+    /// A file, created or truncated before anything starts.
+    Path(PathBuf),
+    /// A descriptor the caller opened (`--report fd:3 3>out.json`).
+    Fd(i32),
 }
 
 impl RunArgs {
@@ -101,6 +131,25 @@ struct Cli {
     /// The command to run [default: $SHELL, else /bin/sh]
     #[arg(last = true, value_name = "CMD", value_parser = clap::builder::OsStringValueParser::new())]
     cmd: Vec<OsString>,
+    // Grants, report and timeout (SPEC P5, O5, O6), kept together.
+    /// Also show PATH read-only (repeatable); relative paths start at the current directory
+    #[arg(long = "ro", value_name = "PATH", help_heading = "Grants")]
+    ro: Vec<String>,
+    /// Also show PATH read-write (repeatable)
+    #[arg(long = "rw", value_name = "PATH", help_heading = "Grants")]
+    rw: Vec<String>,
+    /// Put an empty private tmpfs at PATH (repeatable)
+    #[arg(long = "tmpfs", value_name = "PATH", help_heading = "Grants")]
+    tmpfs: Vec<String>,
+    /// Pass NAME with the caller's value, or set NAME=VALUE (repeatable)
+    #[arg(short = 'e', long = "env", value_name = "NAME[=VALUE]", help_heading = "Grants")]
+    env: Vec<String>,
+    /// Write one JSON object saying how the run ended to PATH, or to descriptor N with fd:N
+    #[arg(long, value_name = "PATH|fd:N", help_heading = "Runs under a harness")]
+    report: Option<String>,
+    /// At DURATION (90s, 10m, 1h30m, 0.5s) act as on a TERM, then exit 124; 0 means none
+    #[arg(long, value_name = "DURATION", help_heading = "Runs under a harness")]
+    timeout: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -194,7 +243,7 @@ where
     if cli.json && !cli.dry_run {
         return Err(failure(USAGE, "--json only goes with --dry-run"));
     }
-    Ok(Command::Run(RunArgs {
+    Ok(Command::Run(Box::new(RunArgs {
         profiles: cli.profiles,
         no_defaults: cli.no_defaults,
         dry_run: cli.dry_run,
@@ -204,12 +253,59 @@ where
         max_procs: cli.max_procs,
         memory: cli.memory.as_deref().map(crate::bounds::parse_size_arg).transpose()?,
         cmd: cli.cmd,
-    }))
+        grants: Grants { ro: cli.ro, rw: cli.rw, tmpfs: cli.tmpfs, env: cli.env },
+        report: cli.report.as_deref().map(report_to).transpose()?,
+        timeout: cli.timeout.as_deref().map(duration).transpose()?.filter(|d| !d.is_zero()),
+    })))
 }
 
 /// snug's command line as clap defines it: for hints, completions and the man page.
 pub fn definition() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
+}
+
+/// `--report`'s value: `fd:N` names a descriptor, anything else a path.
+fn report_to(v: &str) -> anyhow::Result<ReportTo> {
+    match v.strip_prefix("fd:") {
+        Some(n) => n
+            .parse::<i32>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(ReportTo::Fd)
+            .ok_or_else(|| failure(USAGE, format!("--report {v:?}: fd: needs a descriptor number, e.g. fd:3"))),
+        None if v.is_empty() => Err(failure(USAGE, "--report needs a path or fd:N")),
+        None => Ok(ReportTo::Path(PathBuf::from(v))),
+    }
+}
+
+/// A `--timeout` duration: numbers with units `h`, `m`, `s`, `ms`, summed (`1h30m`,
+/// `0.5s`); a bare number is seconds, as for timeout(1).
+fn duration(v: &str) -> anyhow::Result<Duration> {
+    let bad = || failure(USAGE, format!("--timeout {v:?}: not a duration (e.g. 90s, 10m, 1h30m, 0.5s)"));
+    if let Ok(secs) = v.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|_| bad());
+    }
+    let mut total = 0f64;
+    let mut rest = v;
+    while !rest.is_empty() {
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            _ => return Err(bad()),
+        };
+        total += n * scale;
+        rest = &rest[unit_len..];
+    }
+    if v.is_empty() {
+        return Err(bad());
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad())
 }
 
 /// clap's error text up to its first blank line, as one line without the `error: ` prefix,
@@ -229,7 +325,7 @@ mod tests {
     fn run(args: &[&str]) -> RunArgs {
         let argv = std::iter::once("snug").chain(args.iter().copied());
         match parse_from(argv) {
-            Ok(Command::Run(r)) => r,
+            Ok(Command::Run(r)) => *r,
             other => panic!("{args:?}: {other:?}"),
         }
     }
@@ -293,5 +389,30 @@ mod tests {
         let line = usage_error(&["-p", "x", "doctor"]);
         assert!(line.contains("./doctor"), "{line}");
         usage_error(&["-v", "profile", "--", "ls"]);
+    }
+
+    #[test]
+    fn p5_o5_o6_grants_report_timeout() {
+        let r = run(&["--ro", "/a", "--rw", "b", "--tmpfs", "/c", "-e", "X", "--env", "Y=1", "--ro", "/d"]);
+        assert_eq!(
+            (r.grants.ro, r.grants.rw, r.grants.tmpfs),
+            (vec!["/a".into(), "/d".into()], vec!["b".into()], vec!["/c".into()])
+        );
+        assert_eq!(r.grants.env, ["X", "Y=1"]);
+        assert_eq!(run(&["--report", "fd:3"]).report, Some(ReportTo::Fd(3)));
+        assert_eq!(run(&["--report", "r.json"]).report, Some(ReportTo::Path("r.json".into())));
+        let t = |v: &str| run(&["--timeout", v]).timeout;
+        assert_eq!(t("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(t("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(t("0.5s"), Some(Duration::from_millis(500)));
+        assert_eq!(t("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(t("7"), Some(Duration::from_secs(7)));
+        assert_eq!(t("0"), None, "0 means no timeout, as for timeout(1)");
+        for bad in ["", "5x", "s", "1h-1m", "-3", "nan", "inf", "1.2.3s"] {
+            assert!(usage_error(&[&format!("--timeout={bad}")]).contains("--timeout"), "{bad}");
+        }
+        for bad in ["fd:", "fd:x", "fd:-1", ""] {
+            assert!(usage_error(&["--report", bad]).contains("--report"), "{bad}");
+        }
     }
 }

@@ -11,8 +11,12 @@ pub const INTERNAL: i32 = 70;
 /// An operating-system error at run time: fork or descriptors refused, a directory that
 /// cannot be entered (SPEC R4; `EX_OSERR` of sysexits(3)).
 pub const OS_ERROR: i32 = 71;
+/// The `--report` destination cannot be written (SPEC R4, O5; sysexits' EX_IOERR).
+pub const REPORT: i32 = 74;
 /// A policy error: unknown profile, bad profile file, conflict (SPEC R4).
 pub const POLICY: i32 = 77;
+/// The run ended by `--timeout` (SPEC O6), as timeout(1) exits.
+pub const TIMED_OUT: i32 = 124;
 /// CMD was found but cannot be executed (SPEC R4, as sh(1) does).
 pub const NOT_EXECUTABLE: i32 = 126;
 /// CMD was not found (SPEC R4, as sh(1) does).

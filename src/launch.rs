@@ -7,6 +7,7 @@ use crate::error::{failure, UNAVAILABLE};
 use crate::log::log;
 use crate::mode::Mode;
 use crate::policy::Policy;
+use crate::report::RunRecord;
 use crate::signals::{self, SignalFd};
 use crate::supervise::{OnInit, Outcome, Supervisor};
 use anyhow::{Context, Result};
@@ -89,7 +90,7 @@ pub fn command_line(policy: &Policy, mode: Mode) -> Result<Vec<String>> {
     Ok(bwrap::command_line(policy, &launch))
 }
 
-/// Run `argv` (bwrap …) in a fresh nest and supervise it to the end.
+/// Run `argv` (bwrap …) in a fresh nest and supervise it to the end, filling `record`.
 ///
 /// # Errors
 /// snug's own failures before the sandbox runs (the outcome carries later ones).
@@ -100,6 +101,7 @@ pub fn run(
     env: &[(String, String)],
     limits: &crate::bounds::Limits,
     on_init: OnInit,
+    record: &mut RunRecord,
 ) -> Result<Outcome> {
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
     signals::default(libc::SIGCHLD);
@@ -126,5 +128,7 @@ pub fn run(
     drop(seccomp);
     drop(args);
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(Supervisor::new(mode, nest, ours, signals, name, on_init).run())
+    let (outcome, filled) = Supervisor::new(mode, nest, ours, signals, name, on_init).run(std::mem::take(record));
+    *record = filled;
+    Ok(outcome)
 }

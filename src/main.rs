@@ -21,6 +21,8 @@ mod pidfd;
 mod policy;
 mod profiles;
 mod relay;
+mod report;
+mod report_sink;
 mod seccomp;
 mod signals;
 mod start;
@@ -29,6 +31,7 @@ mod terminal;
 mod toolchains;
 
 use crate::cli::Command;
+use crate::report::{EndedBy, Exit, RunRecord};
 use crate::supervise::Outcome;
 
 fn main() {
@@ -45,19 +48,56 @@ fn main() {
         let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
         init::main(&args[2..]);
     }
-    let outcome = run();
+    let mut record = RunRecord::new();
+    let mut sink = None;
+    let outcome = run(&mut record, &mut sink).unwrap_or_else(Outcome::Fail);
     bounds::cleanup(); // the sandbox is gone: remove this run's cgroups (SPEC K5)
-    match outcome {
-        Ok(Outcome::Status(raw)) => end::as_status(raw),
-        Ok(Outcome::Signal(sig)) => end::die_of(sig),
-        Ok(Outcome::Fail(e)) | Err(e) => {
+    match settle(outcome, &mut record, sink) {
+        Outcome::Status(raw) => end::as_status(raw),
+        Outcome::Signal(sig) => end::die_of(sig),
+        Outcome::Fail(e) => {
             log::say!("snug: {}", error::one_line(&e));
             std::process::exit(error::code_of(&e));
         }
     }
 }
 
-fn run() -> anyhow::Result<Outcome> {
+/// The end of every run: who ended it, 124 after a timeout (O6), the report (O5). A report
+/// that cannot be written at the end is one `snug: ` line; it turns an exit 0 into 74 (a
+/// harness must not take a run it knows nothing about for a success) and leaves any other
+/// end as it is (that status already says the run failed or was stopped, and is the more
+/// useful one to keep).
+fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) -> Outcome {
+    let exit = |o: &Outcome| match o {
+        Outcome::Status(raw) => Exit::Status(*raw),
+        Outcome::Signal(sig) => Exit::Signal(*sig),
+        Outcome::Fail(e) => Exit::Error(error::code_of(e)),
+    };
+    let ended_by = record.close(exit(&outcome));
+    let outcome = match outcome {
+        Outcome::Status(_) | Outcome::Signal(_) if ended_by == EndedBy::Timeout => {
+            log::log!("timed out: exit {}", error::TIMED_OUT);
+            Outcome::Status(error::TIMED_OUT << 8)
+        }
+        o => o,
+    };
+    let Some(mut sink) = sink else { return outcome };
+    if let Outcome::Fail(e) = &outcome {
+        record.error(error::one_line(e));
+    }
+    let Err(e) = sink.write(&record.to_json(ended_by, exit(&outcome))) else { return outcome };
+    let why = error::strerror(e.raw_os_error().unwrap_or(libc::EIO));
+    let line = format!("cannot write the report to {}: {why}", sink.label());
+    match outcome {
+        Outcome::Status(0) => Outcome::Fail(error::failure(error::REPORT, line)),
+        o => {
+            log::say!("snug: {line}");
+            o
+        }
+    }
+}
+
+fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Result<Outcome> {
     let args = match cli::parse()? {
         Command::Run(args) => args,
         Command::Doctor => std::process::exit(doctor::run()),
@@ -68,6 +108,12 @@ fn run() -> anyhow::Result<Outcome> {
     };
     if args.verbose {
         log::enable();
+    }
+    // First, so that every later failure is reported (O5); `--dry-run` runs nothing and
+    // writes no report.
+    record.arm(args.timeout);
+    if let (Some(to), false) = (&args.report, args.dry_run) {
+        *sink = Some(report::Sink::open(to)?);
     }
     let mut policy = policy::resolve(&policy::request_from_host(&args))?;
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
@@ -89,7 +135,7 @@ fn run() -> anyhow::Result<Outcome> {
         Some(mut net) => Box::new(move |init| net.attach(init).map(Some)),
         None => Box::new(|_| Ok(None)),
     };
-    launch::run(&argv, mode, &cmd, &policy.env, &limits, on_init)
+    launch::run(&argv, mode, &cmd, &policy.env, &limits, on_init, record)
 }
 
 /// The dry-run plan with how each bound is enforced (SPEC K5, O1) appended.

@@ -13,6 +13,7 @@
 //! - Mounts are sorted by path, component by component, so a parent is always mounted
 //!   before anything below it and never covers it.
 
+mod grants;
 pub mod host;
 #[cfg(test)]
 mod tests;
@@ -113,6 +114,8 @@ pub struct Request {
     pub host_env: Vec<(String, String)>,
     /// User profile directories in search order ([`profiles::config_dirs`]).
     pub config_dirs: Vec<PathBuf>,
+    /// `--ro`, `--rw`, `--tmpfs`, `-e` (SPEC P5), applied after every profile.
+    pub grants: crate::cli::Grants,
 }
 
 /// Resolve `req` on this machine: [`resolve_with`] and the real host.
@@ -160,6 +163,9 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     for name in &names {
         visit(name, &mut Vec::new(), &mut order, &req.config_dirs, host)?;
     }
+    let grants = grants::as_profiles(&req.grants, &req.host_env);
+    let in_effect: Vec<String> = order.iter().map(|p| p.name.clone()).collect();
+    order.extend(grants);
 
     let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
@@ -217,10 +223,8 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
             }
             match env.get(k) {
                 Some((v0, p0)) if v0 != v => {
-                    return Err(failure(
-                        POLICY,
-                        format!("env {k}: profile {p0} sets {v0:?}, profile {} sets {v:?}", p.name),
-                    ))
+                    let who = grants::who(p);
+                    return Err(failure(POLICY, format!("env {k}: profile {p0} sets {v0:?}, {who} sets {v:?}")));
                 }
                 Some(_) => {}
                 None => {
@@ -236,7 +240,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     }
 
     Ok(Policy {
-        profiles: order.into_iter().map(|p| p.name).collect(),
+        profiles: in_effect,
         mounts: mounts.into_values().collect(),
         env: environment(&req.host_env, &vars.home, env, prepend),
         net,
@@ -357,6 +361,8 @@ fn bad(p: &Profile, key: &str, entry: &str, why: &str) -> anyhow::Error {
     let place = match &p.source {
         profiles::Source::Builtin => format!("profile {}", p.name),
         profiles::Source::File(f) => format!("profile {} ({})", p.name, f.display()),
+        // The flag alone names it: `--ro "/x": /x does not exist` (SPEC P5).
+        profiles::Source::CommandLine => return failure(POLICY, format!("{} {entry:?}: {why}", p.name)),
     };
     failure(POLICY, format!("{place}: {key} {entry:?}: {why}"))
 }

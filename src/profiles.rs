@@ -57,6 +57,9 @@ pub enum Source {
     Builtin,
     /// A user profile file `NAME.toml`.
     File(PathBuf),
+    /// Grants on the command line (`--ro`, `--rw`, `--tmpfs`, `-e`; SPEC P5); the
+    /// profile's name is the flag.
+    CommandLine,
 }
 
 impl Source {
@@ -65,6 +68,7 @@ impl Source {
         match self {
             Source::Builtin => "builtin".to_string(),
             Source::File(p) => p.display().to_string(),
+            Source::CommandLine => "command line".to_string(),
         }
     }
 }

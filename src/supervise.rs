@@ -8,6 +8,7 @@ use crate::log::{log, signame};
 use crate::mode::Mode;
 use crate::pidfd::Pinned;
 use crate::relay::{decide, Action};
+use crate::report::{EndedBy, RunRecord};
 use crate::signals::SignalFd;
 use crate::start::Nest;
 use crate::terminal::Terminal;
@@ -72,6 +73,8 @@ pub struct Supervisor {
     halting: Option<i32>,
     /// Set once snug tore the sandbox down: the signal to die of (0: a failure).
     torn_down: Option<i32>,
+    /// What happened, for `--report`; also holds the `--timeout` deadline (O5, O6).
+    record: RunRecord,
 }
 
 impl Supervisor {
@@ -102,24 +105,29 @@ impl Supervisor {
             stopped: None,
             halting: None,
             torn_down: None,
+            record: RunRecord::default(),
         }
     }
 
-    /// Run until the sandbox is gone, give the terminal back (T7) and say how to end.
-    pub fn run(mut self) -> Outcome {
+    /// Run until the sandbox is gone, give the terminal back (T7) and say how to end; fills
+    /// in `record` as it goes (O5).
+    pub fn run(mut self, record: RunRecord) -> (Outcome, RunRecord) {
+        self.record = record;
         while !self.step() {}
         if let Some(mut pasta) = self.pasta.take() {
             pasta.stop();
         }
         self.pid1.reap();
         self.terminal.restore();
-        self.outcome()
+        (self.outcome(), self.record)
     }
 
     /// One poll round; true once the outer namespace is gone.
     fn step(&mut self) -> bool {
-        let timeout = match self.grace {
-            Some((deadline, _)) => deadline.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000) as i32,
+        // The next deadline: the grace's or `--timeout`'s (O6), whichever comes first.
+        let deadline = self.grace.map(|(d, _)| d).into_iter().chain(self.record.deadline()).min();
+        let timeout = match deadline {
+            Some(deadline) => deadline.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000) as i32,
             None => -1,
         };
         let err_fd = self.bwrap_err.as_ref().map_or(-1, |f| f.as_raw_fd());
@@ -156,10 +164,15 @@ impl Supervisor {
         if let (true, Some(pasta)) = (fds[4].revents != 0, self.pasta.as_mut()) {
             pasta.on_readable();
         }
+        // `--timeout` (O6): what a TERM from a process does, unless a grace runs or the payload ended.
+        if self.record.timeout_due(Instant::now()) && self.grace.is_none() && self.ended.is_none() {
+            self.record.timing_out();
+            self.on_signal(crate::signals::Received { sig: libc::SIGTERM, code: 0, pid: std::process::id() });
+        }
         if let (Some((deadline, sig)), None) = (self.grace, self.torn_down) {
             if Instant::now() >= deadline {
                 log!("grace over after {} ms", GRACE.as_millis());
-                self.teardown(sig);
+                self.teardown(sig, EndedBy::GraceExpired);
             }
         }
         if fds[3].revents != 0 || self.torn_down.is_some() {
@@ -208,6 +221,7 @@ impl Supervisor {
     }
 
     fn on_report(&mut self, r: Report, fd: Option<OwnedFd>) {
+        self.record.report(r);
         match r {
             Report::Hello => self.on_hello(fd),
             Report::Started(sandbox_pid) => {
@@ -229,6 +243,7 @@ impl Supervisor {
                 self.ended = Some(status);
             }
             Report::Empty => log!("sandbox empty"),
+            Report::Leaving(_) => {}
             Report::ExecFailed(e) => self.exec_failed = Some(e),
             Report::InitFailed(e) => {
                 let code = crate::error::errno_code(e, INTERNAL);
@@ -240,7 +255,7 @@ impl Supervisor {
     fn on_hello(&mut self, fd: Option<OwnedFd>) {
         let Some(init) = fd.and_then(|fd| Pinned::adopt(fd).ok()) else {
             self.fail = Some(failure(INTERNAL, "sandbox init sent no usable pidfd"));
-            return self.teardown(0);
+            return self.teardown(0, EndedBy::SnugError);
         };
         let pid = init.host_pid;
         log!(
@@ -255,7 +270,7 @@ impl Supervisor {
             Ok(pasta) => self.pasta = pasta,
             Err(e) => {
                 self.fail = Some(e);
-                return self.teardown(0);
+                return self.teardown(0, EndedBy::SnugError);
             }
         }
         self.order(Order::Go);
@@ -265,6 +280,7 @@ impl Supervisor {
         let origin = if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
         log!("received {} from {origin} (si_code {})", signame(got.sig), got.code);
         let action = decide(&got, self.mode, self.grace.is_some());
+        self.record.signal(&got, action);
         if got.sig == libc::SIGHUP && got.by_terminal() {
             log!("hangup from the kernel: the terminal went away (never a key, T10)");
         }
@@ -278,7 +294,7 @@ impl Supervisor {
             Action::Teardown => {
                 log!("second {} during the grace: teardown", signame(got.sig));
                 let first = self.grace.map_or(got.sig, |(_, s)| s);
-                return self.teardown(first);
+                return self.teardown(first, EndedBy::SecondSignal);
             }
             Action::Drop => return,
             // Stopping cannot wait for the payload: a job the shell lists as stopped never
@@ -324,9 +340,10 @@ impl Supervisor {
 
     /// Kill bwrap, pid 1 of the outer namespace: the kernel kills and reaps everything below
     /// before bwrap's own exit is seen (`zap_pid_ns_processes` in `kernel/pid_namespace.c`).
-    fn teardown(&mut self, sig: i32) {
+    fn teardown(&mut self, sig: i32, why: EndedBy) {
         if self.torn_down.is_none() {
             log!("teardown");
+            self.record.teardown(why, self.init.as_ref());
             let _ = self.pid1.signal(libc::SIGKILL);
             self.torn_down = Some(sig);
         }

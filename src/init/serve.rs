@@ -163,6 +163,8 @@ pub fn serve(
             } else {
                 let _ = chan.report(Report::Exited(status), None);
                 if !grace {
+                    let left = crate::report::count_sandbox(std::path::Path::new("/proc"));
+                    let _ = chan.report(Report::Leaving(left.map_or(-1, |n| n as i32)), None);
                     return Ok(0); // the kernel kills the rest of the sandbox (SPEC R5)
                 }
                 ended = Some(status);

@@ -28,6 +28,7 @@ pub fn request_from_host(args: &crate::cli::RunArgs) -> Request {
         dir: args.dir.clone(),
         config_dirs: profiles::config_dirs(&env),
         host_env: env,
+        grants: args.grants.clone(),
     }
 }
 

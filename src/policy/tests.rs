@@ -16,6 +16,7 @@ fn request(dir: &str, profiles: &[&str], no_defaults: bool) -> Request {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         config_dirs: vec![PathBuf::from("/cfg")],
+        grants: Default::default(),
     }
 }
 
@@ -223,4 +224,42 @@ fn o7_optional_paths_skip_and_path_plus_prepends() {
     // Without `?` a missing path stays an error (P2).
     let host = FakeHost::debian().file("/cfg/c.toml", "ro = [\"{home}/gone\"]");
     assert_eq!(err_of(&host, &request("/home/u/proj", &["c"], false)).0, POLICY);
+}
+
+#[test]
+fn p5_grants_follow_the_profile_rules_and_name_the_flag() {
+    let host = FakeHost::debian().file("/cfg/ed.toml", "[env]\nEDITOR = \"vi\"").dir("/srv/data");
+    let mut req = request("/home/u/proj", &[], false);
+    req.grants = crate::cli::Grants {
+        ro: vec!["/srv/data".into(), "/home/u/proj".into()],
+        rw: vec!["{home}/proj/sub".into()],
+        tmpfs: vec!["/opt/scratch".into()],
+        env: vec!["TOKEN".into(), "X=1".into(), "UNSET".into()],
+    };
+    let p = resolve_with(&req, &host).expect("ok");
+    let by = |dest: &str| p.mounts.iter().find(|m| m.dest == Path::new(dest)).map(|m| (m.kind, m.profile.as_str()));
+    assert_eq!(by("/srv/data"), Some((MountKind::Ro, "--ro")));
+    assert_eq!(by("/home/u/proj"), Some((MountKind::Rw, "@cwd-rw")), "rw beats ro, as between profiles");
+    assert_eq!(by("/home/u/proj/sub"), Some((MountKind::Rw, "--rw")));
+    assert_eq!(by("/opt/scratch"), Some((MountKind::Tmpfs, "--tmpfs")));
+    let env = |k: &str| p.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!((env("TOKEN"), env("X"), env("UNSET")), (Some("s"), Some("1"), None));
+    assert_eq!(p.profiles, ["@sys", "@home", "@cwd-rw", "@parent-ro"]);
+
+    let fails = |g: crate::cli::Grants, profiles: &[&str]| {
+        let mut req = request("/home/u/proj", profiles, false);
+        req.grants = g;
+        err_of(&host, &req)
+    };
+    let g = |ro: &[&str], env: &[&str]| crate::cli::Grants {
+        ro: ro.iter().map(|s| s.to_string()).collect(),
+        env: env.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    assert_eq!(fails(g(&["/nope"], &[]), &[]), (POLICY, "--ro \"/nope\": /nope does not exist".to_string()));
+    assert_eq!(fails(g(&["/proc"], &[]), &[]).0, POLICY);
+    assert_eq!(fails(g(&["/x/../etc"], &[]), &[]).0, POLICY);
+    assert_eq!(fails(g(&[], &["=v"]), &[]), (POLICY, "-e \"\": not a valid environment entry".to_string()));
+    let (code, msg) = fails(g(&[], &["EDITOR=nano"]), &["ed"]);
+    assert_eq!((code, msg.as_str()), (POLICY, "env EDITOR: profile ed sets \"vi\", -e sets \"nano\""));
 }

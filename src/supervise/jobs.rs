@@ -95,7 +95,7 @@ impl Supervisor {
         match self.last_unanswered {
             Some(t) if now.duration_since(t) <= FORCE_QUIT => {
                 log!("second unanswered ^C within {} ms: force-quit", FORCE_QUIT.as_millis());
-                self.teardown(libc::SIGINT);
+                self.teardown(libc::SIGINT, crate::report::EndedBy::ForceQuit);
             }
             _ => {
                 log!("^C reached no handler (the foreground ignores or blocks SIGINT)");

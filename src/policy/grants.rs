@@ -1,0 +1,78 @@
+//! Grants on the command line (SPEC P5): `--ro`, `--rw`, `--tmpfs` and `-e` become one
+//! profile per flag, named after the flag and applied after every other profile, so they
+//! go through exactly the checks, merge rules and messages of the profile keys `ro`, `rw`,
+//! `tmpfs` and `env` — except that a message names the flag (`--ro "/x": /x does not
+//! exist`), and `--dry-run` shows the flag as the mount's origin.
+
+use std::path::Path;
+
+use crate::cli::Grants;
+use crate::profiles::{Profile, Source};
+
+/// The grants as profiles `--ro`, `--rw`, `--tmpfs`, `-e` (only those given). A relative
+/// path is made absolute against the current directory (lexically; `..` is refused later,
+/// as in a profile). `-e NAME` takes the caller's value from `host_env`, and is left out
+/// when the caller has none (as env(1) and `docker run -e` do); a later `-e` of the same
+/// name wins.
+pub(super) fn as_profiles(g: &Grants, host_env: &[(String, String)]) -> Vec<Profile> {
+    let mut out = Vec::new();
+    for (flag, list) in [("--ro", &g.ro), ("--rw", &g.rw), ("--tmpfs", &g.tmpfs)] {
+        if list.is_empty() {
+            continue;
+        }
+        let mut p = flag_profile(flag);
+        let paths = list.iter().map(|raw| absolute(raw)).collect();
+        match flag {
+            "--ro" => p.ro = paths,
+            "--rw" => p.rw = paths,
+            _ => p.tmpfs = paths,
+        }
+        out.push(p);
+    }
+    if !g.env.is_empty() {
+        let mut p = flag_profile("-e");
+        for entry in &g.env {
+            match entry.split_once('=') {
+                Some((k, v)) => {
+                    p.env.insert(k.to_string(), v.to_string());
+                }
+                None => {
+                    if let Some((_, v)) = host_env.iter().find(|(k, _)| k == entry) {
+                        p.env.insert(entry.clone(), v.clone());
+                    } else if entry.is_empty() {
+                        // Checked (and refused) with the other entries.
+                        p.env.insert(String::new(), String::new());
+                    }
+                }
+            }
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// How an env conflict names the one that set the second value: `profile NAME`, or the flag.
+pub(super) fn who(p: &Profile) -> String {
+    match p.source {
+        Source::CommandLine => p.name.clone(),
+        _ => format!("profile {}", p.name),
+    }
+}
+
+fn flag_profile(flag: &str) -> Profile {
+    let mut p = Profile::builtin(flag, "grants on the command line");
+    p.source = Source::CommandLine;
+    p
+}
+
+/// `raw` unchanged when absolute or starting with a placeholder (`{home}/x`), else joined
+/// to the current directory.
+fn absolute(raw: &str) -> String {
+    if raw.starts_with('/') || raw.starts_with('{') || raw.is_empty() {
+        return raw.to_string();
+    }
+    match std::env::current_dir() {
+        Ok(cwd) => Path::new(&cwd).join(raw).to_string_lossy().into_owned(),
+        Err(_) => raw.to_string(),
+    }
+}

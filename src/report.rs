@@ -1,0 +1,293 @@
+//! The run's record and `--report` (SPEC O5): the supervisor writes down what happened as
+//! it happens (signals received and what was done with them, the grace, the payload's end,
+//! why the sandbox was torn down, how many processes that killed), [`RunRecord::close`]
+//! names who ended the run as an [`EndedBy`], and [`RunRecord::to_json`] gives the one JSON
+//! object `--report` writes. The schema is documented in README.md ("Reports"); field names
+//! are stable, a change that breaks a reader bumps [`SCHEMA`].
+//!
+//! Also the `--timeout` deadline (SPEC O6), which the supervisor's poll loop waits on.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::channel::Report;
+use crate::pidfd::Pinned;
+use crate::relay::Action;
+use crate::signals::Received;
+
+pub use crate::report_sink::Sink;
+
+/// Version of the report's schema (`schema` in the JSON).
+pub const SCHEMA: u32 = 1;
+
+/// At most this many signals are listed; the rest are counted in `signals_omitted`, so a
+/// signal storm cannot make the report unbounded (its space is reserved up front).
+pub const MAX_SIGNALS: usize = 256;
+
+/// Who ended the run, decided from what the supervisor recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndedBy {
+    /// The payload's main process exited by itself (any code), no grace running.
+    Payload,
+    /// The payload's main process was killed by a signal, no grace running (a `kill -9` from
+    /// anywhere, its own `abort()`, a ^C the terminal delivered).
+    PayloadSignal,
+    /// A relayed INT/TERM/HUP started the grace and the payload's main process ended within
+    /// it, by a handler or by the signal's default action (G2).
+    RelayedHandled,
+    /// The grace ran out and snug tore the sandbox down (G3).
+    GraceExpired,
+    /// A second INT/TERM/HUP during the grace tore the sandbox down (G4).
+    SecondSignal,
+    /// A second ^C that reached no handler tore the sandbox down (T3).
+    ForceQuit,
+    /// `--timeout` expired before the payload ended (O6); snug exits 124.
+    Timeout,
+    /// `snug stop` (L2); not produced until live sandboxes exist.
+    #[allow(dead_code)]
+    Stop,
+    /// snug's own failure, before or after the payload started (R4), including a payload
+    /// that could not be executed (126, 127).
+    SnugError,
+}
+
+/// How snug itself ends, for `snug_exit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// A raw wait status (`waitpid(2)`) snug passes on (R3).
+    Status(i32),
+    /// snug dies of this signal.
+    Signal(i32),
+    /// snug's own failure with this exit code (R4).
+    Error(i32),
+}
+
+/// Where a signal came from, as `signalfd(2)`'s `ssi_code` tells.
+#[derive(Clone, Copy, Debug)]
+enum Origin {
+    Terminal,
+    Process(u32),
+    Timeout,
+}
+
+#[derive(Clone, Debug)]
+struct SignalEvent {
+    sig: i32,
+    origin: Origin,
+    at: Duration,
+    action: &'static str,
+}
+
+/// What happened during one run, from snug's start. Times are monotonic (`CLOCK_MONOTONIC`).
+#[derive(Debug)]
+pub struct RunRecord {
+    start: Instant,
+    timeout: Option<Duration>,
+    /// The timeout has not fired yet.
+    armed: bool,
+    timed_out: Option<Instant>,
+    next_is_timeout: bool,
+    started: Option<Instant>,
+    grace: Option<Instant>,
+    payload: Option<(Instant, i32)>,
+    exec_failed: bool,
+    teardown: Option<EndedBy>,
+    killed: Option<u32>,
+    signals: Vec<SignalEvent>,
+    omitted: u32,
+    /// INTs relayed as keys whose Interrupt report from init has not come yet.
+    keys: u32,
+    end: Option<Instant>,
+    error: Option<String>,
+}
+
+impl Default for RunRecord {
+    fn default() -> RunRecord {
+        RunRecord::new()
+    }
+}
+
+impl RunRecord {
+    /// A record whose time zero is now (call it first thing in `main`).
+    pub fn new() -> RunRecord {
+        RunRecord {
+            start: Instant::now(),
+            timeout: None,
+            armed: false,
+            timed_out: None,
+            next_is_timeout: false,
+            started: None,
+            grace: None,
+            payload: None,
+            exec_failed: false,
+            teardown: None,
+            killed: None,
+            signals: Vec::new(),
+            omitted: 0,
+            keys: 0,
+            end: None,
+            error: None,
+        }
+    }
+
+    /// `--timeout`: the deadline is `timeout` after snug's start (so a stuck start-up counts).
+    pub fn arm(&mut self, timeout: Option<Duration>) {
+        self.timeout = timeout;
+        self.armed = timeout.is_some();
+    }
+
+    /// The timeout's deadline while it has not fired: the supervisor's poll waits at most
+    /// until then.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.timeout.filter(|_| self.armed).map(|t| self.start + t)
+    }
+
+    /// Whether the timeout is due at `now`; true once, then it is disarmed.
+    pub fn timeout_due(&mut self, now: Instant) -> bool {
+        if self.deadline().is_some_and(|d| now >= d) {
+            self.armed = false;
+            return true;
+        }
+        false
+    }
+
+    /// The supervisor acts on the timeout: the run ends by it unless the payload ends first,
+    /// and the next [`RunRecord::signal`] is the TERM it acts as, listed with the origin
+    /// `timeout`.
+    pub fn timing_out(&mut self) {
+        self.timed_out = Some(Instant::now());
+        self.next_is_timeout = true;
+    }
+
+    /// A signal snug received (or the timeout's TERM) and what [`crate::relay::decide`] made
+    /// of it. A relay with grace starts the grace.
+    pub fn signal(&mut self, got: &Received, action: Action) {
+        let now = Instant::now();
+        let origin = if std::mem::take(&mut self.next_is_timeout) {
+            Origin::Timeout
+        } else if got.by_terminal() {
+            Origin::Terminal
+        } else {
+            Origin::Process(got.pid)
+        };
+        if action == Action::Key && got.sig == libc::SIGINT {
+            self.keys += 1; // init reports it as an Interrupt too
+        }
+        if action == Action::RelayWithGrace && self.grace.is_none() {
+            self.grace = Some(now);
+        }
+        let action = match action {
+            Action::Relay => "relay",
+            Action::Key => "key",
+            Action::RelayWithGrace => "relay_with_grace",
+            Action::Teardown => "teardown",
+            Action::Stop => "stop_sandbox",
+            Action::Resume => "resume",
+            Action::Drop => "drop",
+        };
+        self.push(SignalEvent { sig: got.sig, origin, at: now - self.start, action });
+    }
+
+    fn push(&mut self, e: SignalEvent) {
+        if self.signals.len() < MAX_SIGNALS {
+            self.signals.push(e);
+        } else {
+            self.omitted += 1;
+        }
+    }
+
+    /// What init reported: the payload's start (it has been told to exec), its exec failure
+    /// (it never ran: `payload` stays null), its end (raw wait status), a ^C that reached the
+    /// sandbox straight from the terminal (T2: origin `terminal`, not relayed by snug; one snug
+    /// relayed as a key is already listed), and how many processes the end kills (R5: init counts them before its exit;
+    /// 0 when the sandbox emptied by itself during a grace).
+    pub fn report(&mut self, r: Report) {
+        let now = Instant::now();
+        match r {
+            Report::Started(_) => {
+                self.started.get_or_insert(now);
+            }
+            Report::ExecFailed(_) => self.exec_failed = true,
+            Report::Exited(st) if !self.exec_failed && self.payload.is_none() => self.payload = Some((now, st)),
+            Report::Interrupt(_) if self.keys > 0 => self.keys -= 1,
+            Report::Interrupt(_) => {
+                let at = now - self.start;
+                self.push(SignalEvent {
+                    sig: libc::SIGINT,
+                    origin: Origin::Terminal,
+                    at,
+                    action: "delivered_by_terminal",
+                });
+            }
+            Report::Empty => self.killed = Some(0),
+            Report::Leaving(n) => self.killed = u32::try_from(n).ok(),
+            _ => {}
+        }
+    }
+
+    /// snug tears the sandbox down, `why`; counts what is in it first (see
+    /// [`count_sandbox`]). The first reason stays.
+    pub fn teardown(&mut self, why: EndedBy, init: Option<&Pinned>) {
+        self.teardown.get_or_insert(why);
+        if let Some(n) = init.and_then(count_pinned) {
+            self.killed = Some(n);
+        }
+    }
+
+    /// Close the record: who ended the run, given how snug ends.
+    pub fn close(&mut self, exit: Exit) -> EndedBy {
+        self.end.get_or_insert_with(Instant::now);
+        if let Exit::Error(_) = exit {
+            return EndedBy::SnugError;
+        }
+        if let Some(why @ (EndedBy::SecondSignal | EndedBy::ForceQuit | EndedBy::Stop)) = self.teardown {
+            return why;
+        }
+        // Only what happened before the payload's main process ended can have ended it.
+        let ended = self.payload.map(|(t, _)| t);
+        let before_end = |t: Instant| !matches!(ended, Some(e) if t > e);
+        if self.timed_out.is_some_and(before_end) {
+            return EndedBy::Timeout;
+        }
+        if self.grace.is_some_and(before_end) {
+            return if ended.is_some() { EndedBy::RelayedHandled } else { EndedBy::GraceExpired };
+        }
+        match self.payload {
+            Some((_, st)) if libc::WIFSIGNALED(st) => EndedBy::PayloadSignal,
+            Some(_) => EndedBy::Payload,
+            None => self.teardown.unwrap_or(EndedBy::SnugError),
+        }
+    }
+
+    /// snug's own failure, as its one-line message (the report's `error`).
+    pub fn error(&mut self, line: String) {
+        self.error = Some(line);
+    }
+}
+
+/// How many processes a sandbox pid namespace holds besides its init (pid 1): the numeric
+/// entries of that namespace's procfs (`proc(5)`; one per process, threads are not listed),
+/// zombies not yet reaped included. `None` when it cannot be read.
+pub fn count_sandbox(procfs: &Path) -> Option<u32> {
+    let n = std::fs::read_dir(procfs)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n != "1" && n.bytes().all(|b| b.is_ascii_digit())))
+        .count();
+    u32::try_from(n).ok()
+}
+
+/// [`count_sandbox`] from outside: the sandbox's procfs seen through init's root
+/// (`/proc/PID/root/proc`), which snug may read as the owner of the sandbox's user
+/// namespace (or as root). Discarded if init has exited meanwhile (its pid may be reused).
+fn count_pinned(init: &Pinned) -> Option<u32> {
+    let n = count_sandbox(&Path::new("/proc").join(init.host_pid.to_string()).join("root/proc"))?;
+    (!init.exited()).then_some(n)
+}
+
+mod json;
+#[cfg(test)]
+mod tests;

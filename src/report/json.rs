@@ -1,0 +1,123 @@
+//! The report's JSON (README.md, "Reports"): field by field, in the documented order.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::{EndedBy, Exit, Origin, RunRecord, SCHEMA};
+
+impl RunRecord {
+    /// The report: one JSON object (README.md, "Reports") on one line, keys in the
+    /// documented order, with a final newline.
+    pub fn to_json(&self, ended_by: EndedBy, exit: Exit) -> String {
+        let ms = |d: Duration| d.as_millis() as u64;
+        let end = self.end.unwrap_or_else(Instant::now);
+        let signals = self
+            .signals
+            .iter()
+            .map(|s| {
+                let (origin, pid) = match s.origin {
+                    Origin::Terminal => ("terminal", None),
+                    Origin::Process(p) => ("process", Some(p).filter(|p| *p > 0)),
+                    Origin::Timeout => ("timeout", None),
+                };
+                let relayed = matches!(s.action, "relay" | "relay_with_grace" | "key");
+                let name = short_name(s.sig);
+                SignalOut { name, number: s.sig, origin, pid, ms: ms(s.at), relayed, action: s.action }
+            })
+            .collect();
+        let payload_end = self.payload.map(|(t, _)| t).unwrap_or(end);
+        let out = ReportOut {
+            schema: SCHEMA,
+            version: env!("CARGO_PKG_VERSION"),
+            name: None,
+            ended_by,
+            snug_exit: match exit {
+                Exit::Status(raw) => Status::of(raw),
+                Exit::Signal(sig) => Status::signal(sig),
+                Exit::Error(code) => Status::Code { code },
+            },
+            payload: self.payload.map(|(_, raw)| Status::of(raw)),
+            error: self.error.as_deref(),
+            signals,
+            signals_omitted: self.omitted,
+            killed_at_end: self.killed,
+            timeout_ms: self.timeout.map(ms),
+            durations_ms: Durations {
+                startup: self.started.map(|s| ms(s - self.start)),
+                run: self.started.map(|s| ms(payload_end.saturating_duration_since(s))),
+                grace: self.grace.map(|g| ms(end.saturating_duration_since(g))),
+                total: ms(end - self.start),
+            },
+        };
+        // Strings, numbers and options only: serialising cannot fail.
+        let mut text = serde_json::to_string(&out).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+/// The report's JSON, field by field (README.md, "Reports").
+#[derive(Serialize)]
+struct ReportOut<'a> {
+    schema: u32,
+    version: &'static str,
+    name: Option<&'a str>,
+    ended_by: EndedBy,
+    snug_exit: Status,
+    payload: Option<Status>,
+    error: Option<&'a str>,
+    signals: Vec<SignalOut>,
+    signals_omitted: u32,
+    killed_at_end: Option<u32>,
+    timeout_ms: Option<u64>,
+    durations_ms: Durations,
+}
+
+#[derive(Serialize)]
+struct SignalOut {
+    name: String,
+    number: i32,
+    origin: &'static str,
+    pid: Option<u32>,
+    ms: u64,
+    relayed: bool,
+    action: &'static str,
+}
+
+#[derive(Serialize)]
+struct Durations {
+    startup: Option<u64>,
+    run: Option<u64>,
+    grace: Option<u64>,
+    total: u64,
+}
+
+/// `{"code": N}` or `{"signal": "TERM", "number": 15}`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Status {
+    Code { code: i32 },
+    Signal { signal: String, number: i32 },
+}
+
+impl Status {
+    /// From a raw wait status.
+    fn of(raw: i32) -> Status {
+        if libc::WIFSIGNALED(raw) {
+            Status::signal(libc::WTERMSIG(raw))
+        } else {
+            Status::Code { code: libc::WEXITSTATUS(raw) }
+        }
+    }
+
+    fn signal(sig: i32) -> Status {
+        Status::Signal { signal: short_name(sig), number: sig }
+    }
+}
+
+/// `TERM`, `RTMIN+3` (the kernel's numbering, as `-v` logs it), or the number as text.
+pub(super) fn short_name(sig: i32) -> String {
+    let long = crate::log::signame(sig);
+    long.strip_prefix("SIG").map_or_else(|| sig.to_string(), str::to_string)
+}

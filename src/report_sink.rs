@@ -1,0 +1,113 @@
+//! Where `--report` goes (SPEC O5): a file snug creates, or a descriptor the caller opened.
+//! Opened before anything starts, so a report that cannot be written is known before the
+//! payload runs whenever that can be known (exit 74, SPEC R4).
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+use crate::cli::ReportTo;
+use crate::error::{failure, strerror, REPORT};
+
+/// Space reserved for the report up front (`fallocate(2)` with `FALLOC_FL_KEEP_SIZE`), so a
+/// full disk shows before the payload starts. A report with [`crate::report::MAX_SIGNALS`]
+/// signals stays well below it.
+const RESERVE: i64 = 64 * 1024;
+
+/// An open report destination.
+#[derive(Debug)]
+pub struct Sink {
+    /// The file, or a close-on-exec copy of the caller's descriptor (same open file, same
+    /// offset).
+    file: File,
+    label: String,
+}
+
+impl Sink {
+    /// Create (or truncate) the file, mode 0666 less the umask, or check that descriptor N
+    /// is open for writing (`fcntl(2)` `F_GETFL`) and mark it close-on-exec, so no sandbox
+    /// process inherits it. Reserves [`RESERVE`] bytes of a regular file.
+    ///
+    /// # Errors
+    /// [`REPORT`] (74) with one line naming the destination and the reason.
+    pub fn open(to: &ReportTo) -> anyhow::Result<Sink> {
+        let sink = match to {
+            ReportTo::Path(p) => {
+                let label = p.display().to_string();
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .mode(0o666)
+                    .open(p)
+                    .map_err(|e| cannot(&label, e.raw_os_error()))?;
+                Sink { file, label }
+            }
+            ReportTo::Fd(n) => {
+                let label = format!("fd:{n}");
+                // SAFETY: F_GETFL only reads the descriptor's flags.
+                let fl = unsafe { libc::fcntl(*n, libc::F_GETFL) };
+                if fl < 0 {
+                    return Err(cannot(&label, Some(libc::EBADF)));
+                }
+                if fl & libc::O_ACCMODE == libc::O_RDONLY {
+                    return Err(failure(REPORT, format!("cannot write the report to {label}: not open for writing")));
+                }
+                // SAFETY: the descriptor exists (F_GETFL succeeded); the copy is owned here.
+                let copy = unsafe {
+                    if *n > 2 {
+                        libc::fcntl(*n, libc::F_SETFD, libc::FD_CLOEXEC);
+                    }
+                    libc::fcntl(*n, libc::F_DUPFD_CLOEXEC, 10)
+                };
+                if copy < 0 {
+                    return Err(cannot(&label, std::io::Error::last_os_error().raw_os_error()));
+                }
+                // SAFETY: just created, owned by nothing else.
+                Sink { file: unsafe { File::from_raw_fd(copy) }, label }
+            }
+        };
+        sink.reserve()?;
+        Ok(sink)
+    }
+
+    /// Reserve room in a regular file at its current offset; ENOSPC and EDQUOT are errors,
+    /// a file system without `fallocate` (EOPNOTSUPP) is not.
+    fn reserve(&self) -> anyhow::Result<()> {
+        let fd = self.file.as_raw_fd();
+        if !self.file.metadata().is_ok_and(|m| m.is_file()) {
+            return Ok(());
+        }
+        // SAFETY: plain syscalls on a descriptor this sink owns.
+        let rc = unsafe {
+            let at = libc::lseek(fd, 0, libc::SEEK_CUR).max(0);
+            libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, at, RESERVE)
+        };
+        let errno = std::io::Error::last_os_error().raw_os_error();
+        match (rc, errno) {
+            (0, _) => Ok(()),
+            (_, Some(e @ (libc::ENOSPC | libc::EDQUOT))) => Err(cannot(&self.label, Some(e))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The destination as the user named it, for messages.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Write the whole report.
+    ///
+    /// # Errors
+    /// The write error (ENOSPC on a full disk or `/dev/full`, EPIPE…).
+    pub fn write(&mut self, text: &str) -> std::io::Result<()> {
+        self.file.write_all(text.as_bytes())?;
+        self.file.flush()
+    }
+}
+
+fn cannot(label: &str, errno: Option<i32>) -> anyhow::Error {
+    let why = strerror(errno.unwrap_or(libc::EIO));
+    failure(REPORT, format!("cannot write the report to {label}: {why}"))
+}
