@@ -5,7 +5,7 @@ first command runs) is compared with lone runs taken before, between and after t
 
 The payload's start is `date +%s%N`, CLOCK_REALTIME (shared with the host like every clock but
 the boot-time ones: bwrap makes no time namespace), against `time.time_ns()` taken here just
-before the spawn: a shell builtin-free stamp costing one exec, the same in lone and loaded runs.
+before the spawn: one exec of `date`, the same in lone and loaded runs.
 """
 
 import collections

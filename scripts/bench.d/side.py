@@ -190,7 +190,7 @@ def b6(env, n):
         leaks = sum(a for a, _ in lk[i])
         lines.append(f"| {p.name} | {fmt_ms(med(start[i]))} ({pct(start[i], 10):.2f}–{pct(start[i], 90):.2f}) | "
                      f"{med(start[i]) / snug_start:.2f}× | {relay_s} | {gone_s} | "
-                     f"{leaks} in {len(lk[i])} runs (of {lk[i][0][1]} each) | {said} |")
+                     f"{leaks} in {len(lk[i])} runs | {said} |")
         if i > 0 and same:
             mine = [x for x in rel[0] if x is not None]
             ahead = med(start[0]) <= med(start[i]) and bool(mine) and med(mine) <= med(ran)
@@ -198,7 +198,8 @@ def b6(env, n):
     for p in all_peers:
         if p.why is not None:
             lines.append(f"| {p.name} | cannot run here: {p.why} | | | | | |")
-    lines += ["", "The tools: " + "; ".join(f"**{p.name}**: {p.what}" for p in all_peers) + "."]
+    lines += ["", "The tools: " + "; ".join(f"**{p.name}**: {p.what}" for p in all_peers) + ". sandlock's startup includes "
+              "starting the Python interpreter and importing sandlock, as its users pay it."]
     lines += ["", "\n".join([
         "Payloads: relay `python3 -c TRAP MARK` (B2's handler); TERM → gone `sh -c \"trap '' TERM; echo R;",
         "exec sleep MARK\"`, timed from kill(launcher, TERM) until the launcher and every `sleep MARK` are gone",
