@@ -89,19 +89,24 @@ def breakdown(env, n, head, snug_ms, ref_ms):
     parts = [
         ("harness floor: spawn and reap `/usr/bin/true`", floor, None),
         ("bwrap alone (the B1 reference)", alone, None),
-        ("snug's own exec, CLI and policy: `snug --dry-run -- true`", [env.snug, "--dry-run", "--", "true"],
-         ([0], [], "harness floor")),
         ("a second exec of snug's binary, as init is: bwrap … `-- /run/snug/init --version`",
          head + ["--", INIT, "--version"], ([1], [], "bwrap alone")),
     ]
+    empty = trivial_rust(env.work, len(parts))
+    parts += empty
+    std = ([3], [], "the empty dynamic Rust program") if empty else ([0], [], "harness floor")
+    parts.append(("snug's exec, std and clap start-up: `snug --version`", [env.snug, "--version"], std))
+    parts.append(("snug's CLI, profile and policy, bwrap argv (no seccomp build): `snug --dry-run -- true`",
+                  [env.snug, "--dry-run", "--", "true"], ([len(parts) - 1], [], "`snug --version`")))
     unshare = shutil.which("unshare")
     if unshare:
+        at = len(parts)
         parts.append(("`unshare -f true` (unshare's own exec and fork)", [unshare, "-f", "true"],
                       ([0], [], "harness floor")))
         user = [] if os.geteuid() == 0 else ["--user", "--map-current-user"]  # as nest does
         parts.append(("a nest-like layer: `unshare -pmf --mount-proc` bwrap … `-- true`",
                       [unshare] + user + ["--pid", "--mount", "--fork", "--mount-proc"] + alone,
-                      ([1, 4], [0], "bwrap alone and unshare's own cost")))
+                      ([1, at], [0], "bwrap alone and unshare's own cost")))
     got = alternate([lambda a=a: env.timed(a) for _, a, _ in parts], n.parts, warm=1)
     lines = [
         f"Medians of {n.parts} alternating runs each. The B1 runs above: snug {fmt_ms(snug_ms)}, bwrap alone "
@@ -118,6 +123,39 @@ def breakdown(env, n, head, snug_ms, ref_ms):
             delta = f"{extra:+.2f} ms over {what}"
         lines.append(f"| {name} | {fmt_ms(med(xs))} | {pct(xs, 10):.2f}–{pct(xs, 90):.2f} | {delta} |")
     return "\n".join(lines)
+
+
+TRIVIAL = {
+    "std": ("fn main() {}\n", []),
+    "bare": ('#![no_main]\n#[no_mangle]\npub extern "C" fn main(_: i32, _: *const *const u8) -> i32 { 0 }\n',
+             ["-C", "target-feature=+crt-static"]),
+}
+
+
+def trivial_rust(work, at):
+    """Rows for two empty Rust programs built here with rustc (skipped without it): how much of
+    an exec of snug (snug itself, then again as init) is the dynamic loader and std's runtime
+    set-up (which reads /proc/self/maps twice for the main thread's stack guard), i.e. what a
+    static `#![no_main]` build would save per exec."""
+    rustc = shutil.which("rustc")
+    if not rustc:
+        return []
+    built = {}
+    for name, (src, flags) in TRIVIAL.items():
+        path = os.path.join(work, f"trivial-{name}")
+        with open(path + ".rs", "w") as f:
+            f.write(src)
+        r = subprocess.run([rustc, "-O", "-C", "panic=abort"] + flags + [path + ".rs", "-o", path],
+                           capture_output=True, timeout=120)
+        if r.returncode != 0:
+            return []
+        built[name] = path
+    return [
+        ("an empty Rust program, dynamic, std's `main` (as snug is built)", [built["std"]],
+         ([0], [], "harness floor")),
+        ("an empty Rust program, static (`crt-static`) and `#![no_main]`", [built["bare"]],
+         ([at], [], "the dynamic std one")),
+    ]
 
 
 def net_available(env):
