@@ -77,3 +77,28 @@ def b5(env, n):
         "getrusage(RUSAGE_CHILDREN) and wait4's rusage would fold in bwrap, init and the payload.",
     ])
     return rows, [("B5: method", note)]
+
+
+def b5_loop(env, n):
+    """B5 with a payload that stops and continues itself in a loop (a helper process sends its
+    shell STOP then CONT as fast as it can): snug's CPU over 2 s, as above. Detached, nothing
+    acts on such stops, so snug must not wake for them."""
+    loop = "me=$$; (while :; do kill -STOP $me; kill -CONT $me; done) 2>/dev/null & echo R; sleep 3; kill $!"
+    p = env.start([env.snug, "--", "sh", "-c", loop])
+    if read_line(p) != "R":
+        raise Failed("payload did not say R")
+    time.sleep(0.3)
+    a, t_a = sample(p.pid), time.monotonic()
+    time.sleep(2.0)
+    b, t_b = sample(p.pid), time.monotonic()
+    finish(p, 0, "B5 loop")
+    if a is None or b is None:
+        return [{"row": "B5", "figure": "snug's CPU while the payload stops and continues itself",
+                 "snug": "no window measured", "target": "0", "ok": False}], []
+    run_us, wakes = (b[0] - a[0]) / 1e3, b[2] - a[2]
+    return [{
+        "row": "B5",
+        "figure": f"snug's CPU during {t_b - t_a:.1f} s of a payload stopping and continuing itself in a loop",
+        "snug": f"{run_us:.0f} µs run time ({run_us / 1e4 / (t_b - t_a):.2f} % of a core), {wakes} wake-ups",
+        "target": "0 (no more than the payload's own job-control cost)", "ok": wakes == 0 and run_us < 100,
+    }], []
