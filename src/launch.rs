@@ -76,9 +76,12 @@ fn interpreter(exe: &std::path::Path) -> Option<PathBuf> {
 ///
 /// # Errors
 /// 69 when bwrap is missing; 70 when snug cannot find its own executable.
-pub fn command_line(policy: &Policy, mode: Mode) -> Result<Vec<String>> {
+pub fn command_line(policy: &Policy, mode: Mode, jobs: crate::live::Jobs) -> Result<Vec<String>> {
     // CMD and the environment travel in a memfd (SPEC R7), not on this line.
-    let init_args = vec![crate::init::FLAG.to_string(), mode.word().to_string()];
+    let mut init_args = vec![crate::init::FLAG.to_string(), mode.word().to_string()];
+    if jobs != crate::live::Jobs::Kill {
+        init_args.push(jobs.word().to_string()); // SPEC L4: init outlives the main process
+    }
     let launch = Launch {
         bwrap: find_bwrap()?,
         init_exe: std::env::current_exe().context("cannot find snug's own executable")?,
@@ -100,6 +103,7 @@ pub fn run(
     env: &[(String, String)],
     limits: &crate::bounds::Limits,
     on_init: OnInit,
+    (control, jobs): (crate::live::server::Server, crate::live::Jobs),
 ) -> Result<Outcome> {
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
     signals::default(libc::SIGCHLD);
@@ -126,5 +130,5 @@ pub fn run(
     drop(seccomp);
     drop(args);
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(Supervisor::new(mode, nest, ours, signals, name, on_init).run())
+    Ok(Supervisor::new(mode, nest, ours, signals, name, on_init).live(Some(control), jobs).run())
 }

@@ -15,6 +15,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 mod jobs;
+mod live;
 
 /// The grace: a constant, no flag, no profile key (SPEC G2).
 pub const GRACE: Duration = Duration::from_millis(1000);
@@ -72,6 +73,10 @@ pub struct Supervisor {
     halting: Option<i32>,
     /// Set once snug tore the sandbox down: the signal to die of (0: a failure).
     torn_down: Option<i32>,
+    /// The run's control socket (SPEC L1, L5), polled with the rest.
+    control: Option<crate::live::server::Server>,
+    /// What happens to other sandbox processes at the main process's exit (L4).
+    jobs: crate::live::Jobs,
 }
 
 impl Supervisor {
@@ -102,6 +107,8 @@ impl Supervisor {
             stopped: None,
             halting: None,
             torn_down: None,
+            control: None,
+            jobs: crate::live::Jobs::Kill,
         }
     }
 
@@ -113,7 +120,9 @@ impl Supervisor {
         }
         self.pid1.reap();
         self.terminal.restore();
-        self.outcome()
+        let outcome = self.outcome();
+        self.finish_control(&outcome);
+        outcome
     }
 
     /// One poll round; true once the outer namespace is gone.
@@ -123,7 +132,7 @@ impl Supervisor {
             None => -1,
         };
         let err_fd = self.bwrap_err.as_ref().map_or(-1, |f| f.as_raw_fd());
-        let mut fds = [
+        let mut fds = vec![
             libc::pollfd { fd: self.signals.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd {
                 fd: if self.chan_open { self.chan.raw() } else { -1 },
@@ -134,7 +143,8 @@ impl Supervisor {
             libc::pollfd { fd: self.pid1.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.pasta.as_ref().map_or(-1, |p| p.watch_fd()), events: libc::POLLIN, revents: 0 },
         ];
-        // SAFETY: five pollfds in this frame; poll(2) skips a negative fd.
+        let control_at = self.control_fds(&mut fds);
+        // SAFETY: the pollfds live in `fds` for the call; poll(2) skips a negative fd.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
         if n < 0 {
             return false; // EINTR
@@ -156,6 +166,7 @@ impl Supervisor {
         if let (true, Some(pasta)) = (fds[4].revents != 0, self.pasta.as_mut()) {
             pasta.on_readable();
         }
+        self.on_control(&fds[control_at..]);
         if let (Some((deadline, sig)), None) = (self.grace, self.torn_down) {
             if Instant::now() >= deadline {
                 log!("grace over after {} ms", GRACE.as_millis());
@@ -227,6 +238,7 @@ impl Supervisor {
             Report::Exited(status) => {
                 log!("payload ended: {}", describe(status));
                 self.ended = Some(status);
+                self.on_main_exit();
             }
             Report::Empty => log!("sandbox empty"),
             Report::ExecFailed(e) => self.exec_failed = Some(e),
