@@ -86,18 +86,22 @@ pub fn own_dir() -> PathBuf {
         return PathBuf::from("/run/snug");
     }
     match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(x) if x.is_absolute() && x.is_dir() => x.join("snug"),
+        // Only a runtime directory that is this user's own (a `sudo` may leave another's).
+        Some(x) if x.is_absolute() && std::fs::metadata(&x).is_ok_and(|m| m.is_dir() && m.uid() == euid()) => {
+            x.join("snug")
+        }
         _ => PathBuf::from(format!("/tmp/snug-{}", euid())),
     }
 }
 
-/// Whether `dir` is a real directory (no symlink) owned by `uid` that nobody else may enter.
+/// Whether `dir` is a real directory (no symlink) owned by `uid` that nobody else may write
+/// to (so no one else can plant or replace a socket in it). snug creates it 0700.
 fn private_dir(dir: &Path, uid: u32) -> bool {
-    std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0)
+    std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0)
 }
 
 /// [`own_dir`], created 0700 when missing and checked: a directory this user owns that no
-/// one else can enter (a `/tmp/snug-UID` planted by another user is refused).
+/// one else can write to (a `/tmp/snug-UID` planted by another user is refused).
 ///
 /// # Errors
 /// 71 when it cannot be created or is not private.
