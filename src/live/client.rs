@@ -70,8 +70,10 @@ pub fn open(path: &Path) -> Result<Conn, Refused> {
         Err(e) => return Err(Refused::Other(crate::error::strerror(e.raw_os_error()))),
     };
     let peer = socket::peer(fd.as_fd()).map_err(|e| Refused::Other(e.to_string()))?;
-    if peer.uid != euid() && euid() != 0 {
-        return Err(Refused::Other(format!("the socket belongs to uid {}, not to this user", peer.uid)));
+    // A socket of another user is not this user's run (a root run's own check refuses the
+    // request with `err permission denied`; root's socket can be asked).
+    if peer.uid != euid() && euid() != 0 && peer.uid != 0 {
+        return Err(Refused::Denied);
     }
     let Some(pid) = rustix::process::Pid::from_raw(peer.pid) else {
         return Err(Refused::Other("the socket's owner is not in this pid namespace".into()));
@@ -88,9 +90,9 @@ impl Conn {
 
     /// Send `req` and wait up to `ms` for one reply packet.
     pub fn ask(&self, req: &[u8], ms: i32) -> Got {
-        if socket::send(self.fd.as_fd(), req, &[]).is_err() {
-            return Got::Closed;
-        }
+        // A refusal (`err permission denied`) may already wait, sent before the run closed
+        // the connection: read it even when the send found the connection closed.
+        let _ = socket::send(self.fd.as_fd(), req, &[]);
         socket::recv_within(self.fd.as_fd(), ms)
     }
 }

@@ -51,7 +51,12 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
 }
 
 /// Copy bytes, relay signals, until init reports CMD's end.
-fn relay(sock: &OwnedFd, signals: &SignalFd, pty: Option<&super::pty::Pty>, cmd: &[OsString]) -> anyhow::Result<Outcome> {
+fn relay(
+    sock: &OwnedFd,
+    signals: &SignalFd,
+    pty: Option<&super::pty::Pty>,
+    cmd: &[OsString],
+) -> anyhow::Result<Outcome> {
     // SAFETY: the signalfd stays open for this call.
     let sigfd = unsafe { BorrowedFd::borrow_raw(signals.raw()) };
     let stdin = std::io::stdin();

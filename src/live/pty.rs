@@ -32,7 +32,8 @@ pub fn open() -> std::io::Result<Option<Pty>> {
     let master = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
     rustix::pty::grantpt(&master)?;
     rustix::pty::unlockpt(&master)?;
-    let slave = rustix::pty::ioctl_tiocgptpeer(&master, OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    let slave =
+        rustix::pty::ioctl_tiocgptpeer(&master, OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
     let saved = termios::tcgetattr(stdin.as_fd())?;
     termios::tcsetattr(&slave, OptionalActions::Now, &saved)?;
     let pty = Pty { master, slave: Some(slave), saved };

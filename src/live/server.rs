@@ -34,6 +34,10 @@ struct Conn {
     peer: Peer,
     /// A stop caller: gets the end's text.
     waiting: bool,
+    /// Another user's: every request gets `err permission denied` (kept open until the
+    /// peer closes: closing on unread data would reset the connection before the client
+    /// reads the refusal, `unix_release_sock`).
+    refused: bool,
 }
 
 /// The socket path this run bound, removed at exit ([`cleanup`]).
@@ -73,19 +77,35 @@ impl Server {
         let dir = super::ensure_own_dir()?;
         sweep(&dir);
         let path = dir.join(format!("{name}.sock"));
-        let listener = match socket::listen(&path) {
-            Ok(l) => l,
-            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
+        let os = |what: &str, e: std::io::Error| {
+            failure(crate::error::OS_ERROR, format!("{what} {}: {}", path.display(), crate::error::io_text(&e)))
+        };
+        // Bound and listening under a hidden name first, then linked into place: a socket
+        // that `ps` or another run's sweep can see always accepts (no window between bind
+        // and listen where it would look stale), and `link(2)` fails with EEXIST when the
+        // name is taken, atomically.
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let listener = socket::listen(&tmp).map_err(|e| os("cannot create", e))?;
+        super::private_mode(&tmp).map_err(|e| os("cannot chmod", e))?;
+        let linked = std::fs::hard_link(&tmp, &path).or_else(|e| {
+            // Taken by a snug that is gone (SIGKILL): take it over.
+            let stale = matches!(socket::connect(&path), Err(rustix::io::Errno::CONNREFUSED));
+            if e.kind() == std::io::ErrorKind::AlreadyExists && stale {
+                let _ = std::fs::remove_file(&path);
+                return std::fs::hard_link(&tmp, &path);
+            }
+            Err(e)
+        });
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(failure(USAGE, format!("a live sandbox is already named {name} (see snug ps)")));
             }
-            Err(e) => {
-                let what = crate::error::io_text(&e);
-                return Err(failure(crate::error::OS_ERROR, format!("cannot create {}: {what}", path.display())));
-            }
-        };
+            Err(e) => return Err(os("cannot create", e)),
+        }
         *BOUND.lock().unwrap_or_else(|e| e.into_inner()) = Some(path.clone());
-        super::private_mode(&path)
-            .map_err(|e| failure(crate::error::OS_ERROR, format!("chmod {}: {e}", path.display())))?;
         crate::log::log!("name: {name} (control socket {})", path.display());
         Ok(Server {
             listener,
@@ -126,11 +146,10 @@ impl Server {
         while let Some(fd) = socket::accept(self.listener.as_fd()) {
             let Ok(peer) = socket::peer(fd.as_fd()) else { continue };
             let me = rustix::process::geteuid().as_raw();
-            if peer.uid != me && peer.uid != 0 {
-                // SPEC L5: only the same user, or root.
+            // SPEC L5: only the same user, or root.
+            let refused = peer.uid != me && peer.uid != 0;
+            if refused {
                 crate::log::log!("control: refused a connection from uid {} (pid {})", peer.uid, peer.pid);
-                let _ = socket::send(fd.as_fd(), b"err permission denied", &[]);
-                continue;
             }
             if self.conns.len() >= MAX_CONNS {
                 match self.conns.iter().position(|c| !c.waiting) {
@@ -138,7 +157,7 @@ impl Server {
                     None => continue,
                 }
             }
-            self.conns.push(Conn { fd, peer, waiting: false });
+            self.conns.push(Conn { fd, peer, waiting: false, refused });
         }
     }
 
@@ -156,6 +175,10 @@ impl Server {
                 }
             };
             drop(fds); // no request carries descriptors to the run
+            if c.refused {
+                let _ = socket::send(c.fd.as_fd(), b"err permission denied", &[]);
+                continue;
+            }
             let (peer, reply) = (c.peer, self.answer(i, &bytes, host));
             match reply {
                 Reply::Text(t) => {
