@@ -19,7 +19,9 @@ fn l3_exec_is_inside_the_sandbox() {
         let script = format!("echo $$ > ppid; cat /proc/1/comm > comm; sleep {m}");
         let a = Live::start(who, dir.path(), &[], &["sh", "-c", &script]);
         a.ready(dir.path(), "running");
-        let inner = std::fs::read_to_string(dir.path().join("comm")).expect("payload's view of pid 1");
+        let comm = dir.path().join("comm");
+        assert!(until(READY, || std::fs::read_to_string(&comm).is_ok_and(|t| t.ends_with('\n'))), "payload's comm");
+        let inner = std::fs::read_to_string(&comm).expect("payload's view of pid 1");
         let (st, out, err, _) = run(who, dir.path(), &["exec", &a.name, "--", "cat", "/proc/1/comm"]);
         assert!(st.success(), "{who:?}: {err}");
         assert_eq!(out, inner, "{who:?}: exec's pid 1 is not the sandbox init");
@@ -74,5 +76,33 @@ fn l3_exec_dies_with_the_sandbox_and_gets_signals() {
         let st = wait_bounded(&mut e, Duration::from_secs(5)).expect("exec ended with the sandbox");
         assert!(!st.success(), "{who:?}: {st:?}");
         assert!(survivors(&format!("sleep {m}"), Instant::now()).is_empty(), "{who:?}: exec'd sleep outlived the run");
+    }
+}
+
+/// L3 with `-p @net`: the exec'd command is in the payload's network namespace, with its
+/// interface (pasta's), not only loopback. Positive control: the host's namespace differs,
+/// so equal inode numbers are not a matter of course. Skipped where pasta is missing (N4).
+#[test]
+fn l3_exec_shares_the_network_with_net() {
+    if !std::path::Path::new("/usr/bin/pasta").exists() {
+        return;
+    }
+    for who in everyone() {
+        let dir = workdir(who);
+        let script = format!("readlink /proc/self/ns/net > ns; sleep {}", marker());
+        let a = Live::start(who, dir.path(), &["-p", "@net"], &["sh", "-c", &script]);
+        a.ready(dir.path(), "running");
+        let ns = dir.path().join("ns");
+        assert!(until(READY, || std::fs::read_to_string(&ns).is_ok_and(|t| t.ends_with('\n'))), "payload's netns");
+        let payload = std::fs::read_to_string(&ns).expect("payload's netns");
+        let (st, out, err, _) = run(who, dir.path(), &["exec", &a.name, "--", "readlink", "/proc/self/ns/net"]);
+        assert!(st.success(), "{who:?}: {err}");
+        assert_eq!(out, payload, "{who:?}: exec is in another network namespace");
+        let host = std::fs::read_link("/proc/self/ns/net").expect("own netns");
+        assert_ne!(host.to_string_lossy().trim(), payload.trim(), "control");
+        let (_, out, _, _) = run(who, dir.path(), &["exec", &a.name, "--", "cat", "/proc/net/dev"]);
+        let ifaces: Vec<&str> = out.lines().skip(2).filter_map(|l| l.split(':').next()).map(str::trim).collect();
+        assert!(ifaces.iter().any(|i| *i != "lo"), "{who:?}: only {ifaces:?}");
+        run(who, dir.path(), &["stop", "--now", &a.name]);
     }
 }

@@ -65,9 +65,10 @@ fn l1_name_clash_is_a_usage_error() {
     }
 }
 
-/// L5: a snug killed with SIGKILL leaves nothing `ps` shows as live, and `ps` removes its
-/// socket. Positive control: the socket file is still there right after the SIGKILL (what a
-/// listing by file would show).
+/// L5: a snug killed with SIGKILL leaves nothing `ps` shows as live, and `ps` (or another
+/// run's sweep) removes its socket. Positive control: a second link to the dead snug's socket
+/// (a hidden name nothing sweeps) is still there and refuses connections: the stale entry a
+/// listing by file would show.
 #[test]
 fn l5_sigkilled_snug_is_not_listed() {
     for who in everyone() {
@@ -80,9 +81,13 @@ fn l5_sigkilled_snug_is_not_listed() {
             .map(|e| e.path())
             .find(|p| p.file_name().is_some_and(|f| f.to_string_lossy() == format!("{}.sock", a.name)))
             .expect("socket file");
+        let keep = sock.with_file_name(format!(".keep-{}", a.name));
+        std::fs::hard_link(&sock, &keep).expect("link");
         crate::common::kill(a.pid() as u32, libc::SIGKILL);
         a.end(Duration::from_secs(5));
-        assert!(sock.exists(), "control: the dead snug's socket file is there");
+        let refused = try_connect(&keep);
+        let _ = std::fs::remove_file(&keep);
+        assert_eq!(refused, libc::ECONNREFUSED, "control: the dead snug's socket is there and refuses");
         assert!(!listed(who, dir.path(), &a.name), "{who:?}: a SIGKILLed run is listed");
         assert!(!sock.exists(), "{who:?}: ps left the stale socket");
         let (st, _, err, _) = run(who, dir.path(), &["stop", &a.name]);
@@ -167,7 +172,21 @@ fn l5_garbage_gets_an_error_and_the_run_goes_on() {
     }
 }
 
+/// 0 when a connection to `path` is accepted, else the errno.
+fn try_connect(path: &std::path::Path) -> i32 {
+    let fd = seqpacket_socket(path);
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd.0) };
+    fd.1
+}
+
 fn seqpacket_connect(path: &std::path::Path) -> i32 {
+    let (fd, err) = seqpacket_socket(path);
+    assert_eq!(err, 0, "connect {}", path.display());
+    fd
+}
+
+fn seqpacket_socket(path: &std::path::Path) -> (i32, i32) {
     use std::os::unix::ffi::OsStrExt;
     // SAFETY: a socket and a sockaddr_un filled within bounds.
     unsafe {
@@ -178,8 +197,8 @@ fn seqpacket_connect(path: &std::path::Path) -> i32 {
             *d = *s as libc::c_char;
         }
         let len = std::mem::size_of::<libc::sockaddr_un>() as u32;
-        assert_eq!(libc::connect(fd, (&addr as *const libc::sockaddr_un).cast(), len), 0, "connect");
-        fd
+        let rc = libc::connect(fd, (&addr as *const libc::sockaddr_un).cast(), len);
+        (fd, if rc == 0 { 0 } else { std::io::Error::last_os_error().raw_os_error().unwrap_or(-1) })
     }
 }
 
