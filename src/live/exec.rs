@@ -16,6 +16,11 @@ use rustix::event::{PollFd, PollFlags};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::OsString;
 
+/// How long `exec` waits for a run that is still starting.
+const STARTING: std::time::Duration = std::time::Duration::from_secs(10);
+/// The run's answer while it starts (see `Host::exec` in src/supervise/live.rs).
+const STILL_STARTING: &[u8] = b"err the sandbox is still starting";
+
 /// Signals relayed to CMD's group (its process group, which it leads).
 const RELAYED: [i32; 6] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
 
@@ -25,7 +30,17 @@ const RELAYED: [i32; 6] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQ
 /// As [`client::connect_named`]; 126/127 when CMD cannot be run; 71 for OS errors.
 pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
     let c = client::connect_named(name)?;
-    let (_, mut fds) = client::expect_ok(name, c.ask(&[wire::EXEC], 5000))?;
+    // A run that is still starting (bwrap, init, the network) has no init to ask yet: wait
+    // for it, bounded, rather than fail a `snug … & snug exec …` that raced it.
+    let until = std::time::Instant::now() + STARTING;
+    let (_, mut fds) = loop {
+        match c.ask(&[wire::EXEC], 5000) {
+            Got::Packet(b, _) if b == STILL_STARTING && std::time::Instant::now() < until => {
+                socket::readable(c.pidfd.as_fd(), 10); // 10 ms, or at once if the run ended
+            }
+            got => break client::expect_ok(name, got)?,
+        }
+    };
     let sock = fds.pop().ok_or_else(|| failure(INTERNAL, format!("{name}: no exec socket in the answer")))?;
     let args = crate::payload_args::memfd(cmd, &[])?;
     let mut sigs: Vec<i32> = RELAYED.to_vec();
