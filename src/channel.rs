@@ -84,6 +84,9 @@ pub enum Order {
     /// snug handed the caller's terminal to the sandbox (true) or did not (false): whether
     /// init may carry out a sandbox process's change of the foreground, settings or size (T11).
     Handed(bool),
+    /// Run a command in the sandbox for `snug exec` (SPEC L3): the packet carries one end of
+    /// a socket on which the client sends CMD and its descriptors and init reports its end.
+    Exec,
 }
 
 fn encode(tag: u8, value: i32) -> [u8; 8] {
@@ -138,6 +141,7 @@ impl Order {
             Order::Key(sig) => encode(5, sig),
             Order::Stop => encode(6, 0),
             Order::Handed(h) => encode(7, h as i32),
+            Order::Exec => encode(8, 0),
         }
     }
 
@@ -151,6 +155,7 @@ impl Order {
             5 => Order::Key(v),
             6 => Order::Stop,
             7 => Order::Handed(v != 0),
+            8 => Order::Exec,
             _ => return None,
         })
     }
@@ -226,6 +231,18 @@ impl Channel {
     /// The `sendmsg(2)` error (`EPIPE` when init is gone).
     pub fn order(&self, o: Order) -> io::Result<bool> {
         match self.send_with(o.to_bytes(), None, libc::MSG_DONTWAIT) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`Channel::order`] with `fd` passed along (`SCM_RIGHTS`), for [`Order::Exec`].
+    ///
+    /// # Errors
+    /// As [`Channel::order`].
+    pub fn order_with_fd(&self, o: Order, fd: RawFd) -> io::Result<bool> {
+        match self.send_with(o.to_bytes(), Some(fd), libc::MSG_DONTWAIT) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),

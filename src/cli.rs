@@ -27,6 +27,32 @@ pub enum Command {
     Completions(clap_complete::Shell),
     /// `snug manpage`: snug(1) in roff (SPEC O7).
     Manpage,
+    /// `snug ps [--json]`: the caller's live sandboxes (SPEC L1).
+    Ps {
+        /// One JSON array instead of a table.
+        json: bool,
+    },
+    /// `snug stop NAME [--now]` (SPEC L2).
+    Stop {
+        /// The run's name.
+        name: String,
+        /// Tear down at once instead of TERM and the grace.
+        now: bool,
+    },
+    /// `snug signal NAME SIG` (SPEC L2).
+    Signal {
+        /// The run's name.
+        name: String,
+        /// The signal's number.
+        sig: i32,
+    },
+    /// `snug exec NAME [--] [CMD…]` (SPEC L3); an empty CMD means the shell.
+    Exec {
+        /// The run's name.
+        name: String,
+        /// CMD and its arguments.
+        cmd: Vec<OsString>,
+    },
 }
 
 /// Options of a run.
@@ -56,6 +82,10 @@ pub struct RunArgs {
     pub report: Option<ReportTo>,
     /// `--timeout DURATION` (SPEC O6); `None` also for a duration of 0, as timeout(1).
     pub timeout: Option<Duration>,
+    /// `--name NAME` (SPEC L1); `None`: a generated one.
+    pub name: Option<String>,
+    /// `--jobs wait|grace|kill` (SPEC L4).
+    pub jobs: crate::live::Jobs,
 }
 
 /// Grants on the command line (SPEC P5), as written: checked and expanded by
@@ -98,7 +128,7 @@ impl RunArgs {
     name = "snug",
     version,
     about = "Run a command in a bubblewrap sandbox: DIR writable, the rest of the system read-only or hidden",
-    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug completions bash|zsh|fish\n       snug manpage",
+    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug ps [--json]\n       snug stop NAME [--now]\n       snug signal NAME SIG\n       snug exec NAME [--] [CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug completions bash|zsh|fish\n       snug manpage",
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -125,6 +155,12 @@ struct Cli {
     /// Most memory the sandbox may use, e.g. 512M, 2G (needs a cgroup snug can create)
     #[arg(long, value_name = "SIZE")]
     memory: Option<String>,
+    /// Name this run for snug ps/stop/signal/exec [default: generated, e.g. sleep-3fa2]
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// When the main process exits, what is left is killed (kill), gets TERM and the grace (grace), or is waited for (wait)
+    #[arg(long, value_name = "HOW", value_parser = ["kill", "wait", "grace"])]
+    jobs: Option<String>,
     /// The writable directory and the payload's working directory [default: .]
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -168,6 +204,35 @@ enum Sub {
     },
     /// Print the manual page snug(1) in roff
     Manpage,
+    /// List your live sandboxes (root: everyone's)
+    Ps {
+        /// One JSON array
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a live sandbox as `kill -TERM` of its snug would, and wait until it is gone
+    Stop {
+        /// The sandbox's name (see snug ps)
+        name: String,
+        /// Tear down at once instead of TERM and the 1.0 s grace
+        #[arg(long)]
+        now: bool,
+    },
+    /// Send a signal to a live sandbox, as if sent to its snug
+    Signal {
+        /// The sandbox's name (see snug ps)
+        name: String,
+        /// TERM, SIGUSR1, 15, RTMIN+2, ...
+        sig: String,
+    },
+    /// Run a command inside a live sandbox
+    Exec {
+        /// The sandbox's name (see snug ps)
+        name: String,
+        /// The command [default: $SHELL, else /bin/sh]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD", value_parser = clap::builder::OsStringValueParser::new())]
+        cmd: Vec<OsString>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -182,7 +247,7 @@ enum ProfileSub {
 }
 
 /// Words that name a subcommand; a DIR spelt so must be written with a path (`./doctor`).
-const SUBCOMMANDS: [&str; 4] = ["doctor", "profile", "completions", "manpage"];
+const SUBCOMMANDS: [&str; 8] = ["doctor", "profile", "completions", "manpage", "ps", "stop", "signal", "exec"];
 
 /// Parse snug's own command line. `--help` and `--version` print and exit 0 here.
 ///
@@ -224,6 +289,20 @@ where
         Some(Sub::Profile { what: ProfileSub::Show { name } }) => return Ok(Command::ProfileShow(name)),
         Some(Sub::Completions { shell }) => return Ok(Command::Completions(shell)),
         Some(Sub::Manpage) => return Ok(Command::Manpage),
+        Some(Sub::Ps { json }) => return Ok(Command::Ps { json }),
+        Some(Sub::Stop { name, now }) => return Ok(Command::Stop { name, now }),
+        Some(Sub::Signal { name, sig }) => {
+            let Some(n) = crate::live::wire::parse_signal(&sig) else {
+                return Err(failure(USAGE, format!("unknown signal {sig:?} (examples: TERM, SIGUSR1, 15)")));
+            };
+            return Ok(Command::Signal { name, sig: n });
+        }
+        Some(Sub::Exec { name, mut cmd }) => {
+            if cmd.first().is_some_and(|c| c == "--") {
+                cmd.remove(0);
+            }
+            return Ok(Command::Exec { name, cmd });
+        }
         None => {}
     }
     // `snug make`: a DIR that does not exist but is a command (SPEC O7).
@@ -256,6 +335,9 @@ where
         grants: Grants { ro: cli.ro, rw: cli.rw, tmpfs: cli.tmpfs, env: cli.env },
         report: cli.report.as_deref().map(report_to).transpose()?,
         timeout: cli.timeout.as_deref().map(duration).transpose()?.filter(|d| !d.is_zero()),
+
+        name: cli.name,
+        jobs: cli.jobs.as_deref().and_then(crate::live::Jobs::from_word).unwrap_or_default(),
     })))
 }
 

@@ -8,6 +8,7 @@ use crate::channel::{Channel, Report, INIT_FD, STDERR_FD};
 use crate::signals::SignalFd;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+mod exec;
 mod guard;
 mod held;
 mod procfs;
@@ -20,7 +21,7 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// Run as init with `args` = `[MODE]` (what follows [`FLAG`]; CMD, its arguments and
+/// Run as init with `args` = `[MODE, JOBS?]` (what follows [`FLAG`]; CMD, its arguments and
 /// environment come from [`crate::payload_args`]); never returns.
 pub fn main(args: &[String]) -> ! {
     // SAFETY: fd INIT_FD was set up by snug's nest for exactly this process.
@@ -104,7 +105,10 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
         // SAFETY: our copy of the pidfd.
         unsafe { libc::close(pfd as RawFd) };
     }
-    serve::serve(chan, &signals, held, guard, terminal)
+    // SPEC L3, L4: `snug exec` and what is left after the main process.
+    let jobs = args.get(1).and_then(|w| crate::live::Jobs::from_word(w)).unwrap_or_default();
+    let execs = exec::Execs::new(spec.env.clone(), terminal);
+    serve::serve(chan, &signals, held, guard, terminal, (execs, jobs))
 }
 
 /// A connected `AF_UNIX` packet pair, close-on-exec (`socketpair(2)`): packets, so that the

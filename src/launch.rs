@@ -77,9 +77,12 @@ fn interpreter(exe: &std::path::Path) -> Option<PathBuf> {
 ///
 /// # Errors
 /// 69 when bwrap is missing; 70 when snug cannot find its own executable.
-pub fn command_line(policy: &Policy, mode: Mode) -> Result<Vec<String>> {
+pub fn command_line(policy: &Policy, mode: Mode, jobs: crate::live::Jobs) -> Result<Vec<String>> {
     // CMD and the environment travel in a memfd (SPEC R7), not on this line.
-    let init_args = vec![crate::init::FLAG.to_string(), mode.word().to_string()];
+    let mut init_args = vec![crate::init::FLAG.to_string(), mode.word().to_string()];
+    if jobs != crate::live::Jobs::Kill {
+        init_args.push(jobs.word().to_string()); // SPEC L4: init outlives the main process
+    }
     let launch = Launch {
         bwrap: find_bwrap()?,
         init_exe: std::env::current_exe().context("cannot find snug's own executable")?,
@@ -90,19 +93,33 @@ pub fn command_line(policy: &Policy, mode: Mode) -> Result<Vec<String>> {
     Ok(bwrap::command_line(policy, &launch))
 }
 
-/// Run `argv` (bwrap …) in a fresh nest and supervise it to the end, filling `record`.
+/// What a run starts: bwrap's command line, the mode, the payload's argv and environment (they
+/// reach init in a memfd, SPEC R7) and the bounds (K5).
+pub struct Plan<'a> {
+    /// bwrap's command line ([`command_line`]).
+    pub argv: &'a [String],
+    /// Terminal or detached, decided before the fork.
+    pub mode: Mode,
+    /// CMD and its arguments, raw bytes.
+    pub cmd: &'a [OsString],
+    /// The payload's environment.
+    pub env: &'a [(String, String)],
+    /// The process cap and memory bound.
+    pub limits: &'a crate::bounds::Limits,
+}
+
+/// Run `plan` in a fresh nest and supervise it to the end, filling `record`; `live` is the
+/// run's control socket and what `--jobs` asked (L1–L5).
 ///
 /// # Errors
 /// snug's own failures before the sandbox runs (the outcome carries later ones).
 pub fn run(
-    argv: &[String],
-    mode: Mode,
-    cmd: &[OsString],
-    env: &[(String, String)],
-    limits: &crate::bounds::Limits,
+    plan: &Plan<'_>,
     on_init: OnInit,
     record: &mut RunRecord,
+    (control, jobs): (crate::live::server::Server, crate::live::Jobs),
 ) -> Result<Outcome> {
+    let Plan { argv, mode, cmd, env, limits } = *plan;
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
     signals::default(libc::SIGCHLD);
     // S2: what was ignored at start stays ignored and is never relayed.
@@ -128,7 +145,8 @@ pub fn run(
     drop(seccomp);
     drop(args);
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-    let (outcome, filled) = Supervisor::new(mode, nest, ours, signals, name, on_init).run(std::mem::take(record));
+    let (outcome, filled) =
+        Supervisor::new(mode, nest, ours, signals, name, on_init).live(Some(control), jobs).run(std::mem::take(record));
     *record = filled;
     Ok(outcome)
 }

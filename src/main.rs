@@ -12,6 +12,7 @@ mod error;
 mod hints;
 mod init;
 mod launch;
+mod live;
 mod log;
 mod manual;
 mod mode;
@@ -52,6 +53,7 @@ fn main() {
     let mut sink = None;
     let outcome = run(&mut record, &mut sink).unwrap_or_else(Outcome::Fail);
     bounds::cleanup(); // the sandbox is gone: remove this run's cgroups (SPEC K5)
+    live::server::cleanup(); // and its control socket (SPEC L5)
     match settle(outcome, &mut record, sink) {
         Outcome::Status(raw) => end::as_status(raw),
         Outcome::Signal(sig) => end::die_of(sig),
@@ -105,6 +107,10 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         Command::ProfileShow(name) => return print(profiles::show(&name)?),
         Command::Completions(shell) => return print(manual::completions(shell)),
         Command::Manpage => return print(manual::manpage()?),
+        Command::Ps { json } => return print(live::client::ps(json)?),
+        Command::Stop { name, now } => return live::client::stop(&name, now),
+        Command::Signal { name, sig } => return live::client::signal(&name, sig),
+        Command::Exec { name, cmd } => return live::exec::run(&name, &cmd),
     };
     if args.verbose {
         log::enable();
@@ -115,12 +121,17 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     if let (Some(to), false) = (&args.report, args.dry_run) {
         *sink = Some(report::Sink::open(to)?);
     }
+    let cmd = args.command();
+    if let Some(n) = &args.name {
+        live::check_name(n)?;
+    }
+    let name = args.name.clone().unwrap_or_else(|| live::generated_name(&cmd));
+    record.name(&name);
     let mut policy = policy::resolve(&policy::request_from_host(&args))?;
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let mode = mode::Mode::detect();
-    let cmd = args.command();
-    let argv = launch::command_line(&policy, mode)?;
+    let argv = launch::command_line(&policy, mode, args.jobs)?;
     let limits = bounds::Limits {
         max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
         memory: args.memory.or(policy.memory),
@@ -129,13 +140,28 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         let mut extra: Vec<(&str, Vec<String>)> = vec![("payload", payload_args::lossy(&cmd))];
         extra.extend(net.iter().map(|n| ("pasta", n.dry_run_line())));
         let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
-        return print(with_bounds(text, &limits, args.json));
+        return print(with_name(with_bounds(text, &limits, args.json), &name, args.json));
     }
+    let cmd_text = payload_args::lossy(&cmd).join(" ");
+    let control = live::server::Server::bind(&name, &cmd_text, mode.word(), args.jobs)?;
     let on_init: supervise::OnInit = match net {
         Some(mut net) => Box::new(move |init| net.attach(init).map(Some)),
         None => Box::new(|_| Ok(None)),
     };
-    launch::run(&argv, mode, &cmd, &policy.env, &limits, on_init, record)
+    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &policy.env, limits: &limits };
+    launch::run(&plan, on_init, record, (control, args.jobs))
+}
+
+/// The dry-run plan with the run's name (SPEC L1).
+fn with_name(text: String, name: &str, json: bool) -> String {
+    if !json {
+        return text + &format!("name: {name}\n");
+    }
+    let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return text;
+    };
+    map.insert("name".into(), name.into());
+    serde_json::to_string_pretty(&map).unwrap_or(text) + "\n"
 }
 
 /// The dry-run plan with how each bound is enforced (SPEC K5, O1) appended.

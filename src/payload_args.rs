@@ -143,7 +143,14 @@ fn decode(bytes: &[u8]) -> Option<Spec> {
 /// An `errno`: the read's, or `EINVAL` for a malformed memfd.
 pub fn receive() -> Result<Spec, i32> {
     // SAFETY: ARGS_FD was set up by snug's nest for exactly this process; owned from here.
-    let mut file = unsafe { std::fs::File::from_raw_fd(ARGS_FD) };
+    receive_from(unsafe { std::fs::File::from_raw_fd(ARGS_FD) })
+}
+
+/// Read a spec from `file` (a memfd [`memfd`] made; `snug exec` sends one, SPEC L3).
+///
+/// # Errors
+/// As [`receive`].
+pub fn receive_from(mut file: std::fs::File) -> Result<Spec, i32> {
     let mut bytes = Vec::new();
     (&mut file).take(MAX_BYTES).read_to_end(&mut bytes).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     decode(&bytes).ok_or(libc::EINVAL)

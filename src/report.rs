@@ -46,8 +46,7 @@ pub enum EndedBy {
     ForceQuit,
     /// `--timeout` expired before the payload ended (O6); snug exits 124.
     Timeout,
-    /// `snug stop` (L2); not produced until live sandboxes exist.
-    #[allow(dead_code)]
+    /// `snug stop` (L2), with or without `--now`, before the payload's main process ended.
     Stop,
     /// snug's own failure, before or after the payload started (R4), including a payload
     /// that could not be executed (126, 127).
@@ -90,6 +89,10 @@ pub struct RunRecord {
     armed: bool,
     timed_out: Option<Instant>,
     next_is_timeout: bool,
+    /// When `snug stop` asked the run to end (L2).
+    stop: Option<Instant>,
+    /// The run's name (L1), once known.
+    name: Option<String>,
     started: Option<Instant>,
     grace: Option<Instant>,
     payload: Option<(Instant, i32)>,
@@ -119,6 +122,8 @@ impl RunRecord {
             armed: false,
             timed_out: None,
             next_is_timeout: false,
+            stop: None,
+            name: None,
             started: None,
             grace: None,
             payload: None,
@@ -160,6 +165,17 @@ impl RunRecord {
     pub fn timing_out(&mut self) {
         self.timed_out = Some(Instant::now());
         self.next_is_timeout = true;
+    }
+
+    /// The run's name (L1), for the report's `name`.
+    pub fn name(&mut self, name: &str) {
+        self.name = Some(name.to_string());
+    }
+
+    /// `snug stop` asked this run to end (L2): its TERM (and `--now`'s second) follow as
+    /// signals from the stop caller; the run ends by the stop unless the payload ended first.
+    pub fn stopping(&mut self) {
+        self.stop.get_or_insert_with(Instant::now);
     }
 
     /// A signal snug received (or the timeout's TERM) and what [`crate::relay::decide`] made
@@ -243,12 +259,15 @@ impl RunRecord {
         if let Exit::Error(_) = exit {
             return EndedBy::SnugError;
         }
-        if let Some(why @ (EndedBy::SecondSignal | EndedBy::ForceQuit | EndedBy::Stop)) = self.teardown {
-            return why;
-        }
         // Only what happened before the payload's main process ended can have ended it.
         let ended = self.payload.map(|(t, _)| t);
         let before_end = |t: Instant| !matches!(ended, Some(e) if t > e);
+        if self.stop.is_some_and(before_end) {
+            return EndedBy::Stop;
+        }
+        if let Some(why @ (EndedBy::SecondSignal | EndedBy::ForceQuit | EndedBy::Stop)) = self.teardown {
+            return why;
+        }
         if self.timed_out.is_some_and(before_end) {
             return EndedBy::Timeout;
         }

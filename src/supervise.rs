@@ -16,6 +16,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 mod jobs;
+mod live;
 
 /// The grace: a constant, no flag, no profile key (SPEC G2).
 pub const GRACE: Duration = Duration::from_millis(1000);
@@ -75,6 +76,10 @@ pub struct Supervisor {
     torn_down: Option<i32>,
     /// What happened, for `--report`; also holds the `--timeout` deadline (O5, O6).
     record: RunRecord,
+    /// The run's control socket (SPEC L1, L5), polled with the rest.
+    control: Option<crate::live::server::Server>,
+    /// What happens to other sandbox processes at the main process's exit (L4).
+    jobs: crate::live::Jobs,
 }
 
 impl Supervisor {
@@ -106,6 +111,8 @@ impl Supervisor {
             halting: None,
             torn_down: None,
             record: RunRecord::default(),
+            control: None,
+            jobs: crate::live::Jobs::Kill,
         }
     }
 
@@ -119,7 +126,9 @@ impl Supervisor {
         }
         self.pid1.reap();
         self.terminal.restore();
-        (self.outcome(), self.record)
+        let outcome = self.outcome();
+        self.finish_control(&outcome);
+        (outcome, self.record)
     }
 
     /// One poll round; true once the outer namespace is gone.
@@ -131,7 +140,7 @@ impl Supervisor {
             None => -1,
         };
         let err_fd = self.bwrap_err.as_ref().map_or(-1, |f| f.as_raw_fd());
-        let mut fds = [
+        let mut fds = vec![
             libc::pollfd { fd: self.signals.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd {
                 fd: if self.chan_open { self.chan.raw() } else { -1 },
@@ -142,7 +151,8 @@ impl Supervisor {
             libc::pollfd { fd: self.pid1.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.pasta.as_ref().map_or(-1, |p| p.watch_fd()), events: libc::POLLIN, revents: 0 },
         ];
-        // SAFETY: five pollfds in this frame; poll(2) skips a negative fd.
+        let control_at = self.control_fds(&mut fds);
+        // SAFETY: the pollfds live in `fds` for the call; poll(2) skips a negative fd.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
         if n < 0 {
             return false; // EINTR
@@ -169,6 +179,7 @@ impl Supervisor {
             self.record.timing_out();
             self.on_signal(crate::signals::Received { sig: libc::SIGTERM, code: 0, pid: std::process::id() });
         }
+        self.on_control(&fds[control_at..]);
         if let (Some((deadline, sig)), None) = (self.grace, self.torn_down) {
             if Instant::now() >= deadline {
                 log!("grace over after {} ms", GRACE.as_millis());
@@ -241,6 +252,7 @@ impl Supervisor {
             Report::Exited(status) => {
                 log!("payload ended: {}", describe(status));
                 self.ended = Some(status);
+                self.on_main_exit();
             }
             Report::Empty => log!("sandbox empty"),
             Report::Leaving(_) => {}

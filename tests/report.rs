@@ -92,7 +92,7 @@ pub fn reported(who: Who, args: &[&str]) -> (Out, Value) {
 pub fn check_shape(v: &Value) {
     assert_eq!(v["schema"], 1, "{v}");
     assert!(v["version"].is_string(), "{v}");
-    assert!(v["name"].is_null(), "{v}");
+    assert!(v["name"].as_str().is_some_and(|n| !n.is_empty()), "every run has a name (L1): {v}");
     assert!(v["ended_by"].is_string(), "{v}");
     assert!(v["snug_exit"].is_object(), "{v}");
     assert!(v["signals"].is_array(), "{v}");

@@ -37,11 +37,13 @@ pub fn serve(
     held: Held,
     mut guard: Option<Guard>,
     terminal: bool,
+    (mut execs, jobs): (super::exec::Execs, crate::live::Jobs),
 ) -> Result<i32, i32> {
     let payload = held.pid;
     let mut go = Some(held.go);
     let mut exec_err = Some(held.err);
-    let mut grace = false;
+    // `--jobs wait` (L4): outlive the main process until the sandbox is empty, as in a grace.
+    let mut grace = jobs == crate::live::Jobs::Wait;
     let mut ended: Option<i32> = None;
     let stops = if terminal { libc::WUNTRACED | libc::WCONTINUED } else { 0 };
     if !terminal {
@@ -56,14 +58,15 @@ pub fn serve(
         }
     }
     loop {
-        let mut fds = [
+        let mut fds = vec![
             libc::pollfd { fd: chan.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: signals.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: exec_err.unwrap_or(-1), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: guard.as_ref().map_or(-1, Guard::raw), events: libc::POLLIN, revents: 0 },
         ];
-        // SAFETY: four pollfds in this frame; poll(2) skips a negative fd.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 4, -1) } < 0 {
+        execs.poll_fds(&mut fds);
+        // SAFETY: the pollfds live in `fds` for the call; poll(2) skips a negative fd.
+        if unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) } < 0 {
             continue;
         }
         // Orders first: a Grace is sent before the signal that may end the payload.
@@ -92,6 +95,7 @@ pub fn serve(
                     if let Some(g) = guard.as_mut() {
                         g.handed = false;
                     }
+                    execs.set_handed(false);
                     relay(libc::SIGSTOP);
                     let _ = chan.report(Report::Halted, None);
                 }
@@ -101,7 +105,9 @@ pub fn serve(
                     if let Some(g) = guard.as_mut() {
                         g.handed = h;
                     }
+                    execs.set_handed(h);
                 }
+                Ok(Received::Packet(Some(Order::Exec), Some(fd))) => execs.add(fd),
                 Ok(Received::Packet(..)) => {}
                 Ok(Received::Empty) => break,
                 Ok(Received::Closed) | Err(_) => return Ok(1), // snug is gone
@@ -129,11 +135,14 @@ pub fn serve(
                 let _ = chan.report(Report::Interrupt(int_unanswered(Some(front))), None);
             }
         }
-        if fds[3].revents != 0 {
+        if fds[3].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+            guard = None; // no process under the payload's filter is left (`--jobs`, exec)
+        } else if fds[3].revents != 0 {
             if let Some(g) = &guard {
                 g.serve(chan);
             }
         }
+        execs.on_ready(&fds[4..], chan);
         loop {
             let mut status = 0;
             // SAFETY: `status` is written by the kernel.
@@ -146,6 +155,7 @@ pub fn serve(
                 break;
             }
             if pid != payload {
+                execs.reaped(pid, status);
                 continue;
             }
             if libc::WIFSTOPPED(status) {
@@ -162,6 +172,11 @@ pub fn serve(
                 continue;
             } else {
                 let _ = chan.report(Report::Exited(status), None);
+                if jobs == crate::live::Jobs::Grace && !grace {
+                    // L4: what is left gets TERM; snug runs the 1.0 s grace from its report.
+                    relay(libc::SIGTERM);
+                    grace = true;
+                }
                 if !grace {
                     let left = crate::report::count_sandbox(std::path::Path::new("/proc"));
                     let _ = chan.report(Report::Leaving(left.map_or(-1, |n| n as i32)), None);

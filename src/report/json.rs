@@ -30,7 +30,7 @@ impl RunRecord {
         let out = ReportOut {
             schema: SCHEMA,
             version: env!("CARGO_PKG_VERSION"),
-            name: None,
+            name: self.name.as_deref(),
             ended_by,
             snug_exit: match exit {
                 Exit::Status(raw) => Status::of(raw),

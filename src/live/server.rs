@@ -1,0 +1,287 @@
+//! The run's end of its control socket (SPEC L1, L2, L5): one listening descriptor and a
+//! few connections, all polled by the supervisor's single loop, never waited on. Each
+//! connection's peer is checked (`SO_PEERCRED`: the same uid, or root) before any request
+//! is read; a request is one packet of at most 4 KiB; garbage gets `err` and the loop goes on.
+
+use super::socket::{self, Got, Peer};
+use super::wire;
+use crate::error::{failure, USAGE};
+use rustix::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Most connections held at once; a new one beyond it replaces the oldest that is not
+/// waiting for the end (a client that connects and says nothing cannot fill the table).
+const MAX_CONNS: usize = 32;
+
+/// What the control socket asks of the supervisor.
+pub trait Host {
+    /// `starting`, `running`, `grace`, `stopped` or `jobs`.
+    fn state(&self) -> &'static str;
+    /// Init's pid in snug's namespace, once it is up.
+    fn init_pid(&self) -> Option<i32>;
+    /// Act on `sig` as if process `from` had sent it to snug (G1–G6); a word on what was done.
+    fn signal(&mut self, sig: i32, from: i32) -> String;
+    /// `snug stop` is about to signal: the run ends by it (for `--report`, O5).
+    fn stopping(&mut self);
+    /// Give init one end of a new `exec` socket; the other end for the client.
+    ///
+    /// # Errors
+    /// Why not now (not started yet, ending).
+    fn exec(&mut self) -> Result<OwnedFd, String>;
+}
+
+struct Conn {
+    fd: OwnedFd,
+    peer: Peer,
+    /// A stop caller: gets the end's text.
+    waiting: bool,
+    /// Another user's: every request gets `err permission denied` (kept open until the
+    /// peer closes: closing on unread data would reset the connection before the client
+    /// reads the refusal, `unix_release_sock`).
+    refused: bool,
+}
+
+/// The socket path this run bound, removed at exit ([`cleanup`]).
+static BOUND: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// The control socket of one run.
+pub struct Server {
+    listener: OwnedFd,
+    name: String,
+    conns: Vec<Conn>,
+    started: f64,
+    cmd: String,
+    mode: &'static str,
+    jobs: &'static str,
+}
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Remove the sockets in `dir` whose snug is gone (`connect(2)` refused): SPEC L5, a SIGKILLed
+/// snug leaves nothing that looks live.
+pub fn sweep(dir: &Path) {
+    for (_, path) in super::sockets_in(dir, None) {
+        if matches!(socket::connect(&path), Err(rustix::io::Errno::CONNREFUSED)) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+impl Server {
+    /// Bind `NAME.sock` in this user's directory, mode 0600.
+    ///
+    /// # Errors
+    /// 64 when a live run already has the name; 71 when the directory or socket cannot be made.
+    pub fn bind(name: &str, cmd: &str, mode: &'static str, jobs: super::Jobs) -> anyhow::Result<Server> {
+        let dir = super::ensure_own_dir()?;
+        sweep(&dir);
+        let path = dir.join(format!("{name}.sock"));
+        let os = |what: &str, e: std::io::Error| {
+            failure(crate::error::OS_ERROR, format!("{what} {}: {}", path.display(), crate::error::io_text(&e)))
+        };
+        // Bound and listening under a hidden name first, then linked into place: a socket
+        // that `ps` or another run's sweep can see always accepts (no window between bind
+        // and listen where it would look stale), and `link(2)` fails with EEXIST when the
+        // name is taken, atomically.
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let listener = socket::listen(&tmp).map_err(|e| os("cannot create", e))?;
+        super::private_mode(&tmp).map_err(|e| os("cannot chmod", e))?;
+        let linked = std::fs::hard_link(&tmp, &path).or_else(|e| {
+            // Taken by a snug that is gone (SIGKILL): take it over.
+            let stale = matches!(socket::connect(&path), Err(rustix::io::Errno::CONNREFUSED));
+            if e.kind() == std::io::ErrorKind::AlreadyExists && stale {
+                let _ = std::fs::remove_file(&path);
+                return std::fs::hard_link(&tmp, &path);
+            }
+            Err(e)
+        });
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(failure(USAGE, format!("a live sandbox is already named {name} (see snug ps)")));
+            }
+            Err(e) => return Err(os("cannot create", e)),
+        }
+        *BOUND.lock().unwrap_or_else(|e| e.into_inner()) = Some(path.clone());
+        crate::log::log!("name: {name} (control socket {})", path.display());
+        Ok(Server {
+            listener,
+            name: name.to_string(),
+            conns: Vec::new(),
+            started: now_secs(),
+            cmd: cmd.to_string(),
+            mode,
+            jobs: jobs.word(),
+        })
+    }
+
+    /// The descriptors to poll, appended to `out`: the listener, then each connection.
+    pub fn poll_fds(&self, out: &mut Vec<libc::pollfd>) {
+        out.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        for c in &self.conns {
+            out.push(libc::pollfd { fd: c.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        }
+    }
+
+    /// Act on what poll found (`ready` is what [`Server::poll_fds`] added, with revents).
+    pub fn on_ready(&mut self, ready: &[libc::pollfd], host: &mut dyn Host) {
+        let mut gone = Vec::new();
+        for (i, p) in ready.iter().enumerate().skip(1) {
+            if p.revents != 0 && !self.serve(i - 1, host) {
+                gone.push(i - 1);
+            }
+        }
+        for i in gone.into_iter().rev() {
+            self.conns.remove(i);
+        }
+        if ready.first().is_some_and(|p| p.revents != 0) {
+            self.accept_all();
+        }
+    }
+
+    fn accept_all(&mut self) {
+        while let Some(fd) = socket::accept(self.listener.as_fd()) {
+            let Ok(peer) = socket::peer(fd.as_fd()) else { continue };
+            let me = rustix::process::geteuid().as_raw();
+            // SPEC L5: only the same user, or root.
+            let refused = peer.uid != me && peer.uid != 0;
+            if refused {
+                crate::log::log!("control: refused a connection from uid {} (pid {})", peer.uid, peer.pid);
+            }
+            if self.conns.len() >= MAX_CONNS {
+                match self.conns.iter().position(|c| !c.waiting) {
+                    Some(i) => drop(self.conns.remove(i)),
+                    None => continue,
+                }
+            }
+            self.conns.push(Conn { fd, peer, waiting: false, refused });
+        }
+    }
+
+    /// Read and answer what connection `i` sent; false once it is to be dropped.
+    fn serve(&mut self, i: usize, host: &mut dyn Host) -> bool {
+        loop {
+            let c = &self.conns[i];
+            let (bytes, fds) = match socket::recv(c.fd.as_fd()) {
+                Got::Packet(b, f) => (b, f),
+                Got::Empty => return true,
+                Got::Closed => return false,
+                Got::TooLong => {
+                    let _ = socket::send(c.fd.as_fd(), b"err request too long", &[]);
+                    continue;
+                }
+            };
+            drop(fds); // no request carries descriptors to the run
+            if c.refused {
+                let _ = socket::send(c.fd.as_fd(), b"err permission denied", &[]);
+                continue;
+            }
+            let (peer, reply) = (c.peer, self.answer(i, &bytes, host));
+            match reply {
+                Reply::Text(t) => {
+                    let _ = socket::send(self.conns[i].fd.as_fd(), t.as_bytes(), &[]);
+                }
+                Reply::Fd(fd) => {
+                    let _ = socket::send(self.conns[i].fd.as_fd(), b"ok", &[fd.as_fd()]);
+                }
+            }
+            crate::log::log!("control: request {:?} from pid {}", String::from_utf8_lossy(&bytes[..1]), peer.pid);
+        }
+    }
+
+    fn answer(&mut self, i: usize, bytes: &[u8], host: &mut dyn Host) -> Reply {
+        let from = self.conns[i].peer.pid;
+        let text = |t: &str| Reply::Text(t.to_string());
+        match bytes {
+            [wire::INFO] => Reply::Text(format!("J{}", self.info(host))),
+            [wire::SIGNAL, ..] => match wire::value(bytes, wire::SIGNAL).filter(|s| (1..=64).contains(s)) {
+                Some(sig) => Reply::Text(format!("ok {}", host.signal(sig, from))),
+                None => text("err bad signal"),
+            },
+            [wire::STOP, now @ (0 | 1)] => {
+                self.conns[i].waiting = true;
+                host.stopping();
+                host.signal(libc::SIGTERM, from);
+                if *now == 1 {
+                    // A second TERM within the grace is G4's teardown: the same path as kill.
+                    host.signal(libc::SIGTERM, from);
+                }
+                text("ok")
+            }
+            [wire::EXEC] => match host.exec() {
+                Ok(fd) => Reply::Fd(fd),
+                Err(why) => Reply::Text(format!("err {why}")),
+            },
+            _ => text("err unknown request"),
+        }
+    }
+
+    fn info(&self, host: &dyn Host) -> String {
+        serde_json::json!({
+            "name": self.name,
+            "pid": std::process::id(),
+            "uid": rustix::process::geteuid().as_raw(),
+            "command": self.cmd,
+            "mode": self.mode,
+            "jobs": self.jobs,
+            "state": host.state(),
+            "started": self.started,
+            "processes": host.init_pid().map_or(0, count_below),
+        })
+        .to_string()
+    }
+
+    /// Tell every stop caller how the run ended (just before snug exits) and remove the socket.
+    pub fn finish(self, outcome: &crate::supervise::Outcome) {
+        let text = format!("end {}", wire::end_text(outcome));
+        for c in self.conns.iter().filter(|c| c.waiting) {
+            let _ = socket::send(c.fd.as_fd(), text.as_bytes(), &[]);
+        }
+        cleanup();
+    }
+}
+
+enum Reply {
+    Text(String),
+    Fd(OwnedFd),
+}
+
+/// Remove this run's socket (idempotent): at the end of the run and on any exit path.
+pub fn cleanup() {
+    if let Some(p) = BOUND.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// How many processes descend from `root` (the sandbox's processes besides its init: every
+/// sandbox process is init's descendant, orphans being reparented to it), from `/proc`.
+fn count_below(root: i32) -> usize {
+    let mut parent = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<i32>().ok());
+        if let Some(pp) = ppid {
+            parent.insert(pid, pp);
+        }
+    }
+    parent
+        .keys()
+        .filter(|p| {
+            let mut at = **p;
+            for _ in 0..4096 {
+                match parent.get(&at) {
+                    Some(&pp) if pp == root => return true,
+                    Some(&pp) if pp > 1 => at = pp,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .count()
+}

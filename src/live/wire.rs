@@ -1,0 +1,97 @@
+//! The messages on the control socket and on an `exec` socket: a tag byte and at most a
+//! little data, one per packet. Anything else is garbage and gets an error reply.
+//!
+//! Control socket, client to run: `I` (info), `S` + i32 signal, `T` + u8 now (stop), `E`
+//! (exec). Run to client: `ok`, `err TEXT`, `J` + JSON (info), `ok` with an `exec` socket
+//! (`SCM_RIGHTS`), and for a stop, `end TEXT` just before the run's snug exits.
+//!
+//! `exec` socket, between `snug exec` and the sandbox init: `R` + u8 flags with stdin,
+//! stdout, stderr and a memfd of CMD's argv (`payload_args` layout), then `K` + i32 signal;
+//! init answers `P` + i32 pid (started), `F` + i32 errno (exec failed), `X` + i32 raw wait
+//! status (ended).
+
+/// Control request: describe the run (for `ps`).
+pub const INFO: u8 = b'I';
+/// Control request: relay a signal as if a process had sent it to snug.
+pub const SIGNAL: u8 = b'S';
+/// Control request: stop (TERM, or teardown with `now`), then wait for the end.
+pub const STOP: u8 = b'T';
+/// Control request: an `exec` socket to the sandbox init.
+pub const EXEC: u8 = b'E';
+/// Exec request (to init): run CMD with these descriptors.
+pub const RUN: u8 = b'R';
+/// Exec request (to init): signal CMD's process group.
+pub const KILL: u8 = b'K';
+/// Exec report: CMD started; its pid in the sandbox.
+pub const STARTED: u8 = b'P';
+/// Exec report: CMD could not be executed; the errno.
+pub const FAILED: u8 = b'F';
+/// Exec report: CMD ended; its raw wait status.
+pub const EXITED: u8 = b'X';
+/// Run flag: the descriptors are a pty's slave; CMD takes it as its controlling terminal.
+pub const FLAG_TTY: u8 = 1;
+
+/// A tag and an i32 (little-endian).
+pub fn tagged(tag: u8, v: i32) -> [u8; 5] {
+    let b = v.to_le_bytes();
+    [tag, b[0], b[1], b[2], b[3]]
+}
+
+/// The value of a `tag` + i32 packet; `None` for any other shape.
+pub fn value(bytes: &[u8], tag: u8) -> Option<i32> {
+    match bytes {
+        [t, a, b, c, d] if *t == tag => Some(i32::from_le_bytes([*a, *b, *c, *d])),
+        _ => None,
+    }
+}
+
+/// How a run ended, as its `stop` callers are told: `exit N`, `signal N`, or `fail N TEXT`.
+pub fn end_text(outcome: &crate::supervise::Outcome) -> String {
+    use crate::supervise::Outcome;
+    match outcome {
+        Outcome::Status(raw) if libc::WIFSIGNALED(*raw) => format!("signal {}", libc::WTERMSIG(*raw)),
+        Outcome::Status(raw) => format!("exit {}", libc::WEXITSTATUS(*raw)),
+        Outcome::Signal(sig) => format!("signal {sig}"),
+        Outcome::Fail(e) => format!("fail {} {}", crate::error::code_of(e), crate::error::one_line(e)),
+    }
+}
+
+/// [`end_text`] in words for people: `exited 7`, `killed by SIGTERM`, `failed (70): …`.
+pub fn end_words(text: &str) -> String {
+    let mut w = text.splitn(3, ' ');
+    match (w.next(), w.next().and_then(|n| n.parse::<i32>().ok()), w.next()) {
+        (Some("exit"), Some(n), _) => format!("exited {n}"),
+        (Some("signal"), Some(n), _) => format!("killed by {}", crate::log::signame(n)),
+        (Some("fail"), Some(n), rest) => format!("failed (exit {n}): {}", rest.unwrap_or("")),
+        _ => format!("ended ({text})"),
+    }
+}
+
+/// A signal by name or number: `TERM`, `SIGTERM`, `term`, `15`, `RTMIN+2`.
+pub fn parse_signal(s: &str) -> Option<i32> {
+    if let Ok(n) = s.parse::<i32>() {
+        return (1..=64).contains(&n).then_some(n);
+    }
+    let up = s.to_ascii_uppercase();
+    let bare = up.strip_prefix("SIG").unwrap_or(&up);
+    (1..=64).find(|n| crate::log::signame(*n).strip_prefix("SIG") == Some(bare))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn l2_signal_names() {
+        assert_eq!(parse_signal("TERM"), Some(libc::SIGTERM));
+        assert_eq!(parse_signal("sigusr1"), Some(libc::SIGUSR1));
+        assert_eq!(parse_signal("9"), Some(9));
+        assert_eq!(parse_signal("RTMIN+2"), Some(34));
+        assert_eq!(parse_signal("0"), None);
+        assert_eq!(parse_signal("NOPE"), None);
+        assert_eq!(value(&tagged(EXITED, 0x700), EXITED), Some(0x700));
+        assert_eq!(value(b"X12", EXITED), None);
+        assert_eq!(end_words("exit 7"), "exited 7");
+        assert_eq!(end_words("signal 15"), "killed by SIGTERM");
+    }
+}

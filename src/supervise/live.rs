@@ -1,0 +1,97 @@
+//! The supervisor as the control socket's host (SPEC L1–L4): `snug stop` and `snug signal`
+//! enter [`Supervisor::on_signal`] exactly as a signal from a process does (G1–G6), and
+//! `snug exec` gets a socket to init.
+
+use super::Supervisor;
+use crate::channel::Order;
+use crate::live::server::Host;
+use crate::live::Jobs;
+use crate::signals::Received;
+use rustix::fd::{AsRawFd, OwnedFd};
+
+impl Host for Supervisor {
+    fn state(&self) -> &'static str {
+        if self.halting.is_some() || self.stopped.is_some() {
+            "stopped"
+        } else if self.grace.is_some() {
+            "grace"
+        } else if self.ended.is_some() {
+            "jobs"
+        } else if !self.started {
+            "starting"
+        } else {
+            "running"
+        }
+    }
+
+    fn init_pid(&self) -> Option<i32> {
+        self.init.as_ref().map(|i| i.host_pid)
+    }
+
+    fn signal(&mut self, sig: i32, from: i32) -> String {
+        // `si_code` SI_USER (0): from a process, never a terminal key.
+        self.on_signal(Received { sig, code: 0, pid: from.max(0) as u32 });
+        format!("{} sent", crate::log::signame(sig))
+    }
+
+    fn stopping(&mut self) {
+        self.record.stopping();
+    }
+
+    fn exec(&mut self) -> Result<OwnedFd, String> {
+        if self.init.is_none() || !self.started {
+            return Err("the sandbox is still starting".into());
+        }
+        if self.torn_down.is_some() || !self.chan_open {
+            return Err("the sandbox is ending".into());
+        }
+        let (ours, theirs) = crate::live::socket::pair().map_err(|e| format!("socketpair: {e}"))?;
+        match self.chan.order_with_fd(Order::Exec, theirs.as_raw_fd()) {
+            Ok(true) => Ok(ours),
+            Ok(false) => Err("the sandbox init is busy (stopped?)".into()),
+            Err(e) => Err(format!("the sandbox init is gone: {e}")),
+        }
+    }
+}
+
+impl Supervisor {
+    /// Attach this run's control socket (SPEC L1) and what `--jobs` asked (L4).
+    pub fn live(mut self, server: Option<crate::live::server::Server>, jobs: Jobs) -> Supervisor {
+        self.control = server;
+        self.jobs = jobs;
+        self
+    }
+
+    /// Add the control socket's descriptors to the poll set; returns where they start.
+    pub(super) fn control_fds(&self, fds: &mut Vec<libc::pollfd>) -> usize {
+        let at = fds.len();
+        if let Some(s) = &self.control {
+            s.poll_fds(fds);
+        }
+        at
+    }
+
+    /// Serve the control socket after a poll (`ready` from [`Supervisor::control_fds`]).
+    pub(super) fn on_control(&mut self, ready: &[libc::pollfd]) {
+        if let Some(mut s) = self.control.take() {
+            s.on_ready(ready, self);
+            self.control = Some(s);
+        }
+    }
+
+    /// The payload's main process ended: with `--jobs grace`, what is left gets init's TERM
+    /// (sent by init itself) and the 1.0 s grace from now (L4).
+    pub(super) fn on_main_exit(&mut self) {
+        if self.jobs == Jobs::Grace && self.grace.is_none() {
+            self.grace = Some((std::time::Instant::now() + super::GRACE, libc::SIGTERM));
+            crate::log::log!("--jobs grace: what is left got SIGTERM; grace started: {} ms", super::GRACE.as_millis());
+        }
+    }
+
+    /// Tell stop callers how the run ended and remove the socket.
+    pub(super) fn finish_control(&mut self, outcome: &super::Outcome) {
+        if let Some(s) = self.control.take() {
+            s.finish(outcome);
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Names, `ps` and who may reach a run (SPEC L1, L5).
+
+use crate::common::{code, everyone, marker, workdir, Who};
+use crate::{cmd, listed, ps, run, Live};
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+/// L1: `ps` lists two live named runs (with pid, command, mode, state, processes) and not a
+/// third that ended. Positive control: the third is listed while it runs, so its absence
+/// afterwards is the end's doing, not a listing that misses runs.
+#[test]
+fn l1_ps_lists_live_runs_not_ended_ones() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let (m1, m2, m3) = (marker(), marker(), marker());
+        let a = Live::start(who, dir.path(), &[], &["sleep", &m1]);
+        let b = Live::start(who, dir.path(), &[], &["sh", "-c", &format!("sleep {m2} & sleep {m2}")]);
+        let mut c = Live::start(who, dir.path(), &[], &["sleep", &m3]);
+        a.ready(dir.path(), "running");
+        b.ready(dir.path(), "running");
+        c.ready(dir.path(), "running"); // the control
+        let (st, _, _, _) = run(who, dir.path(), &["stop", &c.name]);
+        assert!(st.success(), "{who:?}: stop");
+        c.end(Duration::from_secs(5));
+        let rows = ps(who, dir.path());
+        let row = |n: &str| rows.iter().find(|r| r["name"] == n).cloned();
+        let ra = row(&a.name).unwrap_or_else(|| panic!("{who:?}: {} not listed: {rows:?}", a.name));
+        let rb = row(&b.name).unwrap_or_else(|| panic!("{who:?}: {} not listed: {rows:?}", b.name));
+        assert!(row(&c.name).is_none(), "{who:?}: ended run listed: {rows:?}");
+        assert_eq!(ra["pid"], a.pid(), "{who:?}");
+        assert_eq!(ra["command"], format!("sleep {m1}"), "{who:?}");
+        assert_eq!(ra["mode"], "detached");
+        assert_eq!((ra["processes"].as_u64(), rb["processes"].as_u64()), (Some(1), Some(3)), "{who:?}: {rows:?}");
+        assert!(ra["age_seconds"].as_f64().is_some_and(|s| s >= 0.0));
+        let (_, text, _, _) = run(who, dir.path(), &["ps"]);
+        assert!(text.starts_with("NAME") && text.contains(&a.name) && text.contains(&b.name), "{text}");
+        for r in [a, b] {
+            run(who, dir.path(), &["stop", "--now", &r.name]);
+        }
+    }
+}
+
+/// L1: a name is unique per user: a second live run with it is a usage error (64) before
+/// anything starts; once the first ended, the name is free again (control: the same
+/// command succeeds then). A generated name shows in `--dry-run` and `-v`.
+#[test]
+fn l1_name_clash_is_a_usage_error() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let mut a = Live::start(who, dir.path(), &[], &["sleep", &marker()]);
+        a.ready(dir.path(), "running");
+        let (st, _, err, _) = run(who, dir.path(), &["--name", &a.name, "--", "true"]);
+        assert_eq!(code(st), 64, "{who:?}: {err}");
+        assert!(err.starts_with("snug: ") && err.contains(&a.name), "{err}");
+        run(who, dir.path(), &["stop", &a.name]);
+        a.end(Duration::from_secs(5));
+        let (st, _, err, _) = run(who, dir.path(), &["--name", &a.name, "--", "true"]);
+        assert!(st.success(), "{who:?}: control: the freed name: {err}");
+        let (_, out, _, _) = run(who, dir.path(), &["-n", "--", "sleep", "1"]);
+        assert!(out.lines().any(|l| l.starts_with("name: sleep-")), "{out}");
+        let (_, _, err, _) = run(who, dir.path(), &["-v", "--", "true"]);
+        assert!(err.contains("name: true-"), "{err}");
+        let (st, _, _, _) = run(who, dir.path(), &["--name", "../x", "--", "true"]);
+        assert_eq!(code(st), 64);
+    }
+}
+
+/// L5: a snug killed with SIGKILL leaves nothing `ps` shows as live, and `ps` (or another
+/// run's sweep) removes its socket. Positive control: a second link to the dead snug's socket
+/// (a hidden name nothing sweeps) is still there and refuses connections: the stale entry a
+/// listing by file would show.
+#[test]
+fn l5_sigkilled_snug_is_not_listed() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let mut a = Live::start(who, dir.path(), &[], &["sleep", &marker()]);
+        a.ready(dir.path(), "running");
+        let sock = std::fs::read_dir(socket_dir(who))
+            .expect("socket dir")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.file_name().is_some_and(|f| f.to_string_lossy() == format!("{}.sock", a.name)))
+            .expect("socket file");
+        let keep = sock.with_file_name(format!(".keep-{}", a.name));
+        std::fs::hard_link(&sock, &keep).expect("link");
+        crate::common::kill(a.pid() as u32, libc::SIGKILL);
+        a.end(Duration::from_secs(5));
+        let refused = try_connect(&keep);
+        let _ = std::fs::remove_file(&keep);
+        assert_eq!(refused, libc::ECONNREFUSED, "control: the dead snug's socket is there and refuses");
+        assert!(!listed(who, dir.path(), &a.name), "{who:?}: a SIGKILLed run is listed");
+        assert!(!sock.exists(), "{who:?}: ps left the stale socket");
+        let (st, _, err, _) = run(who, dir.path(), &["stop", &a.name]);
+        assert_eq!(code(st), 64, "{err}");
+    }
+}
+
+/// The control socket directory of `who` (no XDG_RUNTIME_DIR in the tests).
+pub fn socket_dir(who: Who) -> std::path::PathBuf {
+    match who {
+        Who::Root => "/run/snug".into(),
+        Who::User => format!("/tmp/snug-{}", crate::common::test_user().0).into(),
+    }
+}
+
+/// L5: another user can neither list, stop, signal nor enter a run (exit 77): the socket is
+/// 0600 in a 0700 directory (EACCES), and even when the modes are opened up the run's own
+/// SO_PEERCRED check refuses (the run keeps running). Root lists everyone's runs. Positive
+/// control: the same path-addressed requests from root (allowed) succeed.
+#[test]
+fn l5_other_users_are_refused() {
+    if !crate::common::is_root() {
+        return;
+    }
+    let dir = workdir(Who::User);
+    let root_run = Live::start(Who::Root, dir.path(), &[], &["sleep", &marker()]);
+    let user_run = Live::start(Who::User, dir.path(), &[], &["sleep", &marker()]);
+    root_run.ready(dir.path(), "running");
+    user_run.ready(dir.path(), "running");
+    assert!(listed(Who::Root, dir.path(), &user_run.name), "root lists everyone's");
+    assert!(!listed(Who::User, dir.path(), &root_run.name), "the user lists root's run");
+    let path = format!("/run/snug/{}.sock", root_run.name);
+    let meta = std::fs::metadata(&path).expect("socket");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let attempts: [&[&str]; 3] = [&["stop", &path], &["signal", &path, "TERM"], &["exec", &path, "--", "true"]];
+    for args in attempts {
+        let (st, _, err, _) = run(Who::User, dir.path(), args);
+        assert_eq!(code(st), 77, "{args:?}: {err}");
+        assert!(err.contains("permission denied"), "{err}");
+    }
+    // The modes opened: the run's peer check still refuses.
+    let dir_mode = std::fs::metadata("/run/snug").expect("dir").permissions().mode();
+    std::fs::set_permissions("/run/snug", std::fs::Permissions::from_mode(0o711)).expect("chmod dir");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod sock");
+    let (st, _, err, _) = run(Who::User, dir.path(), &["stop", &path]);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod back");
+    std::fs::set_permissions("/run/snug", std::fs::Permissions::from_mode(dir_mode)).expect("chmod back");
+    assert_eq!(code(st), 77, "peer check: {err}");
+    assert!(listed(Who::Root, dir.path(), &root_run.name), "the refused stop ended the run");
+    // Control: root, by the same path, is let in.
+    let (st, _, err, _) = run(Who::Root, dir.path(), &["signal", &path, "USR2"]);
+    assert!(st.success(), "control: {err}");
+    for (who, r) in [(Who::Root, &root_run), (Who::User, &user_run)] {
+        run(who, dir.path(), &["stop", "--now", &r.name]);
+    }
+    let _ = cmd;
+}
+
+/// L5: garbage on the socket (an unknown request, one over 4 KiB, an empty one, a bad
+/// signal number) gets an `err` reply and the run goes on. Positive control: a valid
+/// request on the same connection gets its answer (`J{…}`).
+#[test]
+fn l5_garbage_gets_an_error_and_the_run_goes_on() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let mut a = Live::start(who, dir.path(), &[], &["sleep", &marker()]);
+        a.ready(dir.path(), "running");
+        let path = socket_dir(who).join(format!("{}.sock", a.name));
+        let fd = seqpacket_connect(&path);
+        for junk in [b"zzz".to_vec(), vec![b'S'; 5000], vec![b'S', 0, 0, 0, 0], b"T\x07".to_vec(), vec![0u8; 1]] {
+            let reply = ask(fd, &junk);
+            assert!(reply.starts_with(b"err"), "{junk:?}: {:?}", String::from_utf8_lossy(&reply));
+        }
+        let reply = ask(fd, b"I");
+        assert!(reply.starts_with(b"J{"), "control: {:?}", String::from_utf8_lossy(&reply));
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+        assert!(listed(who, dir.path(), &a.name), "{who:?}: the run did not survive garbage");
+        let (st, out, _, _) = run(who, dir.path(), &["stop", &a.name]);
+        assert!(st.success() && out.contains("killed by SIGTERM"), "{out}");
+        a.end(Duration::from_secs(5));
+    }
+}
+
+/// 0 when a connection to `path` is accepted, else the errno.
+fn try_connect(path: &std::path::Path) -> i32 {
+    let fd = seqpacket_socket(path);
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd.0) };
+    fd.1
+}
+
+fn seqpacket_connect(path: &std::path::Path) -> i32 {
+    let (fd, err) = seqpacket_socket(path);
+    assert_eq!(err, 0, "connect {}", path.display());
+    fd
+}
+
+fn seqpacket_socket(path: &std::path::Path) -> (i32, i32) {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: a socket and a sockaddr_un filled within bounds.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
+        let mut addr: libc::sockaddr_un = std::mem::zeroed();
+        addr.sun_family = libc::AF_UNIX as u16;
+        for (d, s) in addr.sun_path.iter_mut().zip(path.as_os_str().as_bytes()) {
+            *d = *s as libc::c_char;
+        }
+        let len = std::mem::size_of::<libc::sockaddr_un>() as u32;
+        let rc = libc::connect(fd, (&addr as *const libc::sockaddr_un).cast(), len);
+        (fd, if rc == 0 { 0 } else { std::io::Error::last_os_error().raw_os_error().unwrap_or(-1) })
+    }
+}
+
+/// Send `req` and read one reply (bounded by a 5 s receive timeout).
+fn ask(fd: i32, req: &[u8]) -> Vec<u8> {
+    let mut buf = vec![0u8; 8192];
+    // SAFETY: buffers live in this frame.
+    unsafe {
+        let tv = libc::timeval { tv_sec: 5, tv_usec: 0 };
+        let tvp = (&tv as *const libc::timeval).cast();
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, tvp, std::mem::size_of::<libc::timeval>() as u32);
+        libc::send(fd, req.as_ptr().cast(), req.len(), libc::MSG_NOSIGNAL);
+        let n = libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0);
+        buf.truncate(n.max(0) as usize);
+    }
+    buf
+}

@@ -1,0 +1,181 @@
+//! `snug stop`, `snug signal` (SPEC L2) and `--jobs` (L4).
+
+use crate::common::{code, everyone, marker, workdir};
+use crate::{ms, run, Live};
+use std::os::unix::process::ExitStatusExt;
+use std::time::{Duration, Instant};
+
+/// L2 (G5 through stop): `stop` of a payload with `trap "echo T; exit 7" TERM` behind a
+/// blocking child: the handler runs (T), the run exits 7, `stop` says so and returns at once
+/// (no grace to wait out). Positive control: the same payload without the trap is reported
+/// as killed by SIGTERM, so "exited 7" is the handler's doing.
+#[test]
+fn l2_stop_runs_the_handler_and_reports_exit_7() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let m = marker();
+        let mut a = Live::start(who, dir.path(), &[], &["sh", "-c", &format!("trap 'echo T; exit 7' TERM; sleep {m}")]);
+        a.ready(dir.path(), "running");
+        let (st, out, err, took) = run(who, dir.path(), &["stop", &a.name]);
+        println!("L2 {who:?}: stop returned after {} ms (issue: within 200)", ms(took));
+        assert!(st.success(), "{who:?}: {err}");
+        assert_eq!(out.trim(), format!("{}: exited 7", a.name), "{who:?}");
+        assert!(took < Duration::from_millis(900), "{who:?}: stop took {} ms: it waited for a grace", ms(took));
+        assert_eq!(a.end(Duration::from_secs(5)).code(), Some(7));
+        assert_eq!(a.stdout(), "T\n", "{who:?}");
+
+        let mut c = Live::start(who, dir.path(), &[], &["sleep", &marker()]);
+        c.ready(dir.path(), "running");
+        let (_, out, _, _) = run(who, dir.path(), &["stop", &c.name]);
+        assert_eq!(out.trim(), format!("{}: killed by SIGTERM", c.name), "control");
+        assert_eq!(c.end(Duration::from_secs(5)).signal(), Some(libc::SIGTERM));
+    }
+}
+
+/// L2 (G3 through stop): a payload that ignores TERM gets the whole grace; `stop` returns
+/// when the run is gone, 1.0–1.2 s later, and reports SIGTERM. `stop --now` tears down at
+/// once (G4). Positive control: `--now` on the same payload returns well before the grace,
+/// so the timing assertion tells the two apart.
+#[test]
+fn l2_stop_of_an_ignoring_payload_waits_for_the_grace() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let payload = |m: &str| vec!["sh".to_string(), "-c".into(), format!("trap '' TERM; sleep {m}")];
+        let p = payload(&marker());
+        let mut a = Live::start(who, dir.path(), &[], &p.iter().map(String::as_str).collect::<Vec<_>>());
+        a.ready(dir.path(), "running");
+        let (st, out, _, took) = run(who, dir.path(), &["stop", &a.name]);
+        println!("L2 {who:?}: stop of an ignoring payload took {} ms (SPEC: 1000-1100)", ms(took));
+        assert!(st.success() && out.contains("killed by SIGTERM"), "{who:?}: {out}");
+        assert!((900..=1600).contains(&took.as_millis()), "{who:?}: {} ms", ms(took));
+        assert_eq!(a.end(Duration::from_secs(5)).signal(), Some(libc::SIGTERM));
+
+        let p = payload(&marker());
+        let mut c = Live::start(who, dir.path(), &[], &p.iter().map(String::as_str).collect::<Vec<_>>());
+        c.ready(dir.path(), "running");
+        let (st, out, _, took) = run(who, dir.path(), &["stop", "--now", &c.name]);
+        println!("L2 {who:?}: stop --now took {} ms", ms(took));
+        assert!(st.success() && out.contains("killed by SIGTERM"), "{out}");
+        assert!(took < Duration::from_millis(700), "control: --now took {} ms", ms(took));
+        c.end(Duration::from_secs(5));
+    }
+}
+
+/// L2 (G6 through signal): `snug signal NAME USR1` relays USR1 once without a grace: the
+/// payload's handler runs and the run ends as the payload does. `snug signal NAME TERM`
+/// starts the grace like a kill (state grace in `ps`). Positive control: an unknown
+/// signal name is a usage error and reaches nothing (the run is still running after it).
+#[test]
+fn l2_signal_relays_as_a_kill_would() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let m = marker();
+        let script = format!("trap 'echo U' USR1; trap '' TERM; while :; do sleep {m}; done");
+        let mut a = Live::start(who, dir.path(), &[], &["sh", "-c", &script]);
+        a.ready(dir.path(), "running");
+        let (st, _, err, _) = run(who, dir.path(), &["signal", &a.name, "NOPE"]);
+        assert_eq!(code(st), 64, "{err}");
+        a.ready(dir.path(), "running");
+        let (st, _, err, _) = run(who, dir.path(), &["signal", &a.name, "SIGUSR1"]);
+        assert!(st.success(), "{err}");
+        assert!(crate::common::until(Duration::from_secs(5), || a.stdout() == "U\n"), "{who:?}: {:?}", a.stdout());
+        a.ready(dir.path(), "running");
+        let sent = Instant::now();
+        run(who, dir.path(), &["signal", &a.name, "15"]);
+        a.ready(dir.path(), "grace");
+        assert_eq!(a.end(Duration::from_secs(5)).signal(), Some(libc::SIGTERM));
+        println!("L2 {who:?}: run gone {} ms after `snug signal NAME 15`", ms(sent.elapsed()));
+    }
+}
+
+/// L4: `--jobs wait` with `sh -c 'sleep 0.5 & exit 3'` exits 3, once the background job is
+/// done (>= 0.5 s); meanwhile `ps` says jobs. Positive control: the default (`kill`, R5)
+/// exits 3 well before 0.5 s.
+#[test]
+fn l4_jobs_wait_outlives_the_main_process() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let t0 = Instant::now();
+        let (st, _, err, _) = run(who, dir.path(), &["--jobs", "wait", "--", "sh", "-c", "sleep 0.5 & exit 3"]);
+        let took = t0.elapsed();
+        println!("L4 {who:?}: --jobs wait exited after {} ms", ms(took));
+        assert_eq!(code(st), 3, "{who:?}: {err}");
+        assert!(took >= Duration::from_millis(500), "{who:?}: {} ms", ms(took));
+        let t0 = Instant::now();
+        let (st, _, _, _) = run(who, dir.path(), &["--", "sh", "-c", "sleep 0.5 & exit 3"]);
+        assert!(code(st) == 3 && t0.elapsed() < Duration::from_millis(450), "control: {} ms", ms(t0.elapsed()));
+
+        // State jobs, and stop still applies (G2 through the grace).
+        let m = marker();
+        let mut a = Live::start(who, dir.path(), &["--jobs", "wait"], &["sh", "-c", &format!("sleep {m} & exit 5")]);
+        a.ready(dir.path(), "jobs");
+        let (_, out, _, _) = run(who, dir.path(), &["stop", &a.name]);
+        assert!(out.contains("exited 5"), "{who:?}: {out}");
+        assert_eq!(a.end(Duration::from_secs(5)).code(), Some(5));
+        assert!(crate::common::survivors(&format!("sleep {m}"), Instant::now()).is_empty());
+    }
+}
+
+/// L4: `--jobs grace`: at the main process's exit what is left gets TERM, so a background
+/// job's TERM handler runs, and the run exits with the main process's status; one that
+/// ignores TERM is killed after the 1.0 s grace. Positive control: with the default
+/// (`kill`) the handler never runs.
+#[test]
+fn l4_jobs_grace_lets_a_background_handler_run() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let m = marker();
+        let script = format!("(trap 'echo BG; exit 0' TERM; sleep {m} & wait) & sleep 0.3; exit 4");
+        let (st, out, err, _) = run(who, dir.path(), &["--jobs", "grace", "--", "sh", "-c", &script]);
+        assert_eq!((code(st), out.as_str()), (4, "BG\n"), "{who:?}: {err}");
+        let t0 = Instant::now();
+        let ignoring = format!("(trap '' TERM; sleep {m}) & sleep 0.3; exit 4");
+        let (st, _, _, _) = run(who, dir.path(), &["--jobs", "grace", "--", "sh", "-c", &ignoring]);
+        let took = t0.elapsed();
+        println!("L4 {who:?}: --jobs grace with an ignoring job: {} ms", ms(took));
+        assert!(code(st) == 4 && took >= Duration::from_millis(1200), "{who:?}: {} ms", ms(took));
+        assert!(crate::common::survivors(&format!("sleep {m}"), Instant::now()).is_empty());
+        let (st, out, _, _) = run(who, dir.path(), &["--", "sh", "-c", &script]);
+        assert_eq!((code(st), out.as_str()), (4, ""), "control");
+    }
+}
+
+/// O5 with L2: a run ended by `snug stop` is reported as `ended_by: stop` under its name,
+/// also when the payload's handler exits 0 (an operator's stop is never a plain success), and
+/// with `--now`. Positive control: the same payload sent TERM with `kill` reads
+/// `relayed_handled`, so `stop` is told apart from any other TERM.
+#[test]
+fn o5_l2_stop_is_reported_as_stop() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let report = |name: &str| -> serde_json::Value {
+            let text = std::fs::read_to_string(dir.path().join(format!("{name}.json"))).expect("report written");
+            serde_json::from_str(&text).expect("one JSON object")
+        };
+        for how in ["stop", "stop --now", "kill"] {
+            let m = marker();
+            let name = format!("report-{m}");
+            let file = format!("{name}.json");
+            let payload = format!("trap 'exit 0' TERM; sleep {m} & wait");
+            let mut a = Live::start(who, dir.path(), &["--report", &file], &["sh", "-c", &payload]);
+            a.ready(dir.path(), "running");
+            match how {
+                "kill" => crate::common::kill(a.child.id(), libc::SIGTERM),
+                _ => {
+                    let mut args = vec!["stop"];
+                    if how.ends_with("--now") {
+                        args.push("--now");
+                    }
+                    args.push(&a.name);
+                    let (st, _, err, _) = run(who, dir.path(), &args);
+                    assert!(st.success(), "{who:?} {how}: {err}");
+                }
+            }
+            a.end(Duration::from_secs(5));
+            let r = report(&name);
+            let want = if how == "kill" { "relayed_handled" } else { "stop" };
+            assert_eq!(r["ended_by"], want, "{who:?} {how}: {r}");
+            assert_eq!(r["name"], a.name.as_str(), "{who:?} {how}: {r}");
+        }
+    }
+}
