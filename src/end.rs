@@ -18,18 +18,12 @@ pub fn as_status(raw: i32) -> ! {
 /// and unblocked, then `kill(2)` ourselves; exit 128+n if that did not end us (SPEC R3).
 pub fn die_of(sig: i32) -> ! {
     use std::io::Write;
-    log!("snug dies of {}", crate::log::signame(sig));
+    log!("snug dies of {}", crate::signals::signame(sig));
     let _ = std::io::stdout().flush();
-    // SAFETY: plain syscalls on this process; structures live in this frame.
-    unsafe {
-        let zero = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        libc::setrlimit(libc::RLIMIT_CORE, &zero);
-        libc::signal(sig, libc::SIG_DFL);
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        libc::kill(libc::getpid(), sig);
-        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-    }
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    let _ = setrlimit(Resource::Core, Rlimit { current: Some(0), maximum: Some(0) });
+    crate::signals::default(sig);
+    let _ = crate::signals::kill(std::process::id() as i32, sig);
+    crate::signals::unblock(sig);
     std::process::exit(128 + sig)
 }

@@ -9,6 +9,7 @@ mod doctor;
 mod dryrun;
 mod end;
 mod error;
+mod fdpoll;
 mod hints;
 mod init;
 mod launch;

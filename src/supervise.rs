@@ -4,10 +4,11 @@
 
 use crate::channel::{Channel, Order, Outbox, Received, Report, Resume};
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND};
-use crate::log::{log, signame};
+use crate::log::log;
 use crate::mode::Mode;
 use crate::pidfd::Pinned;
 use crate::relay::{decide, Action};
+use crate::signals::signame;
 use crate::signals::SignalFd;
 use crate::start::Nest;
 use crate::terminal::Terminal;
@@ -261,7 +262,7 @@ impl Supervisor {
         self.order(Order::Go);
     }
 
-    fn on_signal(&mut self, got: crate::signals::Received) {
+    fn on_signal(&mut self, got: crate::signals::Delivered) {
         let origin = if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
         log!("received {} from {origin} (si_code {})", signame(got.sig), got.code);
         let action = decide(&got, self.mode, self.grace.is_some());
