@@ -46,15 +46,15 @@ impl SignalFd {
     pub fn new(sigs: &[i32]) -> io::Result<SignalFd> {
         let mask = mask_of(sigs);
         set_mask(libc::SIG_BLOCK, mask)?;
-        // SAFETY: `mask` is a kernel sigset (64 bits) in this frame; the descriptor is owned
-        // by the struct.
-        let fd =
-            unsafe { libc::syscall(libc::SYS_signalfd4, -1, &mask, 8usize, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
+        // SAFETY: `mask` is a kernel sigset (64 bits) in this frame; a new descriptor is owned
+        // by the struct only.
+        unsafe {
+            let fd = libc::syscall(libc::SYS_signalfd4, -1, &mask, 8usize, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(SignalFd { fd: OwnedFd::from_raw_fd(fd as RawFd) })
         }
-        // SAFETY: just created, owned by nobody else.
-        Ok(SignalFd { fd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) } })
     }
 
     /// The descriptor, for `poll(2)`.

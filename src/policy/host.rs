@@ -33,18 +33,19 @@ pub fn request_from_host(args: &crate::cli::RunArgs) -> Request {
 
 fn passwd_home() -> Option<String> {
     let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: `passwd` is plain integers and pointers; all-zero is a valid value.
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is to live, writable memory of the size passed; getpwuid_r
-    // writes the strings into `buf`, which outlives their use below.
-    let rc = unsafe { libc::getpwuid_r(libc::getuid(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
-    if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
-        return None;
+    // SAFETY: `passwd` is plain integers and pointers, all-zero a valid value; every pointer
+    // passed is to live, writable memory of the size passed; getpwuid_r(3) (NSS: rustix has
+    // no passwd lookup) writes the strings into `buf`, and on success pw_dir points to a
+    // NUL-terminated string inside `buf`, which outlives the copy made here.
+    unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(libc::getuid(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found);
+        if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
+            return None;
+        }
+        std::ffi::CStr::from_ptr(pwd.pw_dir).to_str().ok().map(str::to_string)
     }
-    // SAFETY: on success pw_dir points to a NUL-terminated string inside `buf`.
-    let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
-    dir.to_str().ok().map(str::to_string)
 }
 
 /// What a path is on the host.

@@ -87,23 +87,20 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<OwnedFd> {
 /// # Safety
 /// Only between clone3 and execve: it makes only async-signal-safe calls.
 unsafe fn child(p: &Plan<'_>) -> ! {
-    let fail = |tag: u8, errno: i32| -> ! {
-        let e = errno.to_le_bytes();
-        let bytes = [tag, e[0], e[1], e[2], e[3]];
-        // SAFETY: write/_exit are async-signal-safe; `bytes` lives in this frame.
-        unsafe {
+    // SAFETY: raw system calls (write, _exit, setrlimit, dup2, execve) on integers and on
+    // memory `p` points at, built before the clone; `bytes` lives in the closure's frame.
+    unsafe {
+        let fail = |tag: u8, errno: i32| -> ! {
+            let e = errno.to_le_bytes();
+            let bytes = [tag, e[0], e[1], e[2], e[3]];
             libc::write(p.err, bytes.as_ptr().cast(), bytes.len());
             libc::_exit(INTERNAL)
+        };
+        // Own process group (signals a terminal or a caller sends to snug's group never reach
+        // bwrap), dying with snug; a snug already dead is noticed through its pidfd.
+        if nestproc::own_group_tied_to(p.parent_pidfd).is_err() {
+            libc::_exit(INTERNAL);
         }
-    };
-    // Own process group (signals a terminal or a caller sends to snug's group never reach
-    // bwrap), dying with snug; a snug already dead is noticed through its pidfd.
-    if nestproc::own_group_tied_to(p.parent_pidfd).is_err() {
-        // SAFETY: async-signal-safe.
-        unsafe { libc::_exit(INTERNAL) };
-    }
-    // SAFETY: raw system calls on integers and on memory `p` points at, built before the clone.
-    unsafe {
         // SPEC K5: enter this run's cgroups before anything else is forked, so every
         // sandbox process is born inside them (`0` means the writer, `cgroups(7)`).
         for fd in p.bounds.0 {
