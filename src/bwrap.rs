@@ -199,7 +199,7 @@ mod tests {
             } else if !out.is_empty() {
                 out.push(' ');
             }
-            out.push_str(&crate::dryrun::quote(a));
+            out.push_str(&crate::quote::quote(a));
         }
         out.push('\n');
         out

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Command;
 
-use crate::dryrun::quote;
+use crate::quote::quote;
 
 /// For a command line without `--` whose first operand is a command on the caller's PATH
 /// rather than a directory, the one-line error: `missing -- before the command; did you

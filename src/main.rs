@@ -21,6 +21,7 @@ mod payload_args;
 mod pidfd;
 mod policy;
 mod profiles;
+mod quote;
 mod relay;
 mod seccomp;
 mod signals;

@@ -56,7 +56,7 @@ pub fn start(init: &Pinned, argv: impl FnOnce(&str) -> Vec<String>) -> Result<Pa
         format!("/proc/{}/fd/{}", std::process::id(), owner.as_raw_fd())
     };
     let argv = argv(&userns);
-    log!("pasta: {}", crate::dryrun::quote_line(&argv));
+    log!("pasta: {}", crate::quote::quote_line(&argv));
     let started = Instant::now();
     let (mut pasta, out) = spawn(&argv)?;
     let ready = pasta.wait_ready(out, started + READY_WITHIN);
