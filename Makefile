@@ -54,6 +54,7 @@ cases: build
 gate:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+	scripts/import-cycles
 	$(MAKE) test
 
 bench: build

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use serde_json::{json, Map, Value};
 
 use crate::mode::Mode;
-use crate::quote::{quote, quote_line};
 use crate::policy::{MountKind, Policy};
+use crate::quote::{quote, quote_line};
 
 /// Render the plan. `argv` is bwrap's command line ([`crate::bwrap::command_line`]);
 /// `extra` are further named command lines (`("payload", argv)` as init receives it in its

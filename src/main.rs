@@ -11,6 +11,7 @@ mod end;
 mod error;
 mod fdpoll;
 mod hints;
+mod host;
 mod init;
 mod launch;
 mod log;
@@ -28,7 +29,6 @@ mod signals;
 mod start;
 mod supervise;
 mod terminal;
-mod toolchains;
 
 use crate::cli::Command;
 use crate::supervise::Outcome;
@@ -64,14 +64,14 @@ fn run() -> anyhow::Result<Outcome> {
         Command::Run(args) => args,
         Command::Doctor => std::process::exit(doctor::run()),
         Command::ProfileList => return print(profiles::list()?),
-        Command::ProfileShow(name) => return print(profiles::show(&name)?),
+        Command::ProfileShow(name) => return print(policy::show(&name)?),
         Command::Completions(shell) => return print(manual::completions(shell)),
         Command::Manpage => return print(manual::manpage()?),
     };
     if args.verbose {
         log::enable();
     }
-    let mut policy = policy::resolve(&policy::request_from_host(&args))?;
+    let mut policy = policy::resolve(&policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone()))?;
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let mode = mode::Mode::detect();

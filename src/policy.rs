@@ -13,10 +13,14 @@
 //! - Mounts are sorted by path, component by component, so a parent is always mounted
 //!   before anything below it and never covers it.
 
-pub mod host;
+mod show;
 #[cfg(test)]
 mod tests;
 mod values;
+
+pub use show::show;
+#[cfg(test)]
+pub(crate) use show::show_in;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,9 +28,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{failure, POLICY, USAGE};
+use crate::host::{host_env, passwd_home, Entry, Host, RealHost};
 use crate::profiles::{self, Profile};
-pub use host::{host_env, request_from_host};
-use host::{Entry, Host, RealHost};
 use values::{environment, expand, expand_value, normalise, Vars};
 
 /// PATH inside the sandbox: fixed, so a host PATH cannot point into hidden directories.
@@ -248,7 +251,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
 }
 
 /// A profile path written `?PATH` is optional: skipped when missing on the host, never an
-/// error (the toolchain builtins, [`crate::toolchains`]). Returns whether it is, and PATH.
+/// error (the toolchain builtins, [`crate::profiles::toolchains`]). Returns whether it is, and PATH.
 pub fn optional(raw: &str) -> (bool, &str) {
     match raw.strip_prefix('?') {
         Some(rest) => (true, rest),
@@ -279,6 +282,19 @@ fn io_text(e: &std::io::Error) -> String {
         Some(i) => text[..i].to_string(),
         None => text,
     }
+}
+
+/// The [`Request`] for `profiles` (`-p`), `no_defaults` and `dir` (`None`: the current
+/// directory) on this host. When HOME is unset (`env -i snug …`) it comes from the passwd
+/// entry of the real uid (getpwuid_r(3)).
+pub fn request_from_host(profiles: &[String], no_defaults: bool, dir: Option<PathBuf>) -> Request {
+    let mut env = host_env();
+    if !env.iter().any(|(k, _)| k == "HOME") {
+        if let Some(home) = passwd_home() {
+            env.push(("HOME".to_string(), home));
+        }
+    }
+    Request { profiles: profiles.to_vec(), no_defaults, dir, config_dirs: profiles::config_dirs(&env), host_env: env }
 }
 
 /// How deep includes may nest below a requested profile (SPEC P4).

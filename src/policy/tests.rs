@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::host::FakeHost;
 use super::*;
 use crate::error::{code_of, one_line};
+use crate::host::FakeHost;
 
 fn request(dir: &str, profiles: &[&str], no_defaults: bool) -> Request {
     Request {
