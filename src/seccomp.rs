@@ -100,7 +100,9 @@ fn fcntl_rules() -> Result<Vec<SeccompRule>> {
 /// `memfd_create(2)` or write errors, or those of [`program`].
 pub fn memfd() -> Result<OwnedFd> {
     let prog = program()?;
-    let fd = rustix::fs::memfd_create(c"snug-seccomp", rustix::fs::MemfdFlags::CLOEXEC).context("memfd_create")?;
+    let fd = rustix::fs::memfd_create(c"snug-seccomp", rustix::fs::MemfdFlags::CLOEXEC)
+        .map_err(std::io::Error::from)
+        .context("memfd_create")?;
     let mut file = std::fs::File::from(fd);
     let mut bytes = Vec::with_capacity(prog.len() * 8);
     for ins in &prog {

@@ -22,13 +22,13 @@ pub struct Nest {
 
 /// A close-on-exec pipe (`pipe2(2)`): (read end, write end).
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).context("pipe")
+    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(std::io::Error::from).context("pipe")
 }
 
 /// A close-on-exec copy at 10 or above, so the child's `dup2` onto 2..=6 never clobbers a
 /// source it still needs.
 fn high(fd: impl AsFd) -> Result<OwnedFd> {
-    rustix::io::fcntl_dupfd_cloexec(fd, 10).context("fcntl(F_DUPFD_CLOEXEC)")
+    rustix::io::fcntl_dupfd_cloexec(fd, 10).map_err(std::io::Error::from).context("fcntl(F_DUPFD_CLOEXEC)")
 }
 
 fn cstrings(v: &[String]) -> Result<Vec<CString>> {
