@@ -178,7 +178,7 @@ pub(crate) mod golden {
     /// Resolve `req` on the fake Debian host (cwd /home/u) with one user profile `dev`.
     pub fn policy(req: &crate::policy::Request) -> crate::policy::Policy {
         let dev = "description = \"dev\"\nro = [\"{home}/.gitconfig\"]\nrw = [\"{target_parent}/cache\"]\ntmpfs = [\"{target}/node_modules\"]\n[env]\nEDITOR = \"vi\"\n";
-        let host = crate::policy::host::FakeHost::debian()
+        let host = crate::host::FakeHost::debian()
             .cwd("/home/u")
             .file("/home/u/.gitconfig", "")
             .dir("/home/u/proj/cache")
@@ -200,7 +200,7 @@ mod tests {
             } else if !out.is_empty() {
                 out.push(' ');
             }
-            out.push_str(&crate::dryrun::quote(a));
+            out.push_str(&crate::quote::quote(a));
         }
         out.push('\n');
         out

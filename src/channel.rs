@@ -4,8 +4,14 @@
 //! Messages come from inside the sandbox; snug treats each as a hint it checks before
 //! acting (DESIGN.md, "Channel").
 
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use rustix::io::Errno;
+use rustix::net::{
+    recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
+    SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 mod outbox;
 pub use outbox::Outbox;
@@ -178,21 +184,20 @@ pub enum Received<T> {
     Empty,
 }
 
+impl AsFd for Channel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 impl Channel {
     /// A connected pair, both ends close-on-exec (`socketpair(2)`).
     ///
     /// # Errors
     /// The `socketpair(2)` error.
     pub fn pair() -> io::Result<(Channel, Channel)> {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` is a 2-element array the kernel fills.
-        let rc =
-            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: both descriptors were just created and are owned by nobody else.
-        Ok(unsafe { (Channel { fd: OwnedFd::from_raw_fd(fds[0]) }, Channel { fd: OwnedFd::from_raw_fd(fds[1]) }) })
+        let (a, b) = socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
+        Ok((Channel { fd: a }, Channel { fd: b }))
     }
 
     /// Adopt an inherited descriptor (init's end at [`INIT_FD`]).
@@ -204,7 +209,7 @@ impl Channel {
         Channel { fd: unsafe { OwnedFd::from_raw_fd(fd) } }
     }
 
-    /// The raw descriptor, for `poll(2)` and for `dup2(2)` in a child.
+    /// The raw descriptor, for `poll(2)`.
     pub fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
@@ -213,14 +218,14 @@ impl Channel {
     ///
     /// # Errors
     /// The `sendmsg(2)` error (`EPIPE` when snug is gone).
-    pub fn report(&self, r: Report, pass: Option<RawFd>) -> io::Result<()> {
+    pub fn report(&self, r: Report, pass: Option<BorrowedFd<'_>>) -> io::Result<()> {
         self.send(r.to_bytes(), pass)
     }
 
     /// Send a report only if there is room now (init side): for news that snug can do without
     /// (a refusal it only logs), so a stopped snug never makes init wait.
     pub fn report_if_room(&self, r: Report) {
-        let _ = self.send_with(r.to_bytes(), None, libc::MSG_DONTWAIT);
+        let _ = self.send_with(r.to_bytes(), None, SendFlags::DONTWAIT);
     }
 
     /// Send an order (snug side) without blocking: `Ok(false)` when the socket buffer is
@@ -230,7 +235,7 @@ impl Channel {
     /// # Errors
     /// The `sendmsg(2)` error (`EPIPE` when init is gone).
     pub fn order(&self, o: Order) -> io::Result<bool> {
-        match self.send_with(o.to_bytes(), None, libc::MSG_DONTWAIT) {
+        match self.send_with(o.to_bytes(), None, SendFlags::DONTWAIT) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),
@@ -241,8 +246,8 @@ impl Channel {
     ///
     /// # Errors
     /// As [`Channel::order`].
-    pub fn order_with_fd(&self, o: Order, fd: RawFd) -> io::Result<bool> {
-        match self.send_with(o.to_bytes(), Some(fd), libc::MSG_DONTWAIT) {
+    pub fn order_with_fd(&self, o: Order, fd: BorrowedFd<'_>) -> io::Result<bool> {
+        match self.send_with(o.to_bytes(), Some(fd), SendFlags::DONTWAIT) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),
@@ -273,86 +278,54 @@ impl Channel {
         })
     }
 
-    fn send(&self, bytes: [u8; 8], pass: Option<RawFd>) -> io::Result<()> {
-        self.send_with(bytes, pass, 0)
+    fn send(&self, bytes: [u8; 8], pass: Option<BorrowedFd<'_>>) -> io::Result<()> {
+        self.send_with(bytes, pass, SendFlags::empty())
     }
 
-    fn send_with(&self, bytes: [u8; 8], pass: Option<RawFd>, flags: libc::c_int) -> io::Result<()> {
-        let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut _, iov_len: bytes.len() };
-        // Room for one descriptor, aligned as cmsghdr needs.
-        let mut cbuf = [0u64; 4];
-        // SAFETY: msg points at `iov` and `cbuf`, both alive for the call; CMSG_* compute
-        // offsets within `cbuf`, which is larger than CMSG_SPACE(sizeof(int)).
-        unsafe {
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            if let Some(fd) = pass {
-                msg.msg_control = cbuf.as_mut_ptr().cast();
-                msg.msg_controllen = libc::CMSG_SPACE(4) as _;
-                let c = libc::CMSG_FIRSTHDR(&msg);
-                (*c).cmsg_level = libc::SOL_SOCKET;
-                (*c).cmsg_type = libc::SCM_RIGHTS;
-                (*c).cmsg_len = libc::CMSG_LEN(4) as _;
-                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
-            }
-            loop {
-                if libc::sendmsg(self.raw(), &msg, libc::MSG_NOSIGNAL | flags) >= 0 {
-                    return Ok(());
-                }
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
+    /// `sendmsg(2)` of one packet, with `pass` as `SCM_RIGHTS` when given; never SIGPIPE.
+    fn send_with(&self, bytes: [u8; 8], pass: Option<BorrowedFd<'_>>, flags: SendFlags) -> io::Result<()> {
+        let fds: Vec<BorrowedFd<'_>> = pass.into_iter().collect();
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if !fds.is_empty() {
+            control.push(SendAncillaryMessage::ScmRights(&fds));
+        }
+        loop {
+            match sendmsg(&self.fd, &[IoSlice::new(&bytes)], &mut control, SendFlags::NOSIGNAL | flags) {
+                Ok(_) => return Ok(()),
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
             }
         }
     }
 
+    /// `recvmsg(2)` of one packet; every descriptor passed with it arrives close-on-exec and
+    /// owned, the first is kept and any others are closed.
     fn recv(&self, nonblock: bool) -> io::Result<Received<[u8; 8]>> {
         let mut bytes = [0u8; 8];
-        let mut iov = libc::iovec { iov_base: bytes.as_mut_ptr().cast(), iov_len: bytes.len() };
-        let mut cbuf = [0u64; 8];
-        let flags = libc::MSG_CMSG_CLOEXEC | if nonblock { libc::MSG_DONTWAIT } else { 0 };
-        // SAFETY: as in `send`; the kernel writes at most msg_controllen bytes into `cbuf`,
-        // and each SCM_RIGHTS descriptor it installed is adopted exactly once.
-        unsafe {
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = cbuf.as_mut_ptr().cast();
-            msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
-            let n = loop {
-                let n = libc::recvmsg(self.raw(), &mut msg, flags);
-                if n >= 0 {
-                    break n;
-                }
-                let e = io::Error::last_os_error();
-                match e.kind() {
-                    io::ErrorKind::Interrupted => continue,
-                    io::ErrorKind::WouldBlock => return Ok(Received::Empty),
-                    _ => return Err(e),
-                }
-            };
-            let mut passed = None;
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                    let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / 4;
-                    for i in 0..count {
-                        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>().add(i));
-                        let owned = OwnedFd::from_raw_fd(fd);
-                        if passed.is_none() {
-                            passed = Some(owned);
-                        }
-                    }
-                }
-                c = libc::CMSG_NXTHDR(&msg, c);
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let flags = RecvFlags::CMSG_CLOEXEC | if nonblock { RecvFlags::DONTWAIT } else { RecvFlags::empty() };
+        let n = loop {
+            match recvmsg(&self.fd, &mut [IoSliceMut::new(&mut bytes)], &mut control, flags) {
+                Ok(m) => break m.bytes,
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => return Ok(Received::Empty),
+                Err(e) => return Err(e.into()),
             }
-            if n == 0 {
-                return Ok(Received::Closed);
+        };
+        let mut passed = None;
+        for msg in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = msg {
+                for fd in fds {
+                    passed.get_or_insert(fd);
+                }
             }
-            Ok(Received::Packet(if n == 8 { Some(bytes) } else { None }, passed))
         }
+        if n == 0 {
+            return Ok(Received::Closed);
+        }
+        Ok(Received::Packet(if n == 8 { Some(bytes) } else { None }, passed))
     }
 }
 
@@ -364,7 +337,7 @@ mod tests {
     fn reports_and_orders_round_trip_with_a_descriptor() {
         let (a, b) = Channel::pair().unwrap();
         let probe = std::fs::File::open("/dev/null").unwrap();
-        a.report(Report::Exited(0x0f00), Some(probe.as_raw_fd())).unwrap();
+        a.report(Report::Exited(0x0f00), Some(probe.as_fd())).unwrap();
         match b.recv_report(false).unwrap() {
             Received::Packet(Some(Report::Exited(0x0f00)), Some(_fd)) => {}
             _ => panic!("wrong packet"),

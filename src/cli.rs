@@ -88,28 +88,9 @@ pub struct RunArgs {
     pub jobs: crate::live::Jobs,
 }
 
-/// Grants on the command line (SPEC P5), as written: checked and expanded by
-/// [`crate::policy`] under the same rules as the profile keys of the same name.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Grants {
-    /// `--ro PATH`, repeatable.
-    pub ro: Vec<String>,
-    /// `--rw PATH`, repeatable.
-    pub rw: Vec<String>,
-    /// `--tmpfs PATH`, repeatable.
-    pub tmpfs: Vec<String>,
-    /// `-e NAME` or `-e NAME=VALUE`, repeatable, in order.
-    pub env: Vec<String>,
-}
+pub use crate::policy::Grants;
 
-/// Where `--report` writes (SPEC O5).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ReportTo {
-    /// A file, created or truncated before anything starts.
-    Path(PathBuf),
-    /// A descriptor the caller opened (`--report fd:3 3>out.json`).
-    Fd(i32),
-}
+pub use crate::report_sink::ReportTo;
 
 impl RunArgs {
     /// The payload's argv (SPEC R1): CMD, else `$SHELL` when set and not empty, else

@@ -63,8 +63,7 @@ fn verdict(rows: &[Row]) -> i32 {
 
 fn table(rows: &[Row]) -> String {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    // SAFETY: getuid(2) cannot fail and touches no memory.
-    let uid = unsafe { libc::getuid() };
+    let uid = rustix::process::getuid().as_raw();
     let mut out = format!("snug doctor: kernel {}, uid {uid}\n\n", release.trim());
     let _ = writeln!(out, "{:<26} {:<8} DETAIL", "CHECK", "STATUS");
     for r in rows {

@@ -1,13 +1,13 @@
 //! `--dry-run` (SPEC O1): the mode, the policy and the exact command lines, as text a
 //! person reads or as one JSON object; nothing is started.
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
 use crate::mode::Mode;
 use crate::policy::{MountKind, Policy};
+use crate::quote::{quote, quote_line};
 
 /// Render the plan. `argv` is bwrap's command line ([`crate::bwrap::command_line`]);
 /// `extra` are further named command lines (`("payload", argv)` as init receives it in its
@@ -139,22 +139,6 @@ fn kind_word(kind: MountKind) -> &'static str {
 
 fn policy_path(p: &std::path::Path) -> String {
     quote(&p.to_string_lossy()).into_owned()
-}
-
-/// Quote `word` for a POSIX shell (sh(1p), 2.2 Quoting): unchanged when it only holds
-/// characters no shell treats specially, else in single quotes, each `'` written `'\''`.
-/// The empty word becomes `''`.
-pub fn quote(word: &str) -> Cow<'_, str> {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:@%+,".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        return Cow::Borrowed(word);
-    }
-    Cow::Owned(format!("'{}'", word.replace('\'', r"'\''")))
-}
-
-/// `words` quoted and joined with spaces: a line that a shell splits back into `words`.
-pub fn quote_line(words: &[String]) -> String {
-    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

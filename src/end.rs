@@ -2,6 +2,16 @@
 
 use crate::log::log;
 
+/// How the run ended: what the supervisor found, for the functions below.
+pub enum Outcome {
+    /// The payload's raw wait status (`waitpid(2)`).
+    Status(i32),
+    /// snug dies of this signal (teardown after a grace, force-quit).
+    Signal(i32),
+    /// snug's own failure.
+    Fail(anyhow::Error),
+}
+
 /// Exit as a raw wait status (`waitpid(2)`) says: `exit(N)` for an exit, [`die_of`] for a
 /// signal.
 pub fn as_status(raw: i32) -> ! {
@@ -18,18 +28,12 @@ pub fn as_status(raw: i32) -> ! {
 /// and unblocked, then `kill(2)` ourselves; exit 128+n if that did not end us (SPEC R3).
 pub fn die_of(sig: i32) -> ! {
     use std::io::Write;
-    log!("snug dies of {}", crate::log::signame(sig));
+    log!("snug dies of {}", crate::signals::signame(sig));
     let _ = std::io::stdout().flush();
-    // SAFETY: plain syscalls on this process; structures live in this frame.
-    unsafe {
-        let zero = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        libc::setrlimit(libc::RLIMIT_CORE, &zero);
-        libc::signal(sig, libc::SIG_DFL);
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        libc::kill(libc::getpid(), sig);
-        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-    }
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    let _ = setrlimit(Resource::Core, Rlimit { current: Some(0), maximum: Some(0) });
+    crate::signals::default(sig);
+    let _ = crate::signals::kill(std::process::id() as i32, sig);
+    crate::signals::unblock(sig);
     std::process::exit(128 + sig)
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Command;
 
-use crate::dryrun::quote;
+use crate::quote::quote;
 
 /// For a command line without `--` whose first operand is a command on the caller's PATH
 /// rather than a directory, the one-line error: `missing -- before the command; did you
@@ -96,7 +96,7 @@ pub fn not_found_for(cmd: &str, path: &std::ffi::OsStr, home: &str) -> String {
     if !under_home {
         return format!("{base} in the sandbox (it is {found} on your PATH, which the sandbox does not show)");
     }
-    let fix = match crate::toolchains::profile_showing(&found, home) {
+    let fix = match crate::profiles::toolchains::profile_showing(&found, home) {
         Some(p) => format!("add -p {p}"),
         None => {
             let dir = Path::new(&found).parent().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();

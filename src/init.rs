@@ -6,7 +6,7 @@
 
 use crate::channel::{Channel, Report, INIT_FD, STDERR_FD};
 use crate::signals::SignalFd;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 mod exec;
 mod guard;
@@ -94,17 +94,10 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
         drop(theirs);
         guard::Guard::receive(&ours)
     });
-    let me = pidfd_self()?;
-    chan.report(Report::Hello, Some(me)).map_err(|_| libc::EPIPE)?;
-    // SAFETY: our own pidfd, passed and no longer needed here.
-    unsafe { libc::close(me) };
-    // SAFETY: plain syscall; the pidfd is passed to snug and closed here.
-    let pfd = unsafe { libc::syscall(libc::SYS_pidfd_open, held.pid, 0) };
-    let _ = chan.report(Report::Started(held.pid), if pfd >= 0 { Some(pfd as RawFd) } else { None });
-    if pfd >= 0 {
-        // SAFETY: our copy of the pidfd.
-        unsafe { libc::close(pfd as RawFd) };
-    }
+    let me = crate::pidfd::open(std::process::id() as i32).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    chan.report(Report::Hello, Some(me.as_fd())).map_err(|_| libc::EPIPE)?;
+    let payload = crate::pidfd::open(held.pid).ok();
+    let _ = chan.report(Report::Started(held.pid), payload.as_ref().map(|p| p.as_fd()));
     // SPEC L3, L4: `snug exec` and what is left after the main process.
     let jobs = args.get(1).and_then(|w| crate::live::Jobs::from_word(w)).unwrap_or_default();
     let execs = exec::Execs::new(spec.env.clone(), terminal);
@@ -121,13 +114,4 @@ fn socketpair() -> Result<(OwnedFd, OwnedFd), i32> {
     }
     // SAFETY: both just created, owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-fn pidfd_self() -> Result<RawFd, i32> {
-    // SAFETY: plain syscall.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
-    if fd < 0 {
-        return Err(errno());
-    }
-    Ok(fd as RawFd)
 }

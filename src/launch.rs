@@ -12,7 +12,7 @@ use crate::signals::{self, SignalFd};
 use crate::supervise::{OnInit, Outcome, Supervisor};
 use anyhow::{Context, Result};
 use std::ffi::OsString;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 /// `bwrap` on `$PATH`.
@@ -129,7 +129,7 @@ pub fn run(
     if !ignored.is_empty() {
         log!(
             "ignored at start, so never relayed: {:?}",
-            ignored.iter().map(|s| crate::log::signame(*s)).collect::<Vec<_>>()
+            ignored.iter().map(|s| crate::signals::signame(*s)).collect::<Vec<_>>()
         );
     }
     // Blocked before the clone, so a signal during start-up waits in the queue (G3).
@@ -139,7 +139,7 @@ pub fn run(
     let args = crate::payload_args::memfd(cmd, env)?;
     let bounds = crate::bounds::apply(limits)?;
     log!("mode: {}", mode.describe());
-    let nest = crate::start::nest(argv, theirs.raw(), seccomp.as_raw_fd(), args.as_raw_fd(), &bounds)?;
+    let nest = crate::start::nest(argv, theirs.as_fd(), seccomp.as_fd(), args.as_fd(), &bounds)?;
     drop(bounds);
     drop(theirs);
     drop(seccomp);

@@ -9,7 +9,9 @@ mod doctor;
 mod dryrun;
 mod end;
 mod error;
+mod fdpoll;
 mod hints;
+mod host;
 mod init;
 mod launch;
 mod live;
@@ -21,6 +23,7 @@ mod payload_args;
 mod pidfd;
 mod policy;
 mod profiles;
+mod quote;
 mod relay;
 mod report;
 mod report_sink;
@@ -29,11 +32,10 @@ mod signals;
 mod start;
 mod supervise;
 mod terminal;
-mod toolchains;
 
 use crate::cli::Command;
+use crate::end::Outcome;
 use crate::report::{EndedBy, Exit, RunRecord};
-use crate::supervise::Outcome;
 
 fn main() {
     // A panic must not unwind (between fork and exec, or through init): abort, as
@@ -104,7 +106,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         Command::Run(args) => args,
         Command::Doctor => std::process::exit(doctor::run()),
         Command::ProfileList => return print(profiles::list()?),
-        Command::ProfileShow(name) => return print(profiles::show(&name)?),
+        Command::ProfileShow(name) => return print(policy::show(&name)?),
         Command::Completions(shell) => return print(manual::completions(shell)),
         Command::Manpage => return print(manual::manpage()?),
         Command::Ps { json } => return print(live::client::ps(json)?),
@@ -127,7 +129,8 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     }
     let name = args.name.clone().unwrap_or_else(|| live::generated_name(&cmd));
     record.name(&name);
-    let mut policy = policy::resolve(&policy::request_from_host(&args))?;
+    let request = policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), args.grants.clone());
+    let mut policy = policy::resolve(&request)?;
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let mode = mode::Mode::detect();

@@ -21,13 +21,13 @@ impl Mode {
     /// Look at fd 0: it is snug's controlling terminal when tcgetsid(3) on it names snug's
     /// own session (a terminal that is some other session's gives no job control to snug).
     pub fn detect() -> Mode {
-        // SAFETY: plain syscalls on fd 0 and on this process; no memory is passed.
-        let (tty_sid, own_sid, fg, own_pgrp) =
-            unsafe { (libc::tcgetsid(0), libc::getsid(0), libc::tcgetpgrp(0), libc::getpgrp()) };
-        if tty_sid < 0 || tty_sid != own_sid {
-            return Mode::Detached;
+        use rustix::{process, stdio::stdin, termios};
+        match (termios::tcgetsid(stdin()), process::getsid(None)) {
+            (Ok(tty), Ok(own)) if tty == own => {
+                Mode::Terminal { foreground: termios::tcgetpgrp(stdin()).ok() == Some(process::getpgrp()) }
+            }
+            _ => Mode::Detached,
         }
-        Mode::Terminal { foreground: fg == own_pgrp }
     }
 
     /// One line for `--dry-run` and `-v`: the mode and why.

@@ -81,8 +81,7 @@ impl Net {
                 format!("-p @net needs pasta, which is not on PATH: install the Debian package {PACKAGE}"),
             )
         })?;
-        // SAFETY: geteuid(2) cannot fail.
-        let root = unsafe { libc::geteuid() } == 0;
+        let root = rustix::process::geteuid().is_root();
         let resolv = dns::Resolv::plan(policy, dry_run)?;
         Ok(Net { pasta, root, resolv })
     }

@@ -76,13 +76,9 @@ pub fn memfd(argv: &[OsString], env: &[(String, String)]) -> anyhow::Result<Owne
     if let Some(a) = argv.iter().find(|a| a.as_bytes().contains(&0)) {
         return Err(crate::error::failure(crate::error::USAGE, format!("argument contains a NUL byte: {a:?}")));
     }
-    // SAFETY: NUL-terminated name; the new descriptor is owned below.
-    let fd = unsafe { libc::memfd_create(c"snug-args".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(anyhow::Error::new(std::io::Error::last_os_error()).context("memfd_create"));
-    }
-    // SAFETY: just created, owned by nobody else.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let fd = rustix::fs::memfd_create(c"snug-args", rustix::fs::MemfdFlags::CLOEXEC)
+        .map_err(|e| anyhow::Error::new(std::io::Error::from(e)).context("memfd_create"))?;
+    let mut file = std::fs::File::from(fd);
     file.write_all(&encode(argv, env, closed_at_start()))?;
     file.rewind()?;
     Ok(file.into())
@@ -197,13 +193,12 @@ pub fn resolve(spec: &Spec) -> Result<CString, i32> {
     for dir in path.split(|b| *b == b':').filter(|d| !d.is_empty()) {
         let full = [dir, b"/", cmd].concat();
         let cand = CString::new(full.clone()).map_err(|_| libc::EINVAL)?;
-        // SAFETY: `cand` is NUL-terminated.
-        if unsafe { libc::access(cand.as_ptr(), libc::X_OK) } == 0 {
-            if std::fs::metadata(std::ffi::OsStr::from_bytes(&full)).is_ok_and(|m| m.is_file()) {
-                return Ok(cand);
+        match rustix::fs::access(cand.as_c_str(), rustix::fs::Access::EXEC_OK) {
+            Ok(()) if std::fs::metadata(std::ffi::OsStr::from_bytes(&full)).is_ok_and(|m| m.is_file()) => {
+                return Ok(cand)
             }
-        } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::EACCES) {
-            seen_eacces = true;
+            Err(rustix::io::Errno::ACCESS) => seen_eacces = true,
+            _ => {}
         }
     }
     Err(if seen_eacces { libc::EACCES } else { libc::ENOENT })

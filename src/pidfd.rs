@@ -1,8 +1,18 @@
 //! Processes pinned by pidfds (`pidfd_open(2)`, `pidfd_send_signal(2)`): snug signals the
 //! sandbox only through these, so a recycled pid can never make it hit a stranger (SPEC K4).
 
+use rustix::process::{pidfd_open, pidfd_send_signal, waitid, Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+
+/// A pidfd of process `pid` of the caller's pid namespace (`pidfd_open(2)`, close-on-exec).
+///
+/// # Errors
+/// `ESRCH` when there is no such process, `EINVAL` for a pid <= 0.
+pub fn open(pid: i32) -> io::Result<OwnedFd> {
+    let p = Pid::from_raw(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    Ok(pidfd_open(p, PidfdFlags::empty())?)
+}
 
 /// A pinned process.
 #[derive(Debug)]
@@ -12,23 +22,13 @@ pub struct Pinned {
     pub host_pid: i32,
 }
 
-fn last() -> io::Error {
-    io::Error::last_os_error()
-}
-
 impl Pinned {
     /// Pin process `pid` of snug's namespace (`pidfd_open(2)`, close-on-exec by default).
     ///
     /// # Errors
-    /// `ESRCH` when there is no such process.
+    /// `ESRCH` when there is no such process, `EINVAL` for a pid <= 0.
     pub fn open(pid: i32) -> io::Result<Pinned> {
-        // SAFETY: plain syscall; a returned descriptor is owned here only.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            return Err(last());
-        }
-        // SAFETY: the descriptor was just created.
-        Ok(Pinned { fd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) }, host_pid: pid })
+        Ok(Pinned { fd: open(pid)?, host_pid: pid })
     }
 
     /// Adopt a pidfd (one init passed over the channel, or one from `clone3(2)`) and learn
@@ -55,48 +55,37 @@ impl Pinned {
         self.fd.as_raw_fd()
     }
 
-    /// Send `sig` to the process alone.
+    /// Send `sig`, a named signal (snug sends only KILL, TERM and CONT this way), to the
+    /// process alone; never with flags (no `PIDFD_SIGNAL_PROCESS_GROUP`, R6).
     ///
     /// # Errors
-    /// `ESRCH` once it has exited (also when unreaped).
+    /// `ESRCH` once it has exited (also when unreaped); `EINVAL` for a signal without a name.
     pub fn signal(&self, sig: i32) -> io::Result<()> {
-        // SAFETY: plain syscall with a null siginfo.
-        let rc = unsafe { libc::syscall(libc::SYS_pidfd_send_signal, self.raw(), sig, std::ptr::null::<u8>(), 0) };
-        if rc < 0 {
-            return Err(last());
-        }
-        Ok(())
+        let sig = Signal::from_named_raw(sig).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+        Ok(pidfd_send_signal(&self.fd, sig)?)
     }
 
     /// Whether the process has exited (the pidfd polls readable, `pidfd_open(2)`).
     pub fn exited(&self) -> bool {
-        let mut p = libc::pollfd { fd: self.raw(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one pollfd that lives in this frame, zero timeout.
-        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+        crate::fdpoll::readable(&self.fd, Some(std::time::Duration::ZERO))
     }
 
     /// Reap the process, which must be snug's child (`waitid(2)` with `P_PIDFD`), and give
-    /// its raw wait status; `None` when it was reaped elsewhere (a caller that ignores
-    /// SIGCHLD makes the kernel reap it, SPEC S3).
+    /// its raw wait status (`waitpid(2)` layout); `None` when it was reaped elsewhere (a
+    /// caller that ignores SIGCHLD makes the kernel reap it, SPEC S3).
     pub fn reap(&self) -> Option<i32> {
-        // SAFETY: siginfo is a plain struct the kernel fills.
-        unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            loop {
-                let rc = libc::waitid(libc::P_PIDFD, self.raw() as libc::id_t, &mut info, libc::WEXITED);
-                if rc == 0 {
-                    break;
-                }
-                if last().kind() != io::ErrorKind::Interrupted {
-                    return None;
-                }
+        let status = loop {
+            match waitid(WaitId::PidFd(self.fd.as_fd()), WaitIdOptions::EXITED) {
+                Ok(Some(s)) => break s,
+                Err(rustix::io::Errno::INTR) => continue,
+                _ => return None,
             }
-            let status = info.si_status();
-            Some(match info.si_code {
-                libc::CLD_EXITED => (status & 0xff) << 8,
-                _ => status & 0x7f,
-            })
-        }
+        };
+        Some(match (status.exit_status(), status.terminating_signal()) {
+            (Some(code), _) => (code & 0xff) << 8,
+            (None, Some(sig)) => sig & 0x7f,
+            (None, None) => return None,
+        })
     }
 
     /// The state letter of `/proc/PID/stat` (`proc(5)`), read through the pinned pid while the
@@ -107,5 +96,11 @@ impl Pinned {
             return None;
         }
         stat.rsplit_once(')')?.1.trim_start().chars().next()
+    }
+}
+
+impl AsFd for Pinned {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }

@@ -14,10 +14,15 @@
 //!   before anything below it and never covers it.
 
 mod grants;
-pub mod host;
+pub use grants::Grants;
+mod show;
 #[cfg(test)]
 mod tests;
 mod values;
+
+pub use show::show;
+#[cfg(test)]
+pub(crate) use show::show_in;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,9 +30,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{failure, POLICY, USAGE};
+use crate::host::{host_env, passwd_home, Entry, Host, RealHost};
 use crate::profiles::{self, Profile};
-pub use host::{host_env, request_from_host};
-use host::{Entry, Host, RealHost};
 use values::{environment, expand, expand_value, normalise, Vars};
 
 /// PATH inside the sandbox: fixed, so a host PATH cannot point into hidden directories.
@@ -115,7 +119,7 @@ pub struct Request {
     /// User profile directories in search order ([`profiles::config_dirs`]).
     pub config_dirs: Vec<PathBuf>,
     /// `--ro`, `--rw`, `--tmpfs`, `-e` (SPEC P5), applied after every profile.
-    pub grants: crate::cli::Grants,
+    pub grants: Grants,
 }
 
 /// Resolve `req` on this machine: [`resolve_with`] and the real host.
@@ -252,7 +256,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
 }
 
 /// A profile path written `?PATH` is optional: skipped when missing on the host, never an
-/// error (the toolchain builtins, [`crate::toolchains`]). Returns whether it is, and PATH.
+/// error (the toolchain builtins, [`crate::profiles::toolchains`]). Returns whether it is, and PATH.
 pub fn optional(raw: &str) -> (bool, &str) {
     match raw.strip_prefix('?') {
         Some(rest) => (true, rest),
@@ -282,6 +286,26 @@ fn io_text(e: &std::io::Error) -> String {
     match text.find(" (os error") {
         Some(i) => text[..i].to_string(),
         None => text,
+    }
+}
+
+/// The [`Request`] for `profiles` (`-p`), `no_defaults` and `dir` (`None`: the current
+/// directory) on this host. When HOME is unset (`env -i snug …`) it comes from the passwd
+/// entry of the real uid (getpwuid_r(3)).
+pub fn request_from_host(profiles: &[String], no_defaults: bool, dir: Option<PathBuf>, grants: Grants) -> Request {
+    let mut env = host_env();
+    if !env.iter().any(|(k, _)| k == "HOME") {
+        if let Some(home) = passwd_home() {
+            env.push(("HOME".to_string(), home));
+        }
+    }
+    Request {
+        profiles: profiles.to_vec(),
+        no_defaults,
+        dir,
+        config_dirs: profiles::config_dirs(&env),
+        host_env: env,
+        grants,
     }
 }
 

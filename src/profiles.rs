@@ -4,6 +4,8 @@
 //! A profile is kept here as written: paths still hold their `{home}`, `{target}` and
 //! `{target_parent}` placeholders. [`crate::policy`] expands and merges them.
 
+pub mod toolchains;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -11,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{failure, POLICY};
-use crate::policy::host::{Host, RealHost};
+use crate::host::{Host, RealHost};
 
 /// The profiles used unless `--no-defaults` is given, in this order (SPEC P1).
 pub const DEFAULTS: [&str; 4] = ["@sys", "@home", "@cwd-rw", "@parent-ro"];
@@ -123,7 +125,7 @@ impl Profile {
 }
 
 /// Names of the builtin profiles, in the order `profile list` shows them.
-/// The toolchain ones (`@rust` …) come from [`crate::toolchains`].
+/// The toolchain ones (`@rust` …) come from [`crate::profiles::toolchains`].
 pub const BUILTINS: [&str; 11] =
     ["@sys", "@home", "@cwd-rw", "@parent-ro", "@net", "@tmp-shared", "@rust", "@python", "@node", "@go", "@git"];
 
@@ -152,7 +154,7 @@ pub fn builtin(name: &str) -> Option<Profile> {
             rw: strs(&["/tmp"]),
             ..Profile::builtin(name, "the host's /tmp read-write instead of a private tmpfs")
         },
-        _ => return crate::toolchains::builtin(name),
+        _ => return toolchains::builtin(name),
     };
     Some(p)
 }
@@ -252,8 +254,8 @@ pub fn config_dirs(env: &[(String, String)]) -> Vec<PathBuf> {
     dirs
 }
 
-fn host_dirs() -> Vec<PathBuf> {
-    config_dirs(&crate::policy::host_env())
+pub fn host_dirs() -> Vec<PathBuf> {
+    config_dirs(&crate::host::host_env())
 }
 
 /// `snug profile list`: the builtins, then every user profile with its file (SPEC O3).
@@ -320,11 +322,6 @@ fn file_stem_if_profile(file: &Path) -> Option<String> {
     let stem = file.file_stem()?.to_str()?;
     valid_user_name(stem).then(|| stem.to_string())
 }
-
-mod show;
-pub use show::show;
-#[cfg(test)]
-use show::show_in;
 
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,7 @@
 //! the origin and the grace.
 
 use crate::mode::Mode;
-use crate::signals::Received;
+use crate::signals::Delivered;
 
 /// snug's answer to a signal by its number alone: the table, one row per group, with why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ pub enum Action {
 /// snug's group in front and the sandbox not (a pipeline's pager holds the terminal, T13, or
 /// the moment before the hand-over): relayed once, no grace. A SIGHUP the kernel sent is
 /// never a key: it goes to the session's leader alone when the terminal hangs up (T10).
-pub fn decide(got: &Received, mode: Mode, in_grace: bool) -> Action {
+pub fn decide(got: &Delivered, mode: Mode, in_grace: bool) -> Action {
     let key = got.by_terminal() && got.sig != libc::SIGHUP;
     match answer(got.sig) {
         Answer::Grace if key && matches!(mode, Mode::Terminal { .. }) => Action::Key,
@@ -94,8 +94,8 @@ mod tests {
     use super::*;
     use crate::signals::SI_KERNEL;
 
-    fn got(sig: i32, code: i32) -> Received {
-        Received { sig, code, pid: 1 }
+    fn got(sig: i32, code: i32) -> Delivered {
+        Delivered { sig, code, pid: 1 }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::channel::Report;
 use crate::pidfd::Pinned;
 use crate::relay::Action;
-use crate::signals::Received;
+use crate::signals::Delivered;
 
 pub use crate::report_sink::Sink;
 
@@ -180,7 +180,7 @@ impl RunRecord {
 
     /// A signal snug received (or the timeout's TERM) and what [`crate::relay::decide`] made
     /// of it. A relay with grace starts the grace.
-    pub fn signal(&mut self, got: &Received, action: Action) {
+    pub fn signal(&mut self, got: &Delivered, action: Action) {
         let now = Instant::now();
         let origin = if std::mem::take(&mut self.next_is_timeout) {
             Origin::Timeout

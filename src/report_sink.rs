@@ -6,9 +6,18 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
 
-use crate::cli::ReportTo;
 use crate::error::{failure, strerror, REPORT};
+
+/// Where `--report` writes (SPEC O5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReportTo {
+    /// A file, created or truncated before anything starts.
+    Path(PathBuf),
+    /// A descriptor the caller opened (`--report fd:3 3>out.json`).
+    Fd(i32),
+}
 
 /// Space reserved for the report up front (`fallocate(2)` with `FALLOC_FL_KEEP_SIZE`), so a
 /// full disk shows before the payload starts. A report with [`crate::report::MAX_SIGNALS`]

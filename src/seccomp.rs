@@ -27,7 +27,7 @@ use seccompiler::{
 };
 use std::collections::BTreeMap;
 use std::io::{Seek, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 /// `TIOCSTI` and `TIOCLINUX` from `include/uapi/asm-generic/ioctls.h` (same on x86-64 and arm64).
 const TIOCSTI: u64 = 0x5412;
@@ -100,13 +100,10 @@ fn fcntl_rules() -> Result<Vec<SeccompRule>> {
 /// `memfd_create(2)` or write errors, or those of [`program`].
 pub fn memfd() -> Result<OwnedFd> {
     let prog = program()?;
-    // SAFETY: NUL-terminated name; the new descriptor is owned below.
-    let fd = unsafe { libc::memfd_create(c"snug-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error()).context("memfd_create");
-    }
-    // SAFETY: just created, owned by nobody else.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let fd = rustix::fs::memfd_create(c"snug-seccomp", rustix::fs::MemfdFlags::CLOEXEC)
+        .map_err(std::io::Error::from)
+        .context("memfd_create")?;
+    let mut file = std::fs::File::from(fd);
     let mut bytes = Vec::with_capacity(prog.len() * 8);
     for ins in &prog {
         bytes.extend_from_slice(&ins.code.to_ne_bytes());

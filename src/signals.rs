@@ -1,14 +1,20 @@
-//! Signal delivery as file descriptors (`signalfd(2)`), for snug's and init's poll loops.
+//! Signals: delivery as file descriptors (`signalfd(2)`) for snug's and init's poll loops,
+//! the blocked mask, sending, and names.
+//!
+//! The mask and the signalfd use the raw `rt_sigprocmask(2)` and `signalfd4(2)` with a 64-bit
+//! kernel sigset: glibc's wrappers silently drop its reserved signals 32 and 33, which a
+//! process may still send (G6), and rustix offers neither call outside its libc-less
+//! `runtime` API (its `Signal` may not name 32 and 33 for sending or blocking either).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// `si_code` of a signal the kernel generated, such as a terminal's ^C (`include/uapi/asm-generic/siginfo.h`).
 pub const SI_KERNEL: i32 = 0x80;
 
-/// One received signal.
+/// One signal read from a [`SignalFd`].
 #[derive(Debug, Clone, Copy)]
-pub struct Received {
+pub struct Delivered {
     /// Signal number.
     pub sig: i32,
     /// `si_code`: [`SI_KERNEL`] for a terminal, `SI_USER` (0) for `kill(2)`, …
@@ -17,7 +23,7 @@ pub struct Received {
     pub pid: u32,
 }
 
-impl Received {
+impl Delivered {
     /// Whether the terminal (the kernel) generated it rather than a process.
     pub fn by_terminal(&self) -> bool {
         self.code == SI_KERNEL
@@ -33,24 +39,22 @@ pub struct SignalFd {
 }
 
 impl SignalFd {
-    /// Block `sigs` and open a signalfd for them. The mask is set with the raw
-    /// `rt_sigprocmask(2)`, as glibc's wrapper silently drops its reserved signals 32 and 33,
-    /// which a process may still send (G6).
+    /// Block `sigs` and open a signalfd for them (raw calls: see the module comment).
     ///
     /// # Errors
     /// The `signalfd(2)` error.
     pub fn new(sigs: &[i32]) -> io::Result<SignalFd> {
         let mask = mask_of(sigs);
         set_mask(libc::SIG_BLOCK, mask)?;
-        // SAFETY: `mask` is a kernel sigset (64 bits) in this frame; the descriptor is owned
-        // by the struct.
-        let fd =
-            unsafe { libc::syscall(libc::SYS_signalfd4, -1, &mask, 8usize, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
+        // SAFETY: `mask` is a kernel sigset (64 bits) in this frame; a new descriptor is owned
+        // by the struct only.
+        unsafe {
+            let fd = libc::syscall(libc::SYS_signalfd4, -1, &mask, 8usize, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(SignalFd { fd: OwnedFd::from_raw_fd(fd as RawFd) })
         }
-        // SAFETY: just created, owned by nobody else.
-        Ok(SignalFd { fd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) } })
     }
 
     /// The descriptor, for `poll(2)`.
@@ -58,25 +62,29 @@ impl SignalFd {
         self.fd.as_raw_fd()
     }
 
-    /// The next queued signal, if any.
-    pub fn read(&self) -> Option<Received> {
-        // SAFETY: reads one signalfd_siginfo, a plain struct, into this frame.
-        unsafe {
-            let mut info: libc::signalfd_siginfo = std::mem::zeroed();
-            let size = std::mem::size_of_val(&info);
-            let n = libc::read(self.raw(), (&mut info as *mut libc::signalfd_siginfo).cast(), size);
-            (n == size as isize).then_some(Received {
-                sig: info.ssi_signo as i32,
-                code: info.ssi_code,
-                pid: info.ssi_pid,
-            })
-        }
+    /// The next queued signal, if any: one `struct signalfd_siginfo` (128 bytes; `ssi_signo`
+    /// at 0, `ssi_code` at 8, `ssi_pid` at 12, `signalfd(2)`).
+    pub fn read(&self) -> Option<Delivered> {
+        let mut info = [0u8; 128];
+        let n = rustix::io::read(&self.fd, &mut info).ok()?;
+        let field = |at: usize| [info[at], info[at + 1], info[at + 2], info[at + 3]];
+        (n == info.len()).then(|| Delivered {
+            sig: u32::from_ne_bytes(field(0)) as i32,
+            code: i32::from_ne_bytes(field(8)),
+            pid: u32::from_ne_bytes(field(12)),
+        })
+    }
+}
+
+impl AsFd for SignalFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 
 /// Whether `sig` was ignored (`SIG_IGN`) in this process, read with `sigaction(2)`.
 pub fn ignored(sig: i32) -> bool {
-    // SAFETY: a null new action only reads the disposition into `old`.
+    // SAFETY: a null new action only reads the disposition into `old`, which lives here.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
         libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
@@ -89,19 +97,49 @@ pub fn default(sig: i32) {
     unsafe { libc::signal(sig, libc::SIG_DFL) };
 }
 
+/// `kill(2)`: send `sig` (any number, 32 and 33 included) to `target` (a pid, 0 for the own
+/// group, `-pgid` for a group). Raw because rustix's `Signal` may not carry 32 and 33.
+///
+/// # Errors
+/// The `kill(2)` error (`ESRCH`, `EPERM`).
+pub fn kill(target: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: integers only; no memory is passed.
+    if unsafe { libc::kill(target, sig) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The kernel sigset (bit `n-1` for signal `n`) of `sigs`.
 fn mask_of(sigs: &[i32]) -> u64 {
     sigs.iter().filter(|s| (1..=64).contains(*s)).fold(0, |m, s| m | 1u64 << (s - 1))
 }
 
-/// `rt_sigprocmask(2)` on this thread with a 64-bit kernel sigset.
-fn set_mask(how: i32, mask: u64) -> io::Result<()> {
-    // SAFETY: `mask` lives in this frame; no old set is read back.
-    let rc = unsafe { libc::syscall(libc::SYS_rt_sigprocmask, how, &mask, std::ptr::null_mut::<u64>(), 8usize) };
+/// `rt_sigprocmask(2)` on this thread with a 64-bit kernel sigset; the mask before.
+fn set_mask(how: i32, mask: u64) -> io::Result<u64> {
+    let mut old = 0u64;
+    // SAFETY: `mask` and `old` are 8-byte kernel sigsets that live in this frame.
+    let rc = unsafe { libc::syscall(libc::SYS_rt_sigprocmask, how, &mask, &mut old as *mut u64, 8usize) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(())
+    Ok(old)
+}
+
+/// Unblock `sig` in this thread (a signal to die of, `end::die_of`).
+pub fn unblock(sig: i32) {
+    let _ = set_mask(libc::SIG_UNBLOCK, mask_of(&[sig]));
+}
+
+/// Run `f` with `sig` blocked, then restore the mask as it was (`tcsetpgrp(3)` from a
+/// background group would otherwise stop us with SIGTTOU).
+pub fn with_blocked<T>(sig: i32, f: impl FnOnce() -> T) -> T {
+    let old = set_mask(libc::SIG_BLOCK, mask_of(&[sig]));
+    let r = f();
+    if let Ok(old) = old {
+        let _ = set_mask(libc::SIG_SETMASK, old);
+    }
+    r
 }
 
 /// Stop this process with job-control signal `sig`, as the terminal's ^Z would, so the
@@ -114,18 +152,15 @@ fn set_mask(how: i32, mask: u64) -> io::Result<()> {
 /// an orphaned process group (`kernel/signal.c`, `do_signal_stop` callers), and snug ignores
 /// `sig` when its caller did (S2): then SIGSTOP, which always stops, stops snug alone.
 pub fn stop_with(sig: i32, group: bool) {
+    let me = std::process::id() as i32;
     let job = matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) && !ignored(sig) && !orphaned();
-    // SAFETY: plain syscalls on this process and its own group; execution continues after
-    // SIGCONT.
-    unsafe {
-        if !job {
-            libc::kill(libc::getpid(), libc::SIGSTOP);
-            return;
-        }
-        let _ = set_mask(libc::SIG_UNBLOCK, mask_of(&[sig]));
-        libc::kill(if group { 0 } else { libc::getpid() }, sig);
-        let _ = set_mask(libc::SIG_BLOCK, mask_of(&[sig]));
+    if !job {
+        let _ = kill(me, libc::SIGSTOP);
+        return;
     }
+    let _ = set_mask(libc::SIG_UNBLOCK, mask_of(&[sig]));
+    let _ = kill(if group { 0 } else { me }, sig);
+    let _ = set_mask(libc::SIG_BLOCK, mask_of(&[sig]));
 }
 
 /// Whether snug's process group is orphaned as far as snug can tell (`credentials(7)`): its
@@ -133,9 +168,48 @@ pub fn stop_with(sig: i32, group: bool) {
 /// job-control stop. (Another member of the group could make it not orphaned; SIGSTOP is
 /// then still a correct stop, with the shell's "Stopped (signal)" wording.)
 fn orphaned() -> bool {
-    // SAFETY: plain syscalls reading ids.
-    unsafe {
-        let parent = libc::getppid();
-        !(libc::getsid(parent) == libc::getsid(0) && libc::getpgid(parent) != libc::getpgrp())
-    }
+    use rustix::process::{getpgid, getpgrp, getppid, getsid};
+    let Some(parent) = getppid() else { return true };
+    let same_session = getsid(Some(parent)).ok() == getsid(None).ok();
+    !(same_session && getpgid(Some(parent)).ok() != Some(getpgrp()))
+}
+
+/// A signal's name, `SIGTERM` style, for logs and messages.
+pub fn signame(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGCONT => "SIGCONT",
+        libc::SIGSTOP => "SIGSTOP",
+        libc::SIGTSTP => "SIGTSTP",
+        libc::SIGTTIN => "SIGTTIN",
+        libc::SIGTTOU => "SIGTTOU",
+        libc::SIGWINCH => "SIGWINCH",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGIO => "SIGIO",
+        libc::SIGPWR => "SIGPWR",
+        libc::SIGSTKFLT => "SIGSTKFLT",
+        libc::SIGURG => "SIGURG",
+        libc::SIGSYS => "SIGSYS",
+        32..=64 => return format!("SIGRTMIN+{}", sig - 32),
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
 }

@@ -4,11 +4,12 @@
 
 use crate::channel::{Channel, Order, Outbox, Received, Report, Resume};
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND};
-use crate::log::{log, signame};
+use crate::log::log;
 use crate::mode::Mode;
 use crate::pidfd::Pinned;
 use crate::relay::{decide, Action};
 use crate::report::{EndedBy, RunRecord};
+use crate::signals::signame;
 use crate::signals::SignalFd;
 use crate::start::Nest;
 use crate::terminal::Terminal;
@@ -23,15 +24,7 @@ pub const GRACE: Duration = Duration::from_millis(1000);
 /// A second ^C within this of one the payload did not end on is a force-quit (SPEC T3).
 const FORCE_QUIT: Duration = Duration::from_millis(1000);
 
-/// How the run ended, for [`crate::end`].
-pub enum Outcome {
-    /// The payload's raw wait status (`waitpid(2)`).
-    Status(i32),
-    /// snug dies of this signal (teardown after a grace, force-quit).
-    Signal(i32),
-    /// snug's own failure.
-    Fail(anyhow::Error),
-}
+pub use crate::end::Outcome;
 
 /// Called once init is up, with init pinned; starts the network before the payload (N3) and
 /// hands over pasta, which the supervisor stops when the sandbox ends (N2).
@@ -177,7 +170,7 @@ impl Supervisor {
         // `--timeout` (O6): what a TERM from a process does, unless a grace runs or the payload ended.
         if self.record.timeout_due(Instant::now()) && self.grace.is_none() && self.ended.is_none() {
             self.record.timing_out();
-            self.on_signal(crate::signals::Received { sig: libc::SIGTERM, code: 0, pid: std::process::id() });
+            self.on_signal(crate::signals::Delivered { sig: libc::SIGTERM, code: 0, pid: std::process::id() });
         }
         self.on_control(&fds[control_at..]);
         if let (Some((deadline, sig)), None) = (self.grace, self.torn_down) {
@@ -288,7 +281,7 @@ impl Supervisor {
         self.order(Order::Go);
     }
 
-    fn on_signal(&mut self, got: crate::signals::Received) {
+    fn on_signal(&mut self, got: crate::signals::Delivered) {
         let origin = if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
         log!("received {} from {origin} (si_code {})", signame(got.sig), got.code);
         let action = decide(&got, self.mode, self.grace.is_some());

@@ -22,31 +22,31 @@ pub struct Terminal {
     deferred: bool,
 }
 
+use rustix::process::{getpgrp, test_kill_process_group, Pid};
+use rustix::stdio::{stdin, stdout};
+use rustix::termios::{isatty, tcgetpgrp, tcsetpgrp};
+
+/// The terminal's foreground group (`tcgetpgrp(3)` on fd 0), -1 when there is none.
 fn foreground() -> i32 {
-    // SAFETY: plain syscall on fd 0.
-    unsafe { libc::tcgetpgrp(0) }
+    tcgetpgrp(stdin()).map_or(-1, |p| p.as_raw_nonzero().get())
 }
 
+/// `tcsetpgrp(3)` on fd 0, with SIGTTOU blocked so a background caller is not stopped.
 fn set_foreground(pgrp: i32) -> bool {
-    // SAFETY: tcsetpgrp on fd 0, with SIGTTOU blocked so a background caller is not stopped.
-    unsafe { with_ttou_blocked(|| libc::tcsetpgrp(0, pgrp) == 0) }
+    let Some(pgrp) = Pid::from_raw(pgrp) else { return false };
+    crate::signals::with_blocked(libc::SIGTTOU, || tcsetpgrp(stdin(), pgrp).is_ok())
 }
 
 /// Whether process group `pgrp` has no process left (`kill(2)` with signal 0 says ESRCH).
 fn empty(pgrp: i32) -> bool {
-    // SAFETY: signal 0 only checks.
-    pgrp > 0
-        && unsafe { libc::kill(-pgrp, 0) } != 0
-        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    Pid::from_raw(pgrp).is_some_and(|g| test_kill_process_group(g) == Err(rustix::io::Errno::SRCH))
 }
 
 impl Terminal {
     /// The terminal as snug finds it at start.
     pub fn new(mode: Mode) -> Terminal {
-        // SAFETY: plain syscall.
-        let own = unsafe { libc::getpgrp() };
-        // SAFETY: plain syscall on fd 1.
-        let deferred = unsafe { libc::isatty(1) } == 0;
+        let own = getpgrp().as_raw_nonzero().get();
+        let deferred = !isatty(stdout());
         Terminal { mode, own, sandbox: None, handed: false, stopped_in_front: None, deferred }
     }
 
@@ -124,23 +124,5 @@ impl Terminal {
         if fg != self.own && empty(fg) {
             set_foreground(self.own);
         }
-    }
-}
-
-/// Block SIGTTOU around `f`: `tcsetpgrp(3)` from a background group would stop us.
-///
-/// # Safety
-/// `f` must be safe to call.
-unsafe fn with_ttou_blocked<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: sigset built in this frame; pthread_sigmask on our own thread.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGTTOU);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-        let r = f();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        r
     }
 }

@@ -212,9 +212,11 @@ fn k2_sigkill_of_a_stopped_tree_leaves_nothing() {
 /// K4: snug's relay reaches the sandbox group only, never the caller's group snug lives in:
 /// a TERM sent to snug alone ends the payload while a sibling in snug's own process group
 /// keeps running. Positive control, each run: a naive wrapper that relays to its own group
-/// (`kill -TERM 0`) takes the sibling with it; once, by mutation: with the relay in
-/// `Pinned::signal_group` replaced by `kill(0, sig)` this fails with "snug's relay killed a
-/// process of its caller's group".
+/// (`kill -TERM 0`) takes the sibling with it; once, by mutation (of the code before relays
+/// went through init's `kill(-1)`: snug's own group signal to the sandbox, then
+/// `Pinned::signal_group`, replaced by `kill(0, sig)`) this failed with "snug's relay killed
+/// a process of its caller's group". The same mutation today is `Order::Signal` replaced by
+/// `kill(0, sig)` in `Supervisor::relay` (src/supervise.rs).
 #[test]
 fn k4_relay_never_reaches_the_callers_group() {
     for who in everyone() {

@@ -109,8 +109,40 @@ impl IdMap {
     }
 }
 
-fn errno() -> i32 {
+/// The calling thread's `errno` (`errno(3)`); async-signal-safe, a thread-local read.
+pub fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Between fork and exec: lead a new process group (`setpgid(2)`), so a terminal's ^C or a
+/// kill of the parent's group never reaches the child; get SIGKILL when the parent dies
+/// (`PR_SET_PDEATHSIG`, `prctl(2)`); and fail with `ESRCH` when the parent died before the
+/// prctl took effect, which `parent_pidfd` (a pidfd of the parent, `pidfd_open(2)`) shows by
+/// polling readable. Works across a new pid namespace, where `getppid(2)` says 0.
+/// Async-signal-safe: raw system calls only.
+///
+/// # Errors
+/// The failing call's `errno`.
+pub fn own_group_tied_to(parent_pidfd: std::os::fd::RawFd) -> Result<(), i32> {
+    let mut p = libc::pollfd { fd: parent_pidfd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: integer arguments, and one pollfd that lives in this frame.
+    unsafe {
+        if libc::setpgid(0, 0) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+            return Err(errno());
+        }
+        if libc::poll(&mut p, 1, 0) != 0 {
+            return Err(libc::ESRCH);
+        }
+    }
+    Ok(())
+}
+
+/// Mark every descriptor from `first` on close-on-exec (`close_range(2)` with
+/// `CLOSE_RANGE_CLOEXEC`), so nothing the caller left open reaches the program exec'd next.
+/// Async-signal-safe; a kernel without it (before 5.11) leaves the descriptors as they were.
+pub fn cloexec_from(first: u32) {
+    // SAFETY: integer arguments only.
+    unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
 }
 
 fn write_file(path: &std::ffi::CStr, data: &[u8], step: Step) -> Result<(), NestError> {

@@ -38,29 +38,8 @@ pub fn seal() -> Result<(), SealError> {
             continue;
         }
         let mut old = KernelSigaction::default();
-        // SAFETY: the raw rt_sigaction(2) with no new action only writes the old one into
-        // `old`, a plain struct of the kernel's layout that lives in this frame.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_rt_sigaction,
-                sig,
-                std::ptr::null::<KernelSigaction>(),
-                &mut old as *mut KernelSigaction,
-                8usize,
-            )
-        };
-        if rc == 0 && old.handler == libc::SIG_IGN {
-            let dfl = KernelSigaction::default();
-            // SAFETY: installs SIG_DFL (handler 0), which runs no code; `dfl` lives in this frame.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_rt_sigaction,
-                    sig,
-                    &dfl as *const KernelSigaction,
-                    std::ptr::null_mut::<KernelSigaction>(),
-                    8usize,
-                )
-            };
+        if rt_sigaction(sig, None, Some(&mut old)) && old.handler == libc::SIG_IGN {
+            rt_sigaction(sig, Some(&KernelSigaction::default()), None);
         }
     }
     // The raw rt_sigprocmask(2): glibc's wrapper keeps its own signals 32 and 33 as they were,
@@ -81,6 +60,17 @@ pub fn seal() -> Result<(), SealError> {
         return Err(SealError(io::Error::last_os_error().raw_os_error().unwrap_or(0)));
     }
     Ok(())
+}
+
+/// The raw `rt_sigaction(2)` (async-signal-safe): install `new` when given (only ever
+/// `SIG_DFL` here, which runs no code), read the previous action into `old` when given.
+/// True on success.
+fn rt_sigaction(sig: i32, new: Option<&KernelSigaction>, old: Option<&mut KernelSigaction>) -> bool {
+    let new = new.map_or(std::ptr::null(), |n| n as *const KernelSigaction);
+    let old = old.map_or(std::ptr::null_mut(), |o| o as *mut KernelSigaction);
+    // SAFETY: both pointers are null or point at live structs of the kernel's layout; the
+    // only action ever installed is SIG_DFL (handler 0), so no code of ours runs on a signal.
+    unsafe { libc::syscall(libc::SYS_rt_sigaction, sig, new, old, 8usize) == 0 }
 }
 
 /// `struct sigaction` as the kernel takes it (`include/linux/signal_types.h`, with

@@ -124,9 +124,8 @@ pub fn find(controller: &str) -> Result<Where, String> {
 
 /// Whether snug may create a cgroup in `dir` (write and search permission, `access(2)`).
 pub fn writable(dir: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else { return false };
-    // SAFETY: a NUL-terminated path.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+    use rustix::fs::{access, Access};
+    access(dir, Access::WRITE_OK | Access::EXEC_OK).is_ok()
 }
 
 /// The start time of `pid` in clock ticks since boot (`proc(5)`, stat field 22).

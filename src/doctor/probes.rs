@@ -1,5 +1,6 @@
 //! The individual probes of `snug doctor`: each tries the real thing once.
 
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -36,43 +37,39 @@ pub(super) fn try_bwrap(bwrap: &Path, extra: &[&str]) -> Result<(), String> {
 /// success, else an errno). `probe` must only make async-signal-safe calls: the parent
 /// may have threads (tests), and only the forking thread exists in the child.
 fn in_child(probe: fn() -> i32) -> std::io::Result<i32> {
-    // SAFETY: the child runs `probe` (async-signal-safe calls only) and then _exit(2);
-    // it never returns into Rust code that could touch locks held by other threads.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        // SAFETY: _exit is async-signal-safe and ends the child without unwinding.
-        unsafe { libc::_exit(probe().clamp(0, 255)) };
-    }
-    let mut status = 0;
-    // SAFETY: waits for our own child; `status` is a live local.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
+    use rustix::process::{waitpid, Pid, WaitOptions};
+    // SAFETY: the child runs `probe` (async-signal-safe calls only) and then _exit(2) without
+    // unwinding; it never returns into Rust code that could touch locks held by other threads.
+    let pid = unsafe {
+        match libc::fork() {
+            0 => libc::_exit(probe().clamp(0, 255)),
+            pid => pid,
         }
-    }
-    match libc::WIFEXITED(status) {
-        true => Ok(libc::WEXITSTATUS(status)),
-        false => Err(std::io::Error::other("probe child died of a signal")),
-    }
+    };
+    let pid = Pid::from_raw(pid).ok_or_else(std::io::Error::last_os_error)?;
+    let status = loop {
+        match waitpid(Some(pid), WaitOptions::empty()) {
+            Ok(Some((_, status))) => break status,
+            Ok(None) | Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    status.exit_status().ok_or_else(|| std::io::Error::other("probe child died of a signal"))
 }
 
-/// errno of the calling thread, in a child after fork (async-signal-safe).
-fn errno() -> i32 {
-    // SAFETY: __errno_location returns this thread's errno slot, always valid.
-    unsafe { *libc::__errno_location() }.max(1)
+/// The errno of a rustix call as a probe's exit code (never 0).
+fn code(e: rustix::io::Errno) -> i32 {
+    e.raw_os_error().max(1)
 }
 
 /// unshare(CLONE_NEWUSER) (unshare(2)) in a child: can this process make a user namespace?
 pub(super) fn fork_unshare_user() -> Result<(), std::io::Error> {
     fn probe() -> i32 {
-        // SAFETY: unshare takes flags only.
-        match unsafe { libc::unshare(libc::CLONE_NEWUSER) } {
-            0 => 0,
-            _ => errno(),
+        // SAFETY: CLONE_NEWUSER alone changes only this forked child's user namespace, and
+        // the child ends right after.
+        match unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWUSER) } {
+            Ok(()) => 0,
+            Err(e) => code(e),
         }
     }
     match in_child(probe)? {
@@ -125,47 +122,44 @@ pub(super) fn tun() -> Row {
 /// before). The flag signals the group *led by* the pidfd's process (ESRCH for a process
 /// that leads none), which is why the probe runs as a group leader, as snug's init does.
 pub(super) fn pidfd() -> Vec<Row> {
+    /// `PIDFD_SIGNAL_PROCESS_GROUP` (`include/uapi/linux/pidfd.h`), which rustix does not name.
     const PIDFD_SIGNAL_PROCESS_GROUP: libc::c_uint = 0x4;
-    fn open_self() -> i32 {
-        // SAFETY: pidfd_open takes a pid and flags; the result is checked by callers.
-        unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) as i32 }
-    }
     fn group_probe() -> i32 {
-        // SAFETY: setpgid(0, 0) makes this child a group leader; integers only.
-        if unsafe { libc::setpgid(0, 0) } != 0 {
-            return errno();
+        use rustix::process::{getpid, setpgid};
+        // Lead a group of its own: the flag signals the group the pidfd's process leads.
+        if let Err(e) = setpgid(None, None) {
+            return code(e);
         }
-        let fd = open_self();
-        if fd < 0 {
-            return errno();
-        }
+        let fd = match rustix::process::pidfd_open(getpid(), rustix::process::PidfdFlags::empty()) {
+            Ok(fd) => fd,
+            Err(e) => return code(e),
+        };
         let null: *const libc::siginfo_t = std::ptr::null();
         // SAFETY: `fd` is this child's pidfd; signal 0 only checks that the group exists
         // and may be signalled; pidfd_send_signal(2) allows a NULL siginfo.
-        let rc = unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd, 0, null, PIDFD_SIGNAL_PROCESS_GROUP) };
+        let rc =
+            unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd(), 0, null, PIDFD_SIGNAL_PROCESS_GROUP) };
         if rc == 0 {
             0
         } else {
-            errno()
+            nestproc::errno()
         }
     }
-    let fd = open_self();
-    if fd < 0 {
-        let e = std::io::Error::last_os_error();
+    if let Err(e) = crate::pidfd::open(std::process::id() as i32) {
         return vec![
             row("pidfd_open", Status::Missing, format!("{e} (needs Linux 5.3+)"), true),
             row("pidfd group signals", Status::Missing, "needs pidfd_open", false),
         ];
     }
-    // SAFETY: `fd` was opened above and is closed once.
-    unsafe { libc::close(fd) };
+    // Not needed at run time: snug signals single pinned processes without flags, and every
+    // relay to the sandbox goes through its init's kill(-1) (README, "How it works"; R6).
     let name = "pidfd group signals";
     let second = match in_child(group_probe) {
-        Ok(0) => row(name, Status::Ok, "PIDFD_SIGNAL_PROCESS_GROUP works (Linux 6.9+)", false),
+        Ok(0) => row(name, Status::Ok, "PIDFD_SIGNAL_PROCESS_GROUP works (Linux 6.9+); snug does not need it", false),
         Ok(libc::EINVAL) => row(
             name,
-            Status::Warn,
-            "EINVAL: kernel before 6.9; snug signals the group with kill(-pgid) while its init is pinned",
+            Status::Ok,
+            "EINVAL: kernel before 6.9; snug does not need it (relays go through its init's kill(-1))",
             false,
         ),
         Ok(e) => row(name, Status::Warn, std::io::Error::from_raw_os_error(e).to_string(), false),

@@ -8,8 +8,8 @@
 
 use super::socket::{self, Got};
 use super::wire;
+use crate::end::Outcome;
 use crate::error::{failure, OS_ERROR, POLICY, USAGE};
-use crate::supervise::Outcome;
 use rustix::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 

@@ -9,9 +9,9 @@
 
 use super::socket::{self, Got};
 use super::{client, wire};
+use crate::end::Outcome;
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND, OS_ERROR};
 use crate::signals::SignalFd;
-use crate::supervise::Outcome;
 use rustix::event::{PollFd, PollFlags};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::OsString;

@@ -237,7 +237,7 @@ impl Server {
     }
 
     /// Tell every stop caller how the run ended (just before snug exits) and remove the socket.
-    pub fn finish(self, outcome: &crate::supervise::Outcome) {
+    pub fn finish(self, outcome: &crate::end::Outcome) {
         let text = format!("end {}", wire::end_text(outcome));
         for c in self.conns.iter().filter(|c| c.waiting) {
             let _ = socket::send(c.fd.as_fd(), text.as_bytes(), &[]);

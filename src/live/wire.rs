@@ -46,8 +46,8 @@ pub fn value(bytes: &[u8], tag: u8) -> Option<i32> {
 }
 
 /// How a run ended, as its `stop` callers are told: `exit N`, `signal N`, or `fail N TEXT`.
-pub fn end_text(outcome: &crate::supervise::Outcome) -> String {
-    use crate::supervise::Outcome;
+pub fn end_text(outcome: &crate::end::Outcome) -> String {
+    use crate::end::Outcome;
     match outcome {
         Outcome::Status(raw) if libc::WIFSIGNALED(*raw) => format!("signal {}", libc::WTERMSIG(*raw)),
         Outcome::Status(raw) => format!("exit {}", libc::WEXITSTATUS(*raw)),
@@ -61,7 +61,7 @@ pub fn end_words(text: &str) -> String {
     let mut w = text.splitn(3, ' ');
     match (w.next(), w.next().and_then(|n| n.parse::<i32>().ok()), w.next()) {
         (Some("exit"), Some(n), _) => format!("exited {n}"),
-        (Some("signal"), Some(n), _) => format!("killed by {}", crate::log::signame(n)),
+        (Some("signal"), Some(n), _) => format!("killed by {}", crate::signals::signame(n)),
         (Some("fail"), Some(n), rest) => format!("failed (exit {n}): {}", rest.unwrap_or("")),
         _ => format!("ended ({text})"),
     }
@@ -74,7 +74,7 @@ pub fn parse_signal(s: &str) -> Option<i32> {
     }
     let up = s.to_ascii_uppercase();
     let bare = up.strip_prefix("SIG").unwrap_or(&up);
-    (1..=64).find(|n| crate::log::signame(*n).strip_prefix("SIG") == Some(bare))
+    (1..=64).find(|n| crate::signals::signame(*n).strip_prefix("SIG") == Some(bare))
 }
 
 #[cfg(test)]

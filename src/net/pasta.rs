@@ -2,7 +2,7 @@
 //! pidfd; ready once it writes its pid; stopped when the sandbox ends (SPEC N2, N3).
 
 use std::io::Read as _;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::error::{failure, INTERNAL, UNAVAILABLE};
+use crate::fdpoll::{readable, ready};
 use crate::log::log;
 use crate::pidfd::Pinned;
 
@@ -40,13 +41,7 @@ pub struct Pasta {
 pub fn start(init: &Pinned, argv: impl FnOnce(&str) -> Vec<String>) -> Result<Pasta> {
     let pid = init.host_pid;
     let net = std::fs::File::open(format!("/proc/{pid}/ns/net")).context("opening the sandbox's network namespace")?;
-    // SAFETY: NS_GET_USERNS takes no argument and returns a new descriptor or -1.
-    let owner = unsafe { libc::ioctl(net.as_raw_fd(), NS_GET_USERNS) };
-    if owner < 0 {
-        return Err(std::io::Error::last_os_error()).context("ioctl(NS_GET_USERNS) on the sandbox's network namespace");
-    }
-    // SAFETY: the ioctl returned a new descriptor, owned here.
-    let owner = unsafe { OwnedFd::from_raw_fd(owner) };
+    let owner = owner_of(&net).context("ioctl(NS_GET_USERNS) on the sandbox's network namespace")?;
     if init.exited() {
         // The pid may since name another process: what was opened is not known to be init's.
         return Err(failure(INTERNAL, "the sandbox ended before its network was attached"));
@@ -55,13 +50,13 @@ pub fn start(init: &Pinned, argv: impl FnOnce(&str) -> Vec<String>) -> Result<Pa
     // its capabilities, may not open a root snug's descriptors). Unprivileged: the owner is
     // the parent of init's; pasta opens it through snug's descriptor, and the netns by
     // init's pid only once inside it, where no process outside the sandbox can be found.
-    let userns = if same_ns(owner.as_raw_fd(), &format!("/proc/{pid}/ns/user")) {
+    let userns = if same_ns(&owner, &format!("/proc/{pid}/ns/user")) {
         format!("/proc/{pid}/ns/user")
     } else {
         format!("/proc/{}/fd/{}", std::process::id(), owner.as_raw_fd())
     };
     let argv = argv(&userns);
-    log!("pasta: {}", crate::dryrun::quote_line(&argv));
+    log!("pasta: {}", crate::quote::quote_line(&argv));
     let started = Instant::now();
     let (mut pasta, out) = spawn(&argv)?;
     let ready = pasta.wait_ready(out, started + READY_WITHIN);
@@ -78,17 +73,26 @@ pub fn start(init: &Pinned, argv: impl FnOnce(&str) -> Vec<String>) -> Result<Pa
     Ok(pasta)
 }
 
-/// Whether descriptor `fd` and the namespace file at `path` are the same namespace.
-fn same_ns(fd: RawFd, path: &str) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    let Ok(theirs) = std::fs::metadata(path) else { return false };
-    // SAFETY: fstat fills a plain struct that lives in this frame.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: see above; `fd` is open for the duration of the call.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return false;
+/// The user namespace that owns namespace `ns`, as a new descriptor (`ioctl_ns(2)`,
+/// `NS_GET_USERNS`). Raw libc: rustix's typed ioctls have no form whose result is a new
+/// descriptor.
+fn owner_of(ns: &impl AsFd) -> std::io::Result<OwnedFd> {
+    // SAFETY: NS_GET_USERNS takes no argument and returns a new descriptor or -1; a new one is
+    // owned here only.
+    unsafe {
+        let fd = libc::ioctl(ns.as_fd().as_raw_fd(), NS_GET_USERNS);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
     }
-    st.st_dev == theirs.dev() && st.st_ino == theirs.ino()
+}
+
+/// Whether descriptor `fd` and the namespace file at `path` are the same namespace.
+fn same_ns(fd: &OwnedFd, path: &str) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let (Ok(theirs), Ok(ours)) = (std::fs::metadata(path), rustix::fs::fstat(fd)) else { return false };
+    ours.st_dev == theirs.dev() && ours.st_ino == theirs.ino()
 }
 
 /// Fork and exec pasta: own process group (a terminal's ^C, or a kill of snug's group, never
@@ -97,23 +101,18 @@ fn same_ns(fd: RawFd, path: &str) -> bool {
 /// stdin /dev/null, stdout and stderr pipes to snug. Pinned by a pidfd at once: it is snug's
 /// unreaped child, so its pid cannot have been reused.
 fn spawn(argv: &[String]) -> Result<(Pasta, std::process::ChildStdout)> {
-    let parent = std::process::id() as i32;
+    let parent = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
+    let parent_fd = parent.raw();
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     // SAFETY: the closure runs between fork and exec and makes only async-signal-safe system
-    // calls (setpgid, prctl, getppid, close_range, rt_sigaction, rt_sigprocmask); it allocates
-    // nothing.
+    // calls (nestproc's setpgid, prctl, poll and close_range; sigseal's rt_sigaction and
+    // rt_sigprocmask); it allocates nothing. `parent` outlives the spawn.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setpgid(0, 0) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // snug died before the prctl took effect: nobody would ever stop this pasta.
-            if libc::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            // Nothing the caller left open without close-on-exec reaches pasta.
-            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+            // A snug that died before the prctl took effect would never stop this pasta.
+            nestproc::own_group_tied_to(parent_fd).map_err(std::io::Error::from_raw_os_error)?;
+            nestproc::cloexec_from(3);
             sigseal::seal().map_err(|e| std::io::Error::from_raw_os_error(e.0))
         });
     }
@@ -122,6 +121,7 @@ fn spawn(argv: &[String]) -> Result<(Pasta, std::process::ChildStdout)> {
         let code = e.raw_os_error().map_or(UNAVAILABLE, |n| crate::error::errno_code(n, UNAVAILABLE));
         failure(code, format!("cannot run {}: {}", argv[0], crate::error::io_text(&e)))
     })?;
+    drop(parent);
     let pin = Pinned::open(child.id() as i32).context("pidfd_open(pasta)")?;
     let out = child.stdout.take().context("pasta's stdout")?;
     let err = child.stderr.take().map(OwnedFd::from);
@@ -151,20 +151,15 @@ impl Pasta {
                     format!("pasta did not configure the network within {} s{last}", READY_WITHIN.as_secs()),
                 ));
             }
-            let err_fd = self.err.as_ref().map_or(-1, |f| f.as_raw_fd());
-            let mut fds = [
-                libc::pollfd { fd: out.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: err_fd, events: libc::POLLIN, revents: 0 },
-            ];
-            let ms = left.as_millis().min(i32::MAX as u128) as i32;
-            // SAFETY: two pollfds in this frame; a negative fd is skipped.
-            if unsafe { libc::poll(fds.as_mut_ptr(), 2, ms.max(1)) } < 0 {
+            let within = left.max(Duration::from_millis(1));
+            let Ok([out_ready, err_ready]) = ready([Some(out.as_fd()), self.err.as_ref().map(|f| f.as_fd())], within)
+            else {
                 continue; // EINTR
-            }
-            if fds[1].revents != 0 && !self.read_err(&mut said) {
+            };
+            if err_ready && !self.read_err(&mut said) {
                 self.err = None;
             }
-            if fds[0].revents == 0 {
+            if !out_ready {
                 continue;
             }
             let mut buf = [0u8; 64];
@@ -196,12 +191,12 @@ impl Pasta {
     fn read_err(&mut self, said: &mut Vec<u8>) -> bool {
         let Some(fd) = &self.err else { return false };
         let mut buf = [0u8; 4096];
-        // SAFETY: reads into `buf`; the caller's poll said readable (data or EOF).
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
+        // The caller's poll said readable (data or EOF).
+        let n = rustix::io::read(fd, &mut buf).unwrap_or(0);
+        if n == 0 {
             return false;
         }
-        said.extend_from_slice(&buf[..n as usize]);
+        said.extend_from_slice(&buf[..n]);
         true
     }
 
@@ -210,11 +205,9 @@ impl Pasta {
     /// error (SPEC N4).
     fn died(&mut self, mut said: Vec<u8>) -> anyhow::Error {
         let until = Instant::now() + STOP_WITHIN;
-        while let Some(fd) = self.err.as_ref().map(|f| f.as_raw_fd()) {
-            let ms = until.saturating_duration_since(Instant::now()).as_millis() as i32;
-            let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-            // SAFETY: one pollfd in this frame.
-            if unsafe { libc::poll(&mut p, 1, ms) } != 1 || !self.read_err(&mut said) {
+        while let Some(fd) = &self.err {
+            let left = until.saturating_duration_since(Instant::now());
+            if !readable(fd, Some(left)) || !self.read_err(&mut said) {
                 self.err = None;
             }
         }
@@ -263,9 +256,8 @@ impl Pasta {
         }
         if !self.pin.exited() {
             let _ = self.pin.signal(libc::SIGTERM);
-            let mut p = libc::pollfd { fd: self.pin.raw(), events: libc::POLLIN, revents: 0 };
-            // SAFETY: one pollfd in this frame; readable once pasta has exited.
-            let gone = unsafe { libc::poll(&mut p, 1, STOP_WITHIN.as_millis() as i32) } == 1;
+            // The pidfd polls readable once pasta has exited.
+            let gone = readable(&self.pin, Some(STOP_WITHIN));
             if !gone {
                 log!("pasta ignored SIGTERM for {} ms: SIGKILL", STOP_WITHIN.as_millis());
                 let _ = self.pin.signal(libc::SIGKILL);
@@ -286,7 +278,7 @@ impl Drop for Pasta {
 
 fn describe(status: Option<i32>) -> String {
     match status {
-        Some(s) if libc::WIFSIGNALED(s) => format!("killed by {}", crate::log::signame(libc::WTERMSIG(s))),
+        Some(s) if libc::WIFSIGNALED(s) => format!("killed by {}", crate::signals::signame(libc::WTERMSIG(s))),
         Some(s) => format!("exit {}", libc::WEXITSTATUS(s)),
         None => "reaped elsewhere".to_string(),
     }

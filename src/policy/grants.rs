@@ -6,8 +6,22 @@
 
 use std::path::Path;
 
-use crate::cli::Grants;
 use crate::profiles::{Profile, Source};
+
+/// Grants on the command line (SPEC P5), as written: checked and expanded by
+/// [`crate::policy`] under the same rules as the profile keys of the same name (the plan
+/// side owns the type; the command line only fills it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// `--ro PATH`, repeatable.
+    pub ro: Vec<String>,
+    /// `--rw PATH`, repeatable.
+    pub rw: Vec<String>,
+    /// `--tmpfs PATH`, repeatable.
+    pub tmpfs: Vec<String>,
+    /// `-e NAME` or `-e NAME=VALUE`, repeatable, in order.
+    pub env: Vec<String>,
+}
 
 /// The grants as profiles `--ro`, `--rw`, `--tmpfs`, `-e` (only those given). A relative
 /// path is made absolute against the current directory (lexically; `..` is refused later,

@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::host::FakeHost;
 use super::*;
 use crate::error::{code_of, one_line};
+use crate::host::FakeHost;
 
 fn request(dir: &str, profiles: &[&str], no_defaults: bool) -> Request {
     Request {
@@ -230,7 +230,7 @@ fn o7_optional_paths_skip_and_path_plus_prepends() {
 fn p5_grants_follow_the_profile_rules_and_name_the_flag() {
     let host = FakeHost::debian().file("/cfg/ed.toml", "[env]\nEDITOR = \"vi\"").dir("/srv/data");
     let mut req = request("/home/u/proj", &[], false);
-    req.grants = crate::cli::Grants {
+    req.grants = crate::policy::Grants {
         ro: vec!["/srv/data".into(), "/home/u/proj".into()],
         rw: vec!["{home}/proj/sub".into()],
         tmpfs: vec!["/opt/scratch".into()],
@@ -246,12 +246,12 @@ fn p5_grants_follow_the_profile_rules_and_name_the_flag() {
     assert_eq!((env("TOKEN"), env("X"), env("UNSET")), (Some("s"), Some("1"), None));
     assert_eq!(p.profiles, ["@sys", "@home", "@cwd-rw", "@parent-ro"]);
 
-    let fails = |g: crate::cli::Grants, profiles: &[&str]| {
+    let fails = |g: crate::policy::Grants, profiles: &[&str]| {
         let mut req = request("/home/u/proj", profiles, false);
         req.grants = g;
         err_of(&host, &req)
     };
-    let g = |ro: &[&str], env: &[&str]| crate::cli::Grants {
+    let g = |ro: &[&str], env: &[&str]| crate::policy::Grants {
         ro: ro.iter().map(|s| s.to_string()).collect(),
         env: env.iter().map(|s| s.to_string()).collect(),
         ..Default::default()

@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::error::code_of;
-use crate::policy::host::FakeHost;
+use crate::host::FakeHost;
+use crate::policy::show_in;
 
 #[test]
 fn p3_unknown_key_names_file_line_and_key() {

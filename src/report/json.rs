@@ -118,6 +118,6 @@ impl Status {
 
 /// `TERM`, `RTMIN+3` (the kernel's numbering, as `-v` logs it), or the number as text.
 pub(super) fn short_name(sig: i32) -> String {
-    let long = crate::log::signame(sig);
+    let long = crate::signals::signame(sig);
     long.strip_prefix("SIG").map_or_else(|| sig.to_string(), str::to_string)
 }

@@ -4,8 +4,8 @@ use super::json::short_name;
 use super::*;
 use serde_json::Value;
 
-fn got(sig: i32, code: i32, pid: u32) -> Received {
-    Received { sig, code, pid }
+fn got(sig: i32, code: i32, pid: u32) -> Delivered {
+    Delivered { sig, code, pid }
 }
 
 fn exited(code: i32) -> i32 {

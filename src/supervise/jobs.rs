@@ -4,8 +4,9 @@
 
 use super::{Supervisor, FORCE_QUIT};
 use crate::channel::{Order, Resume};
-use crate::log::{log, signame};
+use crate::log::log;
 use crate::mode::Mode;
+use crate::signals::signame;
 use std::time::Instant;
 
 impl Supervisor {

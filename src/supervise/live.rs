@@ -6,8 +6,8 @@ use super::Supervisor;
 use crate::channel::Order;
 use crate::live::server::Host;
 use crate::live::Jobs;
-use crate::signals::Received;
-use rustix::fd::{AsRawFd, OwnedFd};
+use crate::signals::Delivered;
+use rustix::fd::{AsFd, OwnedFd};
 
 impl Host for Supervisor {
     fn state(&self) -> &'static str {
@@ -30,8 +30,8 @@ impl Host for Supervisor {
 
     fn signal(&mut self, sig: i32, from: i32) -> String {
         // `si_code` SI_USER (0): from a process, never a terminal key.
-        self.on_signal(Received { sig, code: 0, pid: from.max(0) as u32 });
-        format!("{} sent", crate::log::signame(sig))
+        self.on_signal(Delivered { sig, code: 0, pid: from.max(0) as u32 });
+        format!("{} sent", crate::signals::signame(sig))
     }
 
     fn stopping(&mut self) {
@@ -46,7 +46,7 @@ impl Host for Supervisor {
             return Err("the sandbox is ending".into());
         }
         let (ours, theirs) = crate::live::socket::pair().map_err(|e| format!("socketpair: {e}"))?;
-        match self.chan.order_with_fd(Order::Exec, theirs.as_raw_fd()) {
+        match self.chan.order_with_fd(Order::Exec, theirs.as_fd()) {
             Ok(true) => Ok(ours),
             Ok(false) => Err("the sandbox init is busy (stopped?)".into()),
             Err(e) => Err(format!("the sandbox init is gone: {e}")),

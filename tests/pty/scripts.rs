@@ -74,7 +74,7 @@ sys.exit(3 if n else 0)
 "#;
 
 /// T5: work that a stop must pause.
-pub const SLEEP_THEN_RESUMED: &str = "sleep \"$1\"\necho resumed\n";
+pub const SLEEP_THEN_RESUMED: &str = "echo ready\nsleep \"$1\"\necho resumed\n";
 
 /// T5: the payload stops itself (`kill(0, SIGTSTP)`), as `less` or `vim` do on ^Z.
 pub const SELF_STOP: &str = "kill -TSTP 0\necho resumed\n";
@@ -137,3 +137,30 @@ pub fn write(dir: &Path, name: &str, body: &str) -> String {
     std::fs::write(dir.join(name), body).expect("write payload script");
     format!("./{name}")
 }
+
+/// R6: a kernel before 6.9, emulated as sandlock does: a seccomp filter (`seccomp(2)`, set
+/// with `prctl(PR_SET_SECCOMP)` after `PR_SET_NO_NEW_PRIVS`) makes `pidfd_send_signal(2)`
+/// with any flag (`PIDFD_SIGNAL_PROCESS_GROUP` is new in 6.9) fail with EINVAL, then execs
+/// argv[1:] (snug), so snug, bwrap, init and the payload all run under it. x86-64 and arm64.
+pub const PRE_6_9: &str = r#"import ctypes, os, platform, struct, sys
+ARCH, NR = {"x86_64": (0xC000003E, 424), "aarch64": (0xC00000B7, 424)}[platform.machine()]
+LD, JEQ, RET = 0x20, 0x15, 0x06
+ALLOW, EINVAL = 0x7FFF0000, 0x00050000 | 22
+def ins(code, jt, jf, k):
+    return struct.pack("HBBI", code, jt, jf, k)
+prog = b"".join([
+    ins(LD, 0, 0, 4), ins(JEQ, 0, 4, ARCH),   # seccomp_data.arch
+    ins(LD, 0, 0, 0), ins(JEQ, 0, 2, NR),     # seccomp_data.nr
+    ins(LD, 0, 0, 40), ins(JEQ, 0, 1, 0),     # args[3] (flags), low 32 bits
+    ins(RET, 0, 0, ALLOW), ins(RET, 0, 0, EINVAL),
+])
+# The arch mismatch jumps land on the ALLOW.
+buf = ctypes.create_string_buffer(prog)
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fp = Fprog(len(prog) // 8, ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fp), 0, 0) != 0:
+    sys.exit("seccomp: " + os.strerror(ctypes.get_errno()))
+os.execv(sys.argv[1], sys.argv[1:])
+"#;

@@ -4,6 +4,7 @@
 use crate::common::{alive, marker, reap_leftovers, Who};
 use crate::pty::{scripts, stat, Term, CTRL_C, CTRL_Z, PROMPT};
 use crate::{bwrap_line, caller, parallel, snug_line};
+use std::path::Path;
 use std::time::Duration;
 
 /// ^Z (or the payload's own stop) → the caller's shell shows a stopped job and its prompt.
@@ -26,41 +27,22 @@ fn snug_stopped_by(t: &mut Term, snug: i32, signal: &str) {
 /// T5: ^Z stops the whole sandbox and snug with it; `fg` resumes it in the foreground, `bg`
 /// in the background; nothing runs while it is stopped. Control: under `bwrap
 /// --new-session` ^Z stops only the wrapper, so the payload prints `resumed` while its job
-/// shows as stopped. Positive control by mutation for `bg`: with `self.relay(libc::SIGCONT)`
-/// removed from `Action::Resume` (src/supervise.rs), `resumed` never comes after `fg` (the
-/// row fails there) nor after `bg` (checked with the same binary).
+/// shows as stopped. Positive control by mutation for `bg` (done when the CONT was relayed
+/// from `Action::Resume` in src/supervise.rs; today the same line is the
+/// `Order::Continue(how)` of `Supervisor::resume`, src/supervise/jobs.rs): without it,
+/// `resumed` never comes after `fg` (the row fails there) nor after `bg` (checked with the
+/// same binary).
 #[test]
 fn t5_ctrl_z_fg_bg() {
     let row = |who: Who| {
         let (mut t, dir) = caller(who, "T5 ^Z");
-        let sleeper = scripts::write(dir.path(), "sleep.sh", scripts::SLEEP_THEN_RESUMED);
-        // ^Z, then fg; nothing runs while stopped.
-        t.line(&snug_line(&format!("sh {sleeper} 2")));
-        t.sleep(Duration::from_millis(800));
-        t.send(CTRL_Z);
-        stopped(&mut t);
-        t.sleep(Duration::from_millis(1800));
-        t.reject("resumed");
-        t.line("fg");
-        t.expect("resumed");
-        t.expect(PROMPT);
-        assert_eq!(t.rc(), 0, "fg");
-        // ^Z, then bg; collect with wait.
-        t.line(&snug_line(&format!("sh {sleeper} 2")));
-        t.sleep(Duration::from_millis(800));
-        t.send(CTRL_Z);
-        stopped(&mut t);
-        t.line("bg");
-        t.line("wait %1");
-        t.expect("resumed");
-        t.expect(PROMPT);
-        assert_eq!(t.rc(), 0, "bg; wait");
+        t5_row(&mut t, dir.path(), &snug_line(""));
     };
     let control = || {
         let (mut t, dir) = caller(Who::Root, "T5 control: bwrap --new-session");
         let sleeper = scripts::write(dir.path(), "sleep.sh", scripts::SLEEP_THEN_RESUMED);
         t.line(&bwrap_line(dir.path(), "--new-session", &format!("sh {sleeper} 2")));
-        t.sleep(Duration::from_millis(800));
+        t.expect("ready");
         t.send(CTRL_Z);
         stopped(&mut t);
         if !t.wait_for("resumed", Duration::from_secs(3)) {
@@ -141,6 +123,35 @@ const INNER_BASH: &str = "env 'PS1=\\u@in> ' bash --norc --noprofile -i";
 /// the command line (or the caller's job notice) never matches it.
 fn inner_prompt(who: Who) -> String {
     format!("{}@in> ", crate::pty::user_name(who))
+}
+
+/// The T5 row at `t` in `dir`; `launcher` is what precedes the payload on the line (`snug --`,
+/// or a wrapper that execs snug and `--`).
+pub fn t5_row(t: &mut Term, dir: &Path, launcher: &str) {
+    let sleeper = scripts::write(dir, "sleep.sh", scripts::SLEEP_THEN_RESUMED);
+    // ^Z once the payload runs, then fg; nothing runs while stopped.
+    t.line(&format!("{launcher} sh {sleeper} 1"));
+    t.expect("ready");
+    t.send(CTRL_Z);
+    stopped(t);
+    // A check that something does NOT happen: unstopped, the payload would print `resumed`
+    // 1 s after `ready`; this waits 1.8 s.
+    t.sleep(Duration::from_millis(1800));
+    t.reject("resumed");
+    t.line("fg");
+    t.expect("resumed");
+    t.expect(PROMPT);
+    assert_eq!(t.rc(), 0, "fg");
+    // ^Z, then bg; collect with wait.
+    t.line(&format!("{launcher} sh {sleeper} 2"));
+    t.expect("ready");
+    t.send(CTRL_Z);
+    stopped(t);
+    t.line("bg");
+    t.line("wait %1");
+    t.expect("resumed");
+    t.expect(PROMPT);
+    assert_eq!(t.rc(), 0, "bg; wait");
 }
 
 /// T6: job control inside the sandbox: an interactive bash in snug stops, lists, resumes

@@ -1,51 +1,32 @@
-//! The host as policy resolution sees it: a few stat(2) questions and reading profile
-//! files. A trait so that tests (and golden files) use a fixed fake host instead of the
-//! machine they run on.
+//! The host as the plan side (profiles, policy) sees it: snug's environment, a few stat(2)
+//! questions and reading profile files. A trait so that tests (and golden files) use a fixed
+//! fake host instead of the machine they run on. A leaf: it imports no other snug module.
 
 use std::io;
 use std::path::{Path, PathBuf};
-
-use super::Request;
-use crate::profiles;
 
 /// snug's own environment, skipping variables that are not UTF-8 (they are not passed in).
 pub fn host_env() -> Vec<(String, String)> {
     std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
 }
 
-/// The [`Request`] for `args` on this host. When HOME is unset (`env -i snug …`) it comes
-/// from the passwd entry of the real uid (getpwuid_r(3)).
-pub fn request_from_host(args: &crate::cli::RunArgs) -> Request {
-    let mut env = host_env();
-    if !env.iter().any(|(k, _)| k == "HOME") {
-        if let Some(home) = passwd_home() {
-            env.push(("HOME".to_string(), home));
-        }
-    }
-    Request {
-        profiles: args.profiles.clone(),
-        no_defaults: args.no_defaults,
-        dir: args.dir.clone(),
-        config_dirs: profiles::config_dirs(&env),
-        host_env: env,
-        grants: args.grants.clone(),
-    }
-}
-
-fn passwd_home() -> Option<String> {
+/// The home directory in the passwd entry of the real uid (getpwuid_r(3)), for a caller
+/// that unset HOME (`env -i snug …`).
+pub fn passwd_home() -> Option<String> {
     let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: `passwd` is plain integers and pointers; all-zero is a valid value.
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is to live, writable memory of the size passed; getpwuid_r
-    // writes the strings into `buf`, which outlives their use below.
-    let rc = unsafe { libc::getpwuid_r(libc::getuid(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
-    if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
-        return None;
+    // SAFETY: `passwd` is plain integers and pointers, all-zero a valid value; every pointer
+    // passed is to live, writable memory of the size passed; getpwuid_r(3) (NSS: rustix has
+    // no passwd lookup) writes the strings into `buf`, and on success pw_dir points to a
+    // NUL-terminated string inside `buf`, which outlives the copy made here.
+    unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(libc::getuid(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found);
+        if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
+            return None;
+        }
+        std::ffi::CStr::from_ptr(pwd.pw_dir).to_str().ok().map(str::to_string)
     }
-    // SAFETY: on success pw_dir points to a NUL-terminated string inside `buf`.
-    let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
-    dir.to_str().ok().map(str::to_string)
 }
 
 /// What a path is on the host.
@@ -61,7 +42,7 @@ pub enum Entry {
     Symlink(PathBuf),
 }
 
-/// The questions [`crate::policy::resolve`] asks the host.
+/// The questions policy resolution (`policy::resolve`) asks the host.
 pub trait Host {
     /// lstat(2): the entry itself; a symlink is reported, not followed.
     fn lstat(&self, path: &Path) -> Entry;

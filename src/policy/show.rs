@@ -5,10 +5,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::{host_dirs, load, SYS_ETC, SYS_LINKS};
+use super::{expand_for, optional};
 use crate::error::{failure, USAGE};
-use crate::policy::host::{Entry, Host, RealHost};
-use crate::policy::{expand_for, optional};
+use crate::host::{Entry, Host, RealHost};
+use crate::profiles::{host_dirs, load, SYS_ETC, SYS_LINKS};
 
 /// `snug profile show NAME` for the caller: HOME from the environment, DIR = the current
 /// directory.
@@ -17,7 +17,7 @@ use crate::policy::{expand_for, optional};
 /// [`crate::error::POLICY`] when the profile does not exist or its file is bad; [`USAGE`]
 /// when HOME is unset or the current directory is gone.
 pub fn show(name: &str) -> anyhow::Result<String> {
-    let env = crate::policy::host_env();
+    let env = crate::host::host_env();
     let home = env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| PathBuf::from(v)).filter(|h| h.is_absolute());
     let home = home.ok_or_else(|| failure(USAGE, "HOME must be set to an absolute path"))?;
     let cwd = std::env::current_dir().map_err(|e| failure(USAGE, format!("current directory: {e}")))?;
