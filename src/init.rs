@@ -6,7 +6,7 @@
 
 use crate::channel::{Channel, Report, INIT_FD, STDERR_FD};
 use crate::signals::SignalFd;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 
 mod exec;
 mod guard;
@@ -84,7 +84,11 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     // In terminal mode the payload's process installs the terminal guard's filter and sends
     // its listener back on a socketpair.
     let filter = guard::program();
-    let pair = if terminal { Some(socketpair()?) } else { None };
+    let pair = if terminal {
+        Some(crate::live::socket::pair().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?)
+    } else {
+        None
+    };
     let to_child = pair.as_ref().map(|(_, theirs)| (filter.as_slice(), theirs.as_raw_fd()));
     // The payload's process exists from here on, held before its exec until snug says go
     // (the network is up, SPEC N3). Being in the sandbox group already, it takes a ^C or ^Z
@@ -102,16 +106,4 @@ fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
     let jobs = args.get(1).and_then(|w| crate::live::Jobs::from_word(w)).unwrap_or_default();
     let execs = exec::Execs::new(spec.env.clone(), terminal);
     serve::serve(chan, &signals, held, guard, terminal, (execs, jobs))
-}
-
-/// A connected `AF_UNIX` packet pair, close-on-exec (`socketpair(2)`): packets, so that the
-/// peer's close ends a wait (a datagram pair would wait forever).
-fn socketpair() -> Result<(OwnedFd, OwnedFd), i32> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is filled by the kernel.
-    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
-        return Err(errno());
-    }
-    // SAFETY: both just created, owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }

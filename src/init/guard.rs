@@ -17,7 +17,8 @@
 //! descriptors stay untouched (R2), and a SIGKILLed snug leaves no raw terminal behind.
 
 use crate::channel::{Channel, Report};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use crate::live::socket::Got;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 /// The ioctl requests that change a terminal (`ioctl_tty(2)`); the rest pass untouched.
 const TRAPPED: [u32; 14] = [
@@ -196,26 +197,11 @@ impl Guard {
         // Terminal mode means fd 0 is the caller's terminal; should it not answer, no file
         // counts as the caller's terminal and requests are carried out as asked.
         let tty = tty_dev(0).unwrap_or(u32::MAX);
-        let mut byte = 0u8;
-        let mut iov = libc::iovec { iov_base: (&mut byte as *mut u8).cast(), iov_len: 1 };
-        let mut cbuf = [0u64; 4];
-        // SAFETY: msg points at `iov` and `cbuf` in this frame; one SCM_RIGHTS descriptor
-        // is adopted once.
-        unsafe {
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = cbuf.as_mut_ptr().cast();
-            msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
-            if libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) <= 0 {
-                return None;
-            }
-            let c = libc::CMSG_FIRSTHDR(&msg);
-            if c.is_null() || (*c).cmsg_type != libc::SCM_RIGHTS {
-                return None;
-            }
-            let fd = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>());
-            Some(Guard { listener: OwnedFd::from_raw_fd(fd), tty, handed: false })
+        // The child sends at once, or closes its end (packets: the close ends the wait).
+        while !crate::fdpoll::readable(sock, None) {}
+        match crate::live::socket::recv(sock.as_fd()) {
+            Got::Packet(_, fds) => fds.into_iter().next().map(|listener| Guard { listener, tty, handed: false }),
+            _ => None,
         }
     }
 

@@ -127,11 +127,29 @@ fn inner_prompt(who: Who) -> String {
 
 /// The T5 row at `t` in `dir`; `launcher` is what precedes the payload on the line (`snug --`,
 /// or a wrapper that execs snug and `--`).
+/// Wait until the terminal's foreground group runs `sleep` (exec'd): dash starts it with
+/// vfork(2), and a ^Z that lands between that vfork and the exec stops only the child while
+/// the shell waits for it uninterruptibly, so no job stop is ever reported, with or without
+/// a launcher. Pressing ^Z once `sleep` runs is what the row is about.
+fn sleep_in_front(t: &mut Term) {
+    let runs_sleep = |fg: i32| {
+        crate::pty::procs().into_iter().any(|p| {
+            stat(p).is_some_and(|s| s.pgrp == fg)
+                && std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        })
+    };
+    let fg = t.foreground(); // the payload's group: it printed `ready` in front
+    if !t.until(Duration::from_secs(10), || runs_sleep(fg)) {
+        t.fail("the payload's sleep never ran in the foreground");
+    }
+}
+
 pub fn t5_row(t: &mut Term, dir: &Path, launcher: &str) {
     let sleeper = scripts::write(dir, "sleep.sh", scripts::SLEEP_THEN_RESUMED);
     // ^Z once the payload runs, then fg; nothing runs while stopped.
     t.line(&format!("{launcher} sh {sleeper} 1"));
     t.expect("ready");
+    sleep_in_front(t);
     t.send(CTRL_Z);
     stopped(t);
     // A check that something does NOT happen: unstopped, the payload would print `resumed`
@@ -145,6 +163,7 @@ pub fn t5_row(t: &mut Term, dir: &Path, launcher: &str) {
     // ^Z, then bg; collect with wait.
     t.line(&format!("{launcher} sh {sleeper} 2"));
     t.expect("ready");
+    sleep_in_front(t);
     t.send(CTRL_Z);
     stopped(t);
     t.line("bg");
