@@ -122,6 +122,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     record.arm(args.timeout);
     if let (Some(to), false) = (&args.report, args.dry_run) {
         *sink = Some(report::Sink::open(to)?);
+        record.wanted();
     }
     let cmd = args.command();
     if let Some(n) = &args.name {
