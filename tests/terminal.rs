@@ -90,3 +90,43 @@ pub fn the_pid(t: &mut Term, prefix: &str) -> i32 {
     }
     pids_starting(prefix)[0]
 }
+
+/// The one process under the caller's shell at `t` whose command line starts with `prefix`
+/// (root and user rows run the same payload at once), waiting up to 10 s for it.
+pub fn own_pid(t: &mut Term, prefix: &str) -> i32 {
+    let shell = t.shell_pid();
+    let line =
+        |p: &i32| std::fs::read(format!("/proc/{p}/cmdline")).map(|b| String::from_utf8_lossy(&b).replace('\0', " "));
+    let mine = || -> Vec<i32> {
+        pty::descendants(shell).into_iter().filter(|p| line(p).is_ok_and(|l| l.starts_with(prefix))).collect()
+    };
+    if !t.until(Duration::from_secs(10), || mine().len() == 1) {
+        t.fail(&format!("not exactly one process under the caller starting {prefix:?}: {:?}", mine()));
+    }
+    mine()[0]
+}
+
+/// Wait until the one process under the caller's shell whose command line starts with
+/// `prefix` is in the terminal's foreground group, so a key typed now (^C, ^Z) or a line
+/// reaches it; its pid. Call after the payload's `ready` line where it has one: that is
+/// printed once its handlers are set.
+pub fn in_front(t: &mut Term, prefix: &str) -> i32 {
+    let pid = own_pid(t, prefix);
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let fg = t.foreground();
+        if pty::stat(pid).is_some_and(|s| s.pgrp == fg) {
+            return pid;
+        }
+        if std::time::Instant::now() >= end {
+            t.fail(&format!("{prefix:?} (pid {pid}) not in the terminal's foreground ({fg}) within 10 s"));
+        }
+        t.pump(Duration::from_millis(10));
+    }
+}
+
+/// Whether `pid` is blocked in `read(2)` of its fd 0 (`/proc/PID/syscall`, `proc_pid_syscall(5)`).
+pub fn reading_stdin(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+        .is_ok_and(|s| s.starts_with(&format!("{} 0x0 ", libc::SYS_read)))
+}

@@ -34,13 +34,15 @@ print(f"done ints={n}", flush=True)
 /// Control for T2: a naive launcher in the caller's job that forwards the SIGINT it gets
 /// from the terminal to its child, which got it from the terminal too. It forwards 0.2 s
 /// late (as a launcher busy elsewhere would): two SIGINTs arriving together are one pending
-/// signal, and the child could not tell.
+/// signal, and the child could not tell. The handler is set before the child starts, so the
+/// child's `ready` means the forwarder is ready too.
 pub const NAIVE_FORWARDER: &str = r#"import signal, subprocess, sys, time
-child = subprocess.Popen(sys.argv[1:])
+child = None
 def forward(*_):
     time.sleep(0.2)
     child.send_signal(signal.SIGINT)
 signal.signal(signal.SIGINT, forward)
+child = subprocess.Popen(sys.argv[1:])
 sys.exit(child.wait())
 "#;
 
@@ -58,14 +60,14 @@ pub const IGNORE_HUP: &str = "trap '' HUP\necho ready\nsleep \"$1\"\n";
 
 /// T4: counts INTs (one line each); ends 0.8 s after the first with 3, so a second delivery
 /// has time to show.
-pub const HIT_ONCE: &str = r#"import signal, sys, time
+pub const HIT_ONCE: &str = r#"import os, signal, sys, time
 n = 0
 def h(*_):
     global n
     n += 1
     print(f"hit {n}", flush=True)
 signal.signal(signal.SIGINT, h)
-print("ready", flush=True)
+os.write(1, b"ready\n")  # not print: the handler's print must not find stdout's lock held
 end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end and n == 0:
     time.sleep(0.05)
@@ -85,8 +87,8 @@ pub const SELF_SIGSTOP: &str = "kill -STOP $$\necho resumed\n";
 /// T5: changing the terminal's modes from the background (`tcsetattr(3)`) raises SIGTTOU.
 pub const SET_TERMINAL: &str = "sleep 0.5\nstty echo\necho stty-done\n";
 
-/// T5, T8: a payload that reads the terminal, after `$1` seconds.
-pub const READ_LINE: &str = "sleep \"${1:-0}\"\nread x\necho \"got:$x\"\n";
+/// T5, T8: a payload that reads the terminal, after `$1` seconds; says `reading` just before.
+pub const READ_LINE: &str = "sleep \"${1:-0}\"\necho reading\nread x\necho \"got:$x\"\n";
 
 /// T7: a payload that moves to a group of its own, takes the terminal's foreground for it
 /// and exits, leaving the foreground to a group that is gone.
@@ -124,7 +126,7 @@ def h(*_):
     seen.append(1)
     print(f"size={c}x{r}", flush=True)
 signal.signal(signal.SIGWINCH, h)
-print("ready", flush=True)
+os.write(1, b"ready\n")  # not print: the handler's print must not find stdout's lock held
 end = time.monotonic() + 8
 while time.monotonic() < end and not seen:
     time.sleep(0.05)

@@ -3,7 +3,7 @@
 
 use crate::common::{self, alive, marker, reap_leftovers, Who};
 use crate::pty::{scripts, stat, CTRL_C, PROMPT};
-use crate::{bwrap_line, caller, parallel, snug_line, the_pid};
+use crate::{bwrap_line, caller, in_front, parallel, snug_line, the_pid};
 use std::time::{Duration, Instant};
 
 /// T2: one ^C reaches the payload once (the terminal delivers it; snug relays nothing) and
@@ -18,11 +18,11 @@ fn t2_one_ctrl_c_one_sigint_and_the_payload_keeps_running() {
         let s = scripts::write(dir.path(), "count.py", scripts::COUNT_INT);
         t.line(&snug_line(&format!("python3 {s} 4 {m}")));
         t.expect("ready");
-        let payload = the_pid(&mut t, &format!("python3 {s} 4 {m}"));
-        t.sleep(Duration::from_millis(300));
+        let payload = in_front(&mut t, &format!("python3 {s} 4 {m}"));
         let pressed = Instant::now();
         t.send(CTRL_C);
         t.expect("ints=1");
+        // Kept: a check that a second INT does NOT come (1.5 s after the press).
         t.sleep(Duration::from_millis(1500).saturating_sub(pressed.elapsed()));
         t.reject("ints=2");
         if stat(payload).is_none() || t.seen(PROMPT) {
@@ -38,7 +38,7 @@ fn t2_one_ctrl_c_one_sigint_and_the_payload_keeps_running() {
         let s = scripts::write(dir.path(), "trap5.sh", scripts::TRAP_INT_EXIT5);
         t.line(&snug_line(&format!("sh {s} {m}")));
         t.expect("ready");
-        t.sleep(Duration::from_millis(300));
+        in_front(&mut t, &format!("sh {s} {m}"));
         t.send(CTRL_C);
         t.expect("got-int");
         t.expect(PROMPT);
@@ -51,7 +51,7 @@ fn t2_one_ctrl_c_one_sigint_and_the_payload_keeps_running() {
         let s = scripts::write(dir.path(), "count.py", scripts::COUNT_INT);
         t.line(&format!("python3 {fwd} python3 {s} 3"));
         t.expect("ready");
-        t.sleep(Duration::from_millis(300));
+        in_front(&mut t, &format!("python3 {s} 3"));
         t.send(CTRL_C);
         if !t.wait_for("ints=2", Duration::from_secs(3)) {
             t.fail("control: a wrapper forwarding the terminal's ^C did not deliver it twice");
@@ -64,15 +64,14 @@ fn t2_one_ctrl_c_one_sigint_and_the_payload_keeps_running() {
         let t5 = scripts::write(dir.path(), "trap5.sh", scripts::TRAP_INT_EXIT5);
         t.line(&bwrap_line(dir.path(), "", &format!("python3 {s} 4 {m}")));
         t.expect("ready");
-        t.sleep(Duration::from_millis(300));
+        in_front(&mut t, &format!("python3 {s} 4 {m}"));
         t.send(CTRL_C);
-        t.sleep(Duration::from_millis(1500));
-        if alive(&format!("{s} 4 {m}")) {
+        if !t.until(Duration::from_millis(1500), || !alive(&format!("{s} 4 {m}"))) {
             t.fail("control: the payload under plain bwrap survived ^C");
         }
         t.line(&bwrap_line(dir.path(), "", &format!("sh {t5} {m}")));
         t.expect("ready");
-        t.sleep(Duration::from_millis(300));
+        in_front(&mut t, &format!("sh {t5} {m}"));
         t.send(CTRL_C);
         t.expect(PROMPT);
         assert_eq!(t.rc(), 130, "control: plain bwrap dies of ^C, the payload's 5 is lost");
@@ -103,13 +102,15 @@ fn t3_two_ctrl_c_force_quit() {
         t.line(&snug_line(&format!("sh {s} {m}")));
         t.expect("ready");
         let snug = t.snug_pid();
-        t.sleep(Duration::from_millis(300));
+        in_front(&mut t, &format!("sh {s} {m}"));
         t.send(CTRL_C);
+        // Kept: a check that one ^C does NOT end the payload within 1.5 s.
         t.sleep(Duration::from_millis(1500));
         if !alive(&needle) || stat(snug).is_none() || t.seen(PROMPT) {
             t.fail("one ^C ended a payload that ignores INT");
         }
         t.send(CTRL_C);
+        // Kept: pacing between two key presses (a double ^C is two within 0.3 s).
         t.sleep(Duration::from_millis(100));
         let second = Instant::now();
         t.send(CTRL_C);
@@ -128,10 +129,12 @@ fn t3_two_ctrl_c_force_quit() {
         let s = scripts::write(dir.path(), "ignint.sh", scripts::IGNORE_INT);
         t.line(&format!("sh {s} {m}"));
         t.expect("ready");
-        t.sleep(Duration::from_millis(300));
+        in_front(&mut t, &format!("sh {s} {m}"));
         t.send(CTRL_C);
+        // Kept: pacing between two key presses.
         t.sleep(Duration::from_millis(100));
         t.send(CTRL_C);
+        // Kept: a check that two ^C do NOT end the payload within 1.5 s.
         t.sleep(Duration::from_millis(1500));
         let survived = alive(&format!("sleep {m}"));
         reap_leftovers(&format!("sleep {m}"));
@@ -143,10 +146,9 @@ fn t3_two_ctrl_c_force_quit() {
         let s = scripts::write(dir.path(), "ignint.sh", scripts::IGNORE_INT);
         t.line(&bwrap_line(dir.path(), "", &format!("sh {s} {m}")));
         t.expect("ready");
-        t.sleep(Duration::from_millis(300));
+        in_front(&mut t, &format!("sh {s} {m}"));
         t.send(CTRL_C);
-        t.sleep(Duration::from_millis(1500));
-        let survived = alive(&format!("sleep {m}"));
+        let survived = !t.until(Duration::from_millis(1500), || !alive(&format!("sleep {m}")));
         reap_leftovers(&format!("sleep {m}"));
         assert!(!survived, "control: plain bwrap survived one ^C");
     };
@@ -228,6 +230,7 @@ fn t4_hangup_tears_down_after_the_grace() {
         t.expect("ready");
         the_pid(&mut t, &needle);
         t.hangup();
+        // Kept: a check that the payload does NOT end within 2.5 s of the hangup.
         std::thread::sleep(Duration::from_millis(2500));
         let survived = alive(&needle);
         reap_leftovers(&needle);
