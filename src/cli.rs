@@ -130,8 +130,9 @@ struct Cli {
     /// Log signal events to stderr
     #[arg(short, long)]
     verbose: bool,
-    /// Most processes the sandbox may hold at once [default: 4096]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Most processes the sandbox may hold at once [default: 4096]; at most 4194304, the
+    /// kernel's PID_MAX_LIMIT, the largest `pids.max` takes
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4_194_304))]
     max_procs: Option<u64>,
     /// Most memory the sandbox may use, e.g. 512M, 2G (needs a cgroup snug can create)
     #[arg(long, value_name = "SIZE")]

@@ -44,13 +44,19 @@ impl Sink {
         let sink = match to {
             ReportTo::Path(p) => {
                 let label = p.display().to_string();
+                // O_NONBLOCK: a FIFO with no reader fails now (ENXIO, exit 74) instead of
+                // hanging snug before anything starts; cleared once open.
                 let file = std::fs::OpenOptions::new()
                     .write(true)
                     .create(true)
                     .truncate(true)
                     .mode(0o666)
+                    .custom_flags(libc::O_NONBLOCK)
                     .open(p)
                     .map_err(|e| cannot(&label, e.raw_os_error()))?;
+                let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| cannot(&label, Some(e.raw_os_error())))?;
+                rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)
+                    .map_err(|e| cannot(&label, Some(e.raw_os_error())))?;
                 Sink { file, label }
             }
             ReportTo::Fd(n) => {

@@ -241,7 +241,7 @@ impl Supervisor {
             Report::Stopped(sig) => self.on_stopped(sig),
             Report::Halted => self.on_halted(),
             Report::Interrupt(unanswered) => self.on_interrupt(unanswered),
-            Report::Refused(req) => log!("refused a sandbox process's change of the caller's terminal (ioctl {req:#x}): the caller holds the foreground"),
+            Report::Refused(req) => self.on_refused(req),
             Report::Exited(status) => {
                 log!("payload ended: {}", describe(status));
                 self.ended = Some(status);

@@ -72,11 +72,14 @@ impl Terminal {
         self.handed
     }
 
-    /// The payload needs the terminal while the hand-over waits (T13): hand it over now if
-    /// snug's group holds the foreground. True when handed.
+    /// The payload needs the terminal (it read it, or changed its settings) while the sandbox
+    /// does not hold it: hand it over now if snug's group holds the foreground. That is the
+    /// waiting hand-over of a pipeline (T13), and a job the caller's shell moved to the
+    /// foreground while it ran (`snug … &`, then `fg`: bash gives the terminal to a running
+    /// job without a SIGCONT, so snug learns of it only now). True when handed.
     pub fn hand_over_late(&mut self) -> bool {
         let Some(sandbox) = self.sandbox else { return false };
-        if !self.active() || !self.deferred || foreground() != self.own || !set_foreground(sandbox) {
+        if !self.active() || self.handed || foreground() != self.own || !set_foreground(sandbox) {
             return false;
         }
         self.deferred = false;

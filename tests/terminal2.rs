@@ -23,6 +23,8 @@ mod pagers;
 mod pty;
 #[path = "terminal2/repl.rs"]
 mod repl;
+#[path = "terminal2/review.rs"]
+mod review;
 #[path = "terminal2/steal.rs"]
 mod steal;
 #[path = "terminal2/steal_tty.rs"]

@@ -6,7 +6,7 @@
 //! (`seccomp_unotify(2)`), installed in the payload's process before its exec and so in
 //! every sandbox process, traps the ioctls that change a terminal: the foreground
 //! (`TIOCSPGRP`), the settings (the `TCSETS*`/`TCSETA*` family, `TCFLSH`, `TCXONC`,
-//! `TIOCSETD`) and the size (`TIOCSWINSZ`). Init answers each: it carries the change out
+//! `TIOCSETD`, `TIOCEXCL`) and the size (`TIOCSWINSZ`). Init answers each: it carries the change out
 //! itself on the requester's very file (`pidfd_getfd(2)`, with the argument read once from
 //! `/proc/PID/mem`), so no check-then-continue race lets a thread swap the descriptor, and
 //! only while snug has handed the terminal to the sandbox and a sandbox group holds the
@@ -15,13 +15,17 @@
 //! snug takes the terminal back only on that report. Chosen over design (b), a pty of
 //! snug's own, because the kernel keeps delivering ^C, ^Z and SIGWINCH itself, the caller's
 //! descriptors stay untouched (R2), and a SIGKILLed snug leaves no raw terminal behind.
+//!
+//! What this design cannot close: a sandbox process that leaves the caller's session
+//! (`setsid`) while it holds the terminal open is outside the kernel's job control, so its
+//! reads are not stopped (README, known limitations). A pty of snug's own would close it.
 
 use crate::channel::{Channel, Report};
 use crate::live::socket::Got;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 /// The ioctl requests that change a terminal (`ioctl_tty(2)`); the rest pass untouched.
-const TRAPPED: [u32; 14] = [
+const TRAPPED: [u32; 15] = [
     libc::TIOCSPGRP as u32,
     libc::TCSETS as u32,
     libc::TCSETSW as u32,
@@ -36,6 +40,7 @@ const TRAPPED: [u32; 14] = [
     libc::TCXONC as u32,
     libc::TIOCSETD as u32,
     libc::TIOCSWINSZ as u32,
+    libc::TIOCEXCL as u32,
 ];
 
 #[cfg(target_arch = "x86_64")]
@@ -131,7 +136,8 @@ pub enum Verdict {
 pub struct Request {
     /// The ioctl request.
     pub cmd: u32,
-    /// The descriptor refers to the caller's terminal (`TIOCGDEV` matches).
+    /// The descriptor refers to the caller's terminal (the same pty of the same devpts, or
+    /// `/dev/tty` opened by a process whose controlling terminal is the caller's).
     pub on_caller_tty: bool,
     /// The requester's controlling terminal is the caller's (it is in the caller's session).
     pub ctty_is_caller: bool,
@@ -158,6 +164,10 @@ pub fn verdict(r: &Request) -> Verdict {
     if spgrp && !r.ctty_is_caller {
         return Verdict::Refuse(libc::ENOTTY);
     }
+    if r.cmd == libc::TIOCEXCL as u32 {
+        // Exclusive mode outlives snug: the caller's own opens of /dev/tty would fail (EBUSY).
+        return Verdict::Refuse(libc::EPERM);
+    }
     let job_control = r.cmd != libc::TIOCSWINSZ as u32; // `tty_check_change` in the kernel
     if job_control && r.ctty_is_caller && !r.in_front && !r.ttou_off {
         return Verdict::StopRequester;
@@ -174,8 +184,9 @@ pub fn verdict(r: &Request) -> Verdict {
 /// Init's side: the listener and what it needs to answer.
 pub struct Guard {
     listener: OwnedFd,
-    /// `TIOCGDEV` of the caller's terminal (init's fd 0).
-    tty: u32,
+    /// The caller's terminal (init's fd 0) as `fstat(2)` names it: the devpts instance
+    /// (`st_dev`) and the pty (`st_rdev`); bwrap's own devpts reuses the pty numbers.
+    tty: Option<(u64, u64)>,
     /// snug handed the terminal to the sandbox ([`crate::channel::Order::Handed`]).
     pub handed: bool,
 }
@@ -184,10 +195,14 @@ pub struct Guard {
 /// restarts after the stop, as in the kernel's own `tty_check_change`.
 const ERESTARTSYS: i32 = 512;
 
-fn tty_dev(fd: RawFd) -> Option<u32> {
-    let mut dev: u32 = 0;
-    // SAFETY: TIOCGDEV writes an unsigned int into `dev`.
-    (unsafe { libc::ioctl(fd, libc::TIOCGDEV as _, &mut dev) } == 0).then_some(dev)
+/// `/dev/tty` (`st_rdev` 5:0): a file opened there is its opener's controlling terminal.
+const DEV_TTY: u64 = 5 << 8;
+
+/// A character device's `(st_dev, st_rdev)`, or `None`.
+fn char_dev(fd: impl AsFd) -> Option<(u64, u64)> {
+    let st = rustix::fs::fstat(fd).ok()?;
+    (rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::CharacterDevice)
+        .then_some((st.st_dev, st.st_rdev))
 }
 
 impl Guard {
@@ -196,7 +211,8 @@ impl Guard {
     pub fn receive(sock: &OwnedFd) -> Option<Guard> {
         // Terminal mode means fd 0 is the caller's terminal; should it not answer, no file
         // counts as the caller's terminal and requests are carried out as asked.
-        let tty = tty_dev(0).unwrap_or(u32::MAX);
+        // SAFETY: fd 0 stays open in init for its whole life; borrowed only for the fstat.
+        let tty = char_dev(unsafe { std::os::fd::BorrowedFd::borrow_raw(0) });
         // The child sends at once, or closes its end (packets: the close ends the wait).
         while !crate::fdpoll::readable(sock, None) {}
         match crate::live::socket::recv(sock.as_fd()) {
@@ -236,16 +252,23 @@ impl Guard {
         let Some(who) = crate::init::procfs::Requester::of(tid) else { return (0, -libc::ESRCH, 0) };
         let file = match who.file(req.data.args[0] as i32) {
             Ok(f) => f,
-            // A requester that made itself non-dumpable keeps its files and memory from init
-            // (`ptrace_may_access`): which terminal it means is unknown, so nothing that could
-            // be the caller's is done for it.
+            // A requester that made itself non-dumpable (or runs an execute-only binary) keeps
+            // its files and memory from init (`ptrace_may_access`): which terminal it means is
+            // unknown, so it is let through only where any terminal may change: while the
+            // sandbox holds the foreground (settings, size), or a foreground change that can
+            // only reach its own controlling terminal. Else as for a background job.
             Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                let own_tty_only = cmd == libc::TIOCSPGRP as u32 && who.ctty != self.tty;
-                return if own_tty_only {
-                    (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32)
-                } else {
-                    (0, -libc::EPERM, 0)
-                };
+                let fg = foreground();
+                let settings = cmd != libc::TIOCSPGRP as u32 && cmd != libc::TIOCEXCL as u32;
+                let go = (settings && self.handed && fg > 0) || (cmd == libc::TIOCSPGRP as u32 && !who.ctty_is_caller);
+                if go {
+                    return (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32);
+                }
+                if who.ctty_is_caller && !who.ttou_off && cmd != libc::TIOCSWINSZ as u32 && who.pgrp != fg {
+                    crate::init::procfs::signal_group(who.pgrp, libc::SIGTTOU);
+                    return (0, -ERESTARTSYS, 0);
+                }
+                return (0, -libc::EPERM, 0);
             }
             Err(_) => return (0, -libc::EBADF, 0),
         };
@@ -255,8 +278,11 @@ impl Guard {
         let fg = foreground();
         let r = Request {
             cmd,
-            on_caller_tty: tty_dev(file.as_raw_fd()) == Some(self.tty),
-            ctty_is_caller: who.ctty == self.tty,
+            on_caller_tty: match char_dev(&file) {
+                Some((_, DEV_TTY)) => who.ctty_is_caller,
+                id => id.is_some() && id == self.tty,
+            },
+            ctty_is_caller: who.ctty_is_caller,
             in_front: fg > 0 && who.pgrp == fg,
             ttou_off: who.ttou_off,
             sandbox_in_front: self.handed && fg > 0,
@@ -270,8 +296,7 @@ impl Guard {
                 (0, -e, 0)
             }
             Verdict::StopRequester => {
-                // SAFETY: signals the requester's own group, in this namespace.
-                unsafe { libc::kill(-who.pgrp, libc::SIGTTOU) };
+                crate::init::procfs::signal_group(who.pgrp, libc::SIGTTOU);
                 (0, -ERESTARTSYS, 0)
             }
             Verdict::Perform => match who.perform(file.as_raw_fd(), cmd, req.data.args[2]) {

@@ -36,8 +36,11 @@ pub struct Requester {
     mem: String,
     /// Its process group.
     pub pgrp: i32,
-    /// Its controlling terminal, encoded as `TIOCGDEV` gives it (`new_encode_dev`).
-    pub ctty: u32,
+    /// Its controlling terminal is the caller's: it is in the caller's session, whose leader
+    /// lives outside the sandbox's pid namespace, so `/proc/PID/stat` shows session 0 there
+    /// (`proc(5)`), and it has a controlling terminal at all. (Comparing terminal device
+    /// numbers would not do: bwrap's own devpts numbers its ptys from 0 too.)
+    pub ctty_is_caller: bool,
     /// The thread ignores or blocks SIGTTOU (`is_ignored` in `drivers/tty/tty_jobctrl.c`).
     pub ttou_off: bool,
 }
@@ -60,7 +63,7 @@ impl Requester {
             pidfd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) },
             mem: format!("/proc/{tid}/mem"),
             pgrp: *f.get(1)? as i32,
-            ctty: *f.get(3)? as u32,
+            ctty_is_caller: *f.get(2)? == 0 && *f.get(3)? != 0,
             ttou_off: off(sig.blocked) || off(sig.ignored),
         })
     }
@@ -83,7 +86,7 @@ impl Requester {
     /// points to once from its memory; the ioctl's result or its errno.
     pub fn perform(&self, fd: RawFd, cmd: u32, arg: u64) -> Result<i64, i32> {
         let err = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-        let by_value = [libc::TCFLSH as u32, libc::TCXONC as u32].contains(&cmd);
+        let by_value = [libc::TCFLSH as u32, libc::TCXONC as u32, libc::TIOCEXCL as u32].contains(&cmd);
         let rc = if by_value {
             // SAFETY: these requests take an int by value.
             unsafe { libc::ioctl(fd, cmd as _, arg as libc::c_int) }

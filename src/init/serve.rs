@@ -45,6 +45,8 @@ pub fn serve(
     // `--jobs wait` (L4): outlive the main process until the sandbox is empty, as in a grace.
     let mut grace = jobs == crate::live::Jobs::Wait;
     let mut ended: Option<i32> = None;
+    // Every sandbox process was stopped on snug's order and not continued since.
+    let mut halted = false;
     let stops = if terminal { libc::WUNTRACED | libc::WCONTINUED } else { 0 };
     if !terminal {
         // Detached, a stop or continue of a child is nobody's business: not even a SIGCHLD
@@ -97,10 +99,16 @@ pub fn serve(
                     }
                     execs.set_handed(false);
                     relay(libc::SIGSTOP);
+                    halted = true;
                     let _ = chan.report(Report::Halted, None);
                 }
-                Ok(Received::Packet(Some(Order::Continue(Resume::Job)), _)) => resume_job(payload),
-                Ok(Received::Packet(Some(Order::Continue(Resume::All)), _)) => relay(libc::SIGCONT),
+                Ok(Received::Packet(Some(Order::Continue(how)), _)) => {
+                    halted = false;
+                    match how {
+                        Resume::Job => resume_job(payload),
+                        Resume::All => relay(libc::SIGCONT),
+                    }
+                }
                 Ok(Received::Packet(Some(Order::Handed(h)), _)) => {
                     if let Some(g) = guard.as_mut() {
                         g.handed = h;
@@ -161,7 +169,8 @@ pub fn serve(
             if libc::WIFSTOPPED(status) {
                 // Only a terminal job stops with its payload (T5); detached, nothing acts on
                 // it, and a payload that stops and continues itself costs snug nothing (B5).
-                if terminal {
+                // The stop of snug's own Order::Stop is no news: snug stops once, on Halted.
+                if terminal && !halted {
                     // No terminal change from here on: snug takes the terminal back on this report.
                     if let Some(g) = guard.as_mut() {
                         g.handed = false;

@@ -69,6 +69,18 @@ impl Supervisor {
         self.stop_self(sig, true);
     }
 
+    /// Init refused a sandbox process a change of the caller's terminal because the sandbox
+    /// did not hold it. If snug's own group holds the foreground now (the caller's shell moved
+    /// this job to the front while it ran), the refusal was wrong from then on: hand the
+    /// terminal over so the next change goes through (T1, T11).
+    pub(super) fn on_refused(&mut self, req: i32) {
+        if self.terminal.hand_over_late() {
+            log!("the job is in the foreground: handed the sandbox the terminal (after refusing ioctl {req:#x})");
+            return self.order(Order::Handed(true));
+        }
+        log!("refused a sandbox process's change of the caller's terminal (ioctl {req:#x}): the caller holds the foreground");
+    }
+
     /// snug was continued (`fg`, `bg`, or a CONT from a process): give the terminal back to
     /// the sandbox if snug's group now holds it, and continue the sandbox once (G6): what a
     /// job stop stopped, or every process after a whole stop or when nothing was stopped.

@@ -1,0 +1,158 @@
+//! Rows an adversarial review of this round found broken (issue 10), each kept as a test.
+
+use crate::common::{marker, reap_leftovers, Who};
+use crate::pty::{scripts, Term, CTRL_C, CTRL_Z, PROMPT};
+use crate::{caller, parallel, snug_line};
+use std::time::Duration;
+
+/// Ticks 0.3 s apart, many of them; the marker rides in a comment.
+fn ticker(m: &str) -> String {
+    format!("sh -c 'i=0; while [ $i -lt 200 ]; do i=$((i+1)); echo tick$i; sleep 0.3; done # {m}'")
+}
+
+/// After a ^Z that snug itself received: "Stopped", and the next tick shows only after `bg`.
+fn stopped_then_bg_runs(t: &mut Term, m: &str) {
+    t.send(CTRL_Z);
+    t.expect("Stopped");
+    t.expect(PROMPT);
+    t.line("bg");
+    t.expect(PROMPT);
+    // The first `bg` must continue the job: new ticks come without a second one.
+    if !t.wait_for("tick", Duration::from_secs(5)) {
+        reap_leftovers(m);
+        t.fail("the first `bg` after ^Z did not continue the sandbox");
+    }
+    t.line("kill %1");
+    t.expect(PROMPT);
+    reap_leftovers(m);
+}
+
+/// T5/T12: `snug … &`, then `fg` (bash gives a running job the terminal without a SIGCONT),
+/// then ^Z: the terminal's TSTP reaches snug's own group, snug stops the sandbox and itself;
+/// the first `bg` continues both. Also for a pipeline (`snug … | cat`, T13: the sandbox does
+/// not hold the foreground, so snug gets the ^Z). Positive control: fails on main@dfb2ca6 (before
+/// this fix), as root and as the user: init reported the stop of its own SIGSTOP, and
+/// snug, continued by `bg`, acted on that stale report and stopped the job again, so the
+/// first `bg` or `fg` was swallowed (reproduced 3 of 3 by the adversarial review).
+#[test]
+fn t5_t12_first_bg_after_a_ctrl_z_snug_received() {
+    let row = |who: Who| {
+        let (mut t, _dir) = caller(who, "review: & fg ^Z bg");
+        let m = marker();
+        t.line(&format!("{} &", snug_line(&ticker(&m))));
+        t.expect("tick1\n");
+        t.line("fg");
+        t.expect("tick");
+        stopped_then_bg_runs(&mut t, &m);
+        let m = marker();
+        t.line(&format!("{} | cat", snug_line(&ticker(&m))));
+        t.expect("tick1\n");
+        stopped_then_bg_runs(&mut t, &m);
+    };
+    parallel(&row, &[]);
+}
+
+/// T1/T5: `snug … &` then `fg` at once: the job is in front while it runs (bash moved it
+/// without a SIGCONT); when the payload then reads the terminal, snug hands it the
+/// terminal instead of stopping the job, and a typed line reaches it. Positive control:
+/// fails on main@dfb2ca6 (before this fix): "Stopped" and the line went to the caller's bash
+/// ("hello: command not found"), 3 of 3 in the review.
+#[test]
+fn t1_fg_of_a_running_job_hands_over_the_terminal() {
+    let row = |who: Who| {
+        let (mut t, dir) = caller(who, "review: & fg cat");
+        let m = marker();
+        let s = scripts::write(dir.path(), "late-cat.sh", "echo waiting; sleep 1; echo reading; exec cat\n");
+        t.line(&format!("{} &", snug_line(&format!("sh {s} {m}"))));
+        // The sandbox runs, in the background: snug decided not to hand it the terminal.
+        t.expect("waiting");
+        t.line("fg");
+        t.expect("reading");
+        t.line("hello-from-the-caller");
+        t.expect("hello-from-the-caller\nhello-from-the-caller");
+        if t.seen("Stopped") || t.seen("command not found") {
+            t.fail("the running job brought to the front did not get the terminal");
+        }
+        t.send(CTRL_C);
+        t.expect(PROMPT);
+        reap_leftovers(&m);
+    };
+    parallel(&row, &[]);
+}
+
+/// Payload: open ptys of the sandbox's own devpts until one has the caller's pty number N
+/// (bwrap's devpts numbers from 0, like the host's), then change its settings and size.
+const OWN_PTY: &str = r#"import os, sys, termios, struct, fcntl
+n = int(sys.argv[1])
+keep = []
+while True:
+    m, s = os.openpty()
+    keep.append((m, s))
+    if os.ttyname(s) == f"/dev/pts/{n}" or len(keep) > n + 4:
+        break
+try:
+    a = termios.tcgetattr(s)
+    termios.tcsetattr(s, termios.TCSANOW, a)
+    fcntl.ioctl(m, termios.TIOCSWINSZ, struct.pack("HHHH", 7, 9, 0, 0))
+    print("own-pty", os.ttyname(s), "ok", flush=True)
+except (OSError, termios.error) as e:
+    print("own-pty", os.ttyname(s), "refused", e, flush=True)
+"#;
+
+/// T11: a pty of the sandbox's own is not the caller's terminal, even when its number is
+/// the caller's: a background payload may change its settings and size. Positive control:
+/// fails on main@dfb2ca6 (before this fix), which compared TIOCGDEV numbers only: the
+/// sandbox's pts/N counted as the caller's, and the payload hung in a stop-and-restart loop
+/// (no `own-pty` line within 12 s, root and user).
+#[test]
+fn t11_a_sandbox_pty_with_the_callers_number_is_not_the_callers() {
+    let row = |who: Who| {
+        let (mut t, dir) = caller(who, "review: own pty");
+        let m = marker();
+        let s = scripts::write(dir.path(), "own-pty.py", OWN_PTY);
+        t.line("tty");
+        t.expect("/dev/pts/");
+        t.expect("\n");
+        let n: u32 = t
+            .text()
+            .rsplit("/dev/pts/")
+            .next()
+            .and_then(|r| r.lines().next())
+            .and_then(|d| d.trim().parse().ok())
+            .unwrap_or(0);
+        t.line(&format!("{} &", snug_line(&format!("python3 {s} {n} {m}"))));
+        t.expect("own-pty /dev/pts/");
+        t.expect("\n");
+        let text = t.text();
+        let line = text.lines().rev().find(|l| l.contains("own-pty /dev")).unwrap_or_default().to_string();
+        reap_leftovers(&m);
+        assert!(line.contains(&format!("/dev/pts/{n} ok")), "{who:?}: {line:?} in {text}");
+    };
+    parallel(&row, &[]);
+}
+
+/// T11: TIOCEXCL on the caller's terminal from the sandbox is refused: exclusive mode would
+/// outlive snug and make the caller's own opens of /dev/tty fail with EBUSY. Positive controls:
+/// without a launcher the same ioctl succeeds (in-test, then undone with TIOCNXCL); on
+/// main@dfb2ca6 the row fails (TIOCEXCL was not trapped).
+#[test]
+fn t11_exclusive_mode_is_refused() {
+    let probe = "import fcntl, termios, sys\ntry:\n    fcntl.ioctl(0, termios.TIOCEXCL)\n    print('excl-set', flush=True)\n    fcntl.ioctl(0, termios.TIOCNXCL)\nexcept OSError as e:\n    print('excl-refused', e.errno, flush=True)\n";
+    let row = |who: Who| {
+        let (mut t, dir) = caller(who, "review: TIOCEXCL");
+        let s = scripts::write(dir.path(), "excl.py", probe);
+        t.line(&snug_line(&format!("python3 {s}")));
+        t.expect("excl-");
+        t.expect(PROMPT);
+        assert!(t.text().contains("excl-refused 1"), "{who:?}: {}", t.text());
+    };
+    let control = || {
+        let (mut t, dir) = caller(Who::Root, "review: TIOCEXCL control");
+        let s = scripts::write(dir.path(), "excl.py", probe);
+        t.line(&format!("python3 {s}"));
+        t.expect("excl-");
+        t.expect(PROMPT);
+        assert!(t.text().contains("excl-set"), "control: {}", t.text());
+    };
+    parallel(&row, &[&control]);
+}
