@@ -7,9 +7,8 @@
 use super::{check, find, open_pty};
 use crate::common::{snug_cmd, test_user, Who};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// snug leading its own terminal session.
@@ -30,17 +29,7 @@ impl Leader {
             check(unsafe { libc::fchown(slave.as_raw_fd(), uid, gid) }, "fchown pty");
         }
         let mut cmd = snug_cmd(who, dir, args);
-        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup pty slave"));
-        cmd.stdin(io(&slave)).stdout(io(&slave)).stderr(io(&slave));
-        // SAFETY: between fork and exec only async-signal-safe syscalls (setsid, ioctl).
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        super::lead_session(&mut cmd, &slave);
         let child = cmd.spawn().expect("spawn snug as a session leader");
         drop(cmd);
         drop(slave);

@@ -10,6 +10,7 @@
 
 pub mod leader;
 mod procs;
+pub mod rows;
 pub mod scripts;
 
 use procs::outermost;
@@ -71,6 +72,22 @@ fn open_pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
     }
 }
 
+/// Make `cmd` the leader of a new session whose controlling terminal is `slave`, which is
+/// also its stdin, stdout and stderr: as login(1) or a terminal emulator starts a shell.
+pub(crate) fn lead_session(cmd: &mut Command, slave: &OwnedFd) {
+    let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup pty slave"));
+    cmd.stdin(io(slave)).stdout(io(slave)).stderr(io(slave));
+    // SAFETY: between fork and exec only async-signal-safe syscalls (setsid, ioctl).
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 fn set_size(fd: RawFd, rows: u16, cols: u16) {
     let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
     // SAFETY: TIOCSWINSZ reads the winsize in this frame.
@@ -127,17 +144,7 @@ impl Term {
             .env("HISTFILE", "")
             .env("LANG", "C.UTF-8")
             .current_dir(dir);
-        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup pty slave"));
-        cmd.stdin(io(&slave)).stdout(io(&slave)).stderr(io(&slave));
-        // SAFETY: between fork and exec only async-signal-safe syscalls (setsid, ioctl).
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        lead_session(&mut cmd, &slave);
         let shell = cmd.spawn().expect("spawn the caller bash");
         drop(cmd);
         drop(slave);
