@@ -83,7 +83,11 @@ def b5_loop(env, n):
     """B5 with a payload that stops and continues itself in a loop (a helper process sends its
     shell STOP then CONT as fast as it can): snug's CPU over 2 s, as above. Detached, nothing
     acts on such stops, so snug must not wake for them."""
-    loop = "me=$$; (while :; do kill -STOP $me; kill -CONT $me; done) 2>/dev/null & echo R; sleep 3; kill $!"
+    # The loop is a python helper that ends by itself after 3 s: a shell loop sending STOP and
+    # CONT to its parent wedges dash's own `kill $!` afterwards, with or without snug.
+    helper = ("import os,signal,time,sys\np=int(sys.argv[1]); e=time.time()+3\n"
+              "while time.time()<e:\n    os.kill(p,signal.SIGSTOP); os.kill(p,signal.SIGCONT)")
+    loop = f"me=$$; python3 -c '{helper}' $me & echo R; wait"
     p = env.start([env.snug, "--", "sh", "-c", loop])
     if read_line(p) != "R":
         raise Failed("payload did not say R")

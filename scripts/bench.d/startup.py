@@ -107,6 +107,7 @@ def breakdown(env, n, head, snug_ms, ref_ms):
         parts.append(("a nest-like layer: `unshare -pmf --mount-proc` bwrap … `-- true`",
                       [unshare] + user + ["--pid", "--mount", "--fork", "--mount-proc"] + alone,
                       ([1, at], [0], "bwrap alone and unshare's own cost")))
+    parts += cgroup_attach(len(parts))
     got = alternate([lambda a=a: env.timed(a) for _, a, _ in parts], n.parts, warm=1)
     lines = [
         f"Medians of {n.parts} alternating runs each. The B1 runs above: snug {fmt_ms(snug_ms)}, bwrap alone "
@@ -123,6 +124,28 @@ def breakdown(env, n, head, snug_ms, ref_ms):
             delta = f"{extra:+.2f} ms over {what}"
         lines.append(f"| {name} | {fmt_ms(med(xs))} | {pct(xs, 10):.2f}–{pct(xs, 90):.2f} | {delta} |")
     return "\n".join(lines)
+
+
+def cgroup_attach(at):
+    """Rows for what K5's cgroup costs a run as root on a cgroup v1 `pids` hierarchy (this
+    host): a child cgroup made below the bench's own, a process moved into it by writing
+    `cgroup.procs` (as snug's nest does before it execs bwrap), the cgroup removed; against the
+    same without the move. The move waits for an RCU grace period in the kernel
+    (`cgroup_threadgroup_rwsem`), once per run. Skipped when not root or without v1 pids."""
+    if os.geteuid() != 0:
+        return []
+    own = next((l.split(":", 2)[2] for l in open("/proc/self/cgroup").read().splitlines()
+                if l.split(":")[1] == "pids"), None)
+    base = "/sys/fs/cgroup/pids"
+    if own is None or not os.path.isdir(base + own):
+        return []
+    d = os.path.join(base + own, f"snug-bench-{os.getpid()}")
+    make = f"mkdir -p {d} && sh -c '%s' && rmdir {d}"
+    return [
+        ("a cgroup made and removed, nothing moved (baseline)", ["sh", "-c", make % "true"], None),
+        ("the same with a process moved into it (K5's `cgroup.procs` write, v1 `pids`)",
+         ["sh", "-c", make % f"echo $$ > {d}/cgroup.procs"], ([at], [], "the baseline")),
+    ]
 
 
 TRIVIAL = {
