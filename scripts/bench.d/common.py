@@ -115,21 +115,38 @@ class Env:
         )
 
 
-def read_line(p, timeout=10.0):
-    """One line from p's stdout, read unbuffered so nothing waits in Python's buffers."""
+def _read(p, timeout):
+    """(bytes, how) from p's stdout, read unbuffered so nothing waits in Python's buffers: one
+    line (how "line"), or what came before a timeout ("timeout") or end of file ("eof")."""
     fd = p.stdout.fileno()
     buf = b""
     deadline = time.monotonic() + timeout
     while not buf.endswith(b"\n"):
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
-            p.kill()
-            raise Failed(f"no line from the payload within {timeout} s (got {buf!r})")
+            return buf, "timeout"
         chunk = os.read(fd, 1)
         if not chunk:
-            p.wait()
-            raise Failed(f"payload's stdout closed early (status {p.returncode}): {p.stderr.read().decode()[-300:]}")
+            return buf, "eof"
         buf += chunk
+    return buf, "line"
+
+
+def read_opt(p, timeout):
+    """One line from p's stdout, or None on end of file or timeout."""
+    buf, how = _read(p, timeout)
+    return buf.decode().strip() if how == "line" else None
+
+
+def read_line(p, timeout=10.0):
+    """One line from p's stdout; fails the row on timeout (p is killed) or end of file."""
+    buf, how = _read(p, timeout)
+    if how == "timeout":
+        p.kill()
+        raise Failed(f"no line from the payload within {timeout} s (got {buf!r})")
+    if how == "eof":
+        p.wait()
+        raise Failed(f"payload's stdout closed early (status {p.returncode}): {p.stderr.read().decode()[-300:]}")
     return buf.decode().strip()
 
 

@@ -6,35 +6,18 @@ subreaper meanwhile, and ends only processes it started (its children, or ones c
 run's unique marker)."""
 
 import os
-import select
 import signal
 import sys
 import time
 
 import peers as peerlist
 import procs
-from common import Failed, fmt_ms, med, now_ns, pct
+from common import Failed, fmt_ms, med, now_ns, pct, read_opt
 from startup import alternate, reference
 from stopping import SETTLE, TRAP
 
 CAP = 3.0  # s after the TERM: a payload still there then is counted as not ended
 BOUND = 1.1  # s: G3's bound for TERM → gone
-
-
-def read_opt(p, timeout):
-    """One line from p's stdout, or None on end of file or timeout."""
-    fd = p.stdout.fileno()
-    buf = b""
-    deadline = time.monotonic() + timeout
-    while not buf.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return None
-        chunk = os.read(fd, 1)
-        if not chunk:
-            return None
-        buf += chunk
-    return buf.decode().strip()
 
 
 def cleanup(p, mark):
