@@ -36,10 +36,16 @@ fn n2_k1_sigkill_at_any_moment_of_the_attach_leaves_no_pasta() {
             assert!(tail.clear_ms.is_some_and(|c| c <= 200), "{who:?} killed at {ms} ms: {tail:?}");
             // A pasta orphan that exited 0 is one of its short-lived helper clones (it runs
             // netlink calls in the namespace in a `clone(CLONE_VFORK)` child, which finishes
-            // its call and exits); pasta itself can only have died of SIGKILL.
+            // its call and exits). pasta itself died of SIGKILL, or, when the kill came
+            // while it was still joining the sandbox's namespace, found that namespace gone
+            // and exited 1 on its own (seen once in CI at 15 ms, as the user). Either way it
+            // is gone within the bound checked above; what may never be is a pasta alive.
             for (pid, st, comm) in &tail.orphans {
                 if comm.starts_with("pas") {
-                    assert!(*st == -libc::SIGKILL || *st == 0, "{who:?} at {ms} ms: pasta {pid} ended {st}");
+                    assert!(
+                        *st == -libc::SIGKILL || *st == 0 || *st == 1,
+                        "{who:?} at {ms} ms: pasta {pid} ended {st}"
+                    );
                     hit += usize::from(*st == -libc::SIGKILL);
                 }
             }
