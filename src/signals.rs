@@ -163,15 +163,29 @@ pub fn stop_with(sig: i32, group: bool) {
     let _ = set_mask(libc::SIG_BLOCK, mask_of(&[sig]));
 }
 
-/// Whether snug's process group is orphaned as far as snug can tell (`credentials(7)`): its
-/// parent is not in the same session in another group, so the kernel would discard a
-/// job-control stop. (Another member of the group could make it not orphaned; SIGSTOP is
-/// then still a correct stop, with the shell's "Stopped (signal)" wording.)
+/// Whether snug's process group is orphaned as far as snug can tell (`credentials(7)`): the
+/// kernel discards a job-control stop for an orphaned group. A group is not orphaned while a
+/// member's parent is in another group of the same session; snug walks up its own ancestors
+/// that share its group (make, `sh -c` and other wrappers without job control) to the first
+/// one outside it. (Another member, a pipeline partner, could make the group not orphaned
+/// either; missing that, SIGSTOP is still a correct stop, with the shell's "Stopped (signal)"
+/// wording.)
 fn orphaned() -> bool {
-    use rustix::process::{getpgid, getpgrp, getppid, getsid};
-    let Some(parent) = getppid() else { return true };
-    let same_session = getsid(Some(parent)).ok() == getsid(None).ok();
-    !(same_session && getpgid(Some(parent)).ok() != Some(getpgrp()))
+    use rustix::process::{getpgid, getpgrp, getppid, getsid, Pid};
+    let (group, session) = (getpgrp(), getsid(None).ok());
+    let mut pid = getppid();
+    for _ in 0..64 {
+        let Some(p) = pid else { return true };
+        let Ok(pg) = getpgid(Some(p)) else { return true };
+        if pg != group {
+            return getsid(Some(p)).ok() != session;
+        }
+        // An ancestor in snug's own group: look at its parent (`proc(5)`, stat field 4).
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", p.as_raw_nonzero())).unwrap_or_default();
+        let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<i32>().ok());
+        pid = ppid.and_then(Pid::from_raw);
+    }
+    true
 }
 
 /// A signal's name, `SIGTERM` style, for logs and messages.

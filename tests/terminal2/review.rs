@@ -156,3 +156,41 @@ fn t11_exclusive_mode_is_refused() {
     };
     parallel(&row, &[&control]);
 }
+
+/// T5 through a wrapper that shares snug's process group (make, `sh -c 'snug …; …'`): ^Z
+/// stops the whole job, `fg` resumes it, the wrapper goes on. snug stops its group with the
+/// job-control signal: the group is not orphaned, as the wrapper's parent, the caller's
+/// shell, is in the session in another group. Positive control: fails on main@4fd6d55
+/// (before this fix), which looked only at snug's own parent, took the group for orphaned
+/// and stopped snug alone with SIGSTOP: the wrapper ran on and no "Stopped" came (found by
+/// hand with a Makefile recipe).
+#[test]
+fn t5_ctrl_z_through_a_wrapper_in_snugs_group() {
+    let row = |who: Who| {
+        let (mut t, dir) = caller(who, "review: wrapper ^Z");
+        let m = marker();
+        let s = scripts::write(dir.path(), "wrapped.sh", "echo ready; sleep 2; echo resumed\n");
+        let snug = crate::common::snug();
+        t.line(&format!("sh -c '{} -- sh {s} {m}; echo wrapped-$?'", snug.display()));
+        t.expect("ready");
+        let fg = t.foreground();
+        let runs_sleep = || {
+            crate::pty::procs().into_iter().any(|p| {
+                crate::pty::stat(p).is_some_and(|s| s.pgrp == fg)
+                    && std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+            })
+        };
+        if !t.until(Duration::from_secs(10), runs_sleep) {
+            t.fail("the payload's sleep never ran");
+        }
+        t.send(CTRL_Z);
+        t.expect("Stopped");
+        t.expect(PROMPT);
+        t.line("fg");
+        t.expect("resumed");
+        t.expect("wrapped-0");
+        t.expect(PROMPT);
+        reap_leftovers(&m);
+    };
+    parallel(&row, &[]);
+}
