@@ -2,6 +2,7 @@
 what the payload writes to snug's stdout (passed through untouched, SPEC R2)."""
 
 import json
+import ctypes
 import os
 import select
 import signal
@@ -170,3 +171,11 @@ def finish(p, want, what):
     rc = p.wait(timeout=10)
     if rc != want:
         raise Failed(f"{what}: snug ended with {rc}, expected {want}: {p.stderr.read().decode()[-300:]}")
+
+
+def subreaper(on):
+    """prctl(PR_SET_CHILD_SUBREAPER): orphans of the runs (a daemonized pasta, a leaked
+    payload) become our children, so the bench can reap and count them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(36, 1 if on else 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")

@@ -2,7 +2,6 @@
 line (every payload of B6/B7 carries one), through pidfds so a reused pid is never signalled,
 and by reaping whatever was re-parented to the bench while it is a child subreaper."""
 
-import ctypes
 import itertools
 import os
 import select
@@ -107,13 +106,6 @@ def gone_times(fds, within):
     for fd in fds.values():
         os.close(fd)
     return out
-
-
-def subreaper(on):
-    """prctl(PR_SET_CHILD_SUBREAPER): orphans of the runs become our children, to be reaped."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(36, 1 if on else 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
 def children():

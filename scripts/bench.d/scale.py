@@ -15,6 +15,7 @@ import select
 import signal
 import time
 
+import common
 import procs
 from common import Failed, fmt_ms, med, pct
 
@@ -127,7 +128,7 @@ def verdict_row(name, got, ignore):
 
 
 def b7(env, n):
-    procs.subreaper(True)
+    common.subreaper(True)
     try:
         alone = lone(env, n.b7_lone)
         plain, probes = batch(env, n.b7_many, False, 7)
@@ -137,7 +138,7 @@ def b7(env, n):
         alone += lone(env, n.b7_lone)
     finally:
         procs.end_children()
-        procs.subreaper(False)
+        common.subreaper(False)
     loaded = [s for s, _, _, _ in plain + ign if s]
     early = len(plain) + len(ign) - len(loaded)
     ratio = pct(probes, 90) / pct(alone, 90)

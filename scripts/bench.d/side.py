@@ -11,6 +11,7 @@ import sys
 import time
 
 import peers as peerlist
+import common
 import procs
 from common import Failed, fmt_ms, med, now_ns, pct, read_opt
 from startup import alternate, reference
@@ -142,7 +143,7 @@ def b6(env, n):
     snug = peerlist.Peer("snug", [env.snug, "--"], "snug with its default profile")
     all_peers = [snug] + peerlist.peers(env, head, missing)
     ok = [p for p in all_peers if p.why is None]
-    procs.subreaper(True)
+    common.subreaper(True)
     try:
         start = alternate([lambda p=p: env.timed(p.argv(["true"])) for p in ok], n.b6_start, warm=2)
         rel = rounds([lambda p=p: relay(env, p) for p in ok], n.b6_relay)
@@ -150,7 +151,7 @@ def b6(env, n):
         lk = rounds([lambda p=p: leak(env, p) for p in ok], n.b6_leak)
     finally:
         procs.end_children()
-        procs.subreaper(False)
+        common.subreaper(False)
     lines = [
         f"All tools in one run, alternating trial by trial: startup {n.b6_start} runs each, relay "
         f"{n.b6_relay}, TERM → gone {n.b6_stop}, SIGKILL leftovers {n.b6_leak}.",

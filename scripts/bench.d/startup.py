@@ -6,7 +6,6 @@ runs its init (/run/snug/init, which needs snug's channel on fd 3). So the diffe
 exactly what snug adds: its own exec, the nest layer, the init, the channel, the teardown.
 """
 
-import ctypes
 import fcntl
 import json
 import os
@@ -17,7 +16,7 @@ import subprocess
 import time
 
 import timeline
-from common import Failed, fmt_ms, med, now_ns, pct, spawn, spread
+from common import Failed, fmt_ms, med, now_ns, pct, spawn, spread, subreaper
 
 INIT = "/run/snug/init"
 
@@ -204,13 +203,6 @@ def high(fd):
     new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100)
     os.close(fd)
     return new
-
-
-def subreaper(on):
-    """prctl(PR_SET_CHILD_SUBREAPER): a daemonized pasta becomes our child, so we can reap it."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(36, 1 if on else 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
 NS_GET_USERNS = 0xB701  # _IO(0xb7, 0x1), include/uapi/linux/nsfs.h
