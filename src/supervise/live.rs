@@ -15,9 +15,9 @@ impl Host for Supervisor {
             "stopped"
         } else if self.grace.is_some() {
             "grace"
-        } else if self.ended.is_some() {
+        } else if self.ending.payload_ended() {
             "jobs"
-        } else if !self.started {
+        } else if !self.started() {
             "starting"
         } else {
             "running"
@@ -25,7 +25,7 @@ impl Host for Supervisor {
     }
 
     fn init_pid(&self) -> Option<i32> {
-        self.init.as_ref().map(|i| i.host_pid)
+        self.init().map(|i| i.host_pid)
     }
 
     fn signal(&mut self, sig: i32, from: i32) -> String {
@@ -39,10 +39,10 @@ impl Host for Supervisor {
     }
 
     fn exec(&mut self) -> Result<OwnedFd, String> {
-        if self.init.is_none() || !self.started {
+        if self.init().is_none() || !self.started() {
             return Err("the sandbox is still starting".into());
         }
-        if self.torn_down.is_some() || !self.chan_open {
+        if self.ending.torn_down() || !self.chan_open {
             return Err("the sandbox is ending".into());
         }
         let (ours, theirs) = crate::live::socket::pair().map_err(|e| format!("socketpair: {e}"))?;
