@@ -71,6 +71,7 @@ pub struct Supervisor {
     sandbox: Option<Sandbox>,
     /// pasta with `@net`, once attached.
     pasta: Option<crate::net::Pasta>,
+    /// Whether init reported the payload forked; signals before that wait in it.
     start: Start,
     /// Deadline and the signal that started the grace.
     grace: Option<(Instant, i32)>,
@@ -88,7 +89,7 @@ pub struct Supervisor {
     /// The run's control socket (SPEC L1, L5), polled with the rest.
     control: Option<crate::live::server::Server>,
     /// What happens to other sandbox processes at the main process's exit (L4).
-    jobs: crate::live::Jobs,
+    at_main_exit: crate::live::Jobs,
 }
 
 impl Supervisor {
@@ -116,7 +117,7 @@ impl Supervisor {
             halting: None,
             record: RunRecord::default(),
             control: None,
-            jobs: crate::live::Jobs::Kill,
+            at_main_exit: crate::live::Jobs::Kill,
         }
     }
 

@@ -58,7 +58,7 @@ impl Supervisor {
     /// Attach this run's control socket (SPEC L1) and what `--jobs` asked (L4).
     pub fn live(mut self, server: Option<crate::live::server::Server>, jobs: Jobs) -> Supervisor {
         self.control = server;
-        self.jobs = jobs;
+        self.at_main_exit = jobs;
         self
     }
 
@@ -82,7 +82,7 @@ impl Supervisor {
     /// The payload's main process ended: with `--jobs grace`, what is left gets init's TERM
     /// (sent by init itself) and the 1.0 s grace from now (L4).
     pub(super) fn on_main_exit(&mut self) {
-        if self.jobs == Jobs::Grace && self.grace.is_none() {
+        if self.at_main_exit == Jobs::Grace && self.grace.is_none() {
             self.grace = Some((std::time::Instant::now() + super::GRACE, libc::SIGTERM));
             crate::log::log!("--jobs grace: what is left got SIGTERM; grace started: {} ms", super::GRACE.as_millis());
         }
