@@ -48,7 +48,7 @@ impl Supervisor {
     /// Init saw the payload stop (terminal mode). A hint from inside: act only if the payload
     /// really is stopped.
     pub(super) fn on_stopped(&mut self, sig: i32) {
-        let state = self.payload.as_ref().and_then(|p| p.state());
+        let state = self.payload().and_then(|p| p.state());
         log!("payload stopped by {} (state {state:?})", signame(sig));
         if !matches!(self.mode, Mode::Terminal { .. }) || !matches!(state, Some('T') | Some('t')) {
             // Init stopped carrying out terminal changes on its report: tell it they stand.
@@ -88,7 +88,7 @@ impl Supervisor {
         let how = self.stopped.take().unwrap_or(Resume::All);
         let handed = self.terminal.resume();
         // Wake init alone, should someone have stopped it: it relays the CONT exactly once.
-        if let Some(init) = &self.init {
+        if let Some(init) = self.init() {
             let _ = init.signal(libc::SIGCONT);
         }
         self.order(Order::Handed(handed));
