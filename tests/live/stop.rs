@@ -179,3 +179,39 @@ fn o5_l2_stop_is_reported_as_stop() {
         }
     }
 }
+
+/// L5: `stop`, `signal` and `exec` given a path that is no run's socket (a file, a fifo, both
+/// writable by everyone so that `connect(2)` gets as far as ECONNREFUSED) refuse with 64 and
+/// leave it alone; the socket of a snug that is gone is still removed. Positive control:
+/// main@c91b987 removed the file and the fifo, since `connect(2)` to a file that is no socket
+/// is refused as a dead socket's is (an attacker's run found `snug stop /etc/passwd` as root
+/// deleting /etc/passwd).
+#[test]
+fn l5_a_path_that_is_no_socket_is_never_removed() {
+    use std::os::unix::fs::PermissionsExt;
+    for who in everyone() {
+        let dir = workdir(who);
+        let file = dir.path().join("precious");
+        std::fs::write(&file, "keep").unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        for p in [&file, &fifo] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o666)).unwrap();
+            let p = p.to_str().unwrap();
+            for args in [vec!["stop", p], vec!["signal", p, "TERM"], vec!["exec", p, "--", "true"]] {
+                let (st, _, err, _) = run(who, dir.path(), &args);
+                assert_eq!(st.code(), Some(64), "{who:?} {args:?}: {err}");
+                assert!(err.contains("not a live sandbox's socket"), "{who:?} {args:?}: {err}");
+            }
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep", "{who:?}");
+        assert!(fifo.exists(), "{who:?}: the fifo was removed");
+
+        let stale = dir.path().join("gone.sock");
+        drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+        std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let (st, _, err, _) = run(who, dir.path(), &["stop", stale.to_str().unwrap()]);
+        assert_eq!(st.code(), Some(64), "{who:?}: {err}");
+        assert!(!stale.exists(), "{who:?}: a dead snug's socket stays: {err}");
+    }
+}
