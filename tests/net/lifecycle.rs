@@ -29,7 +29,7 @@ pid, fd = pty.fork() if "pty" in modes else (os.fork(), None)
 if pid == 0:
     os.execv(argv[0], argv)
 for m in modes:
-    if m.startswith("kill="):
+    if m.startswith("kill="):  # kept: the moment of the kill is what the sweep varies
         time.sleep(int(m[5:]) / 1000); os.kill(pid, signal.SIGKILL)
 print("pid", pid, flush=True)
 while fd is not None:
@@ -61,7 +61,7 @@ while True:
             if int(st[1]) == os.getpid():
                 print("alive", d, comm(d), flush=True)
         break
-    time.sleep(0.002)
+    time.sleep(0.002)  # the poll interval of this bounded wait for orphans
 print("done", flush=True)
 "#;
 
@@ -72,29 +72,23 @@ pub struct Ident {
     start: u64,
 }
 
-/// Fields after the command name in `/proc/PID/stat` (field 3 is index 0).
-fn stat(pid: i32) -> Option<Vec<String>> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(s[s.rfind(')')? + 2..].split_whitespace().map(String::from).collect())
-}
-
 impl Ident {
     pub fn of(pid: i32) -> Option<Ident> {
-        Some(Ident { pid, start: stat(pid)?.get(19)?.parse().ok()? })
+        Some(Ident { pid, start: stat(pid)?.start })
     }
 
     /// Still running (a zombie is not).
     pub fn alive(&self) -> bool {
-        stat(self.pid).is_some_and(|f| f[0] != "Z" && f.get(19).and_then(|s| s.parse().ok()) == Some(self.start))
+        stat(self.pid).is_some_and(|s| s.state != 'Z' && s.start == self.start)
     }
 
     pub fn pgrp(&self) -> i32 {
-        stat(self.pid).and_then(|f| f[2].parse().ok()).unwrap_or(-1)
+        stat(self.pid).map_or(-1, |s| s.pgrp)
     }
 
     /// The foreground group of its controlling terminal (-1: none).
     pub fn tpgid(&self) -> i32 {
-        stat(self.pid).and_then(|f| f[5].parse().ok()).unwrap_or(-1)
+        stat(self.pid).map_or(-1, |s| s.tpgid)
     }
 
     /// A hex mask line of `/proc/PID/status` (`SigBlk`, `SigIgn`).
@@ -108,11 +102,8 @@ impl Ident {
 /// The children of `parent` whose command line names pasta.
 pub fn pasta_children(parent: i32) -> Vec<Ident> {
     let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let ppid = stat(pid).and_then(|f| f[1].parse::<i32>().ok());
-        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if ppid == Some(parent) && String::from_utf8_lossy(&cmd).contains("pasta") {
+    for pid in procs() {
+        if stat(pid).is_some_and(|s| s.ppid == parent) && cmdline(pid).is_some_and(|c| c.contains("pasta")) {
             found.extend(Ident::of(pid));
         }
     }
@@ -251,8 +242,9 @@ fn n2_scenario(end: End, pty: bool) {
             End::Kill => -libc::SIGKILL,
         };
         assert_eq!(status, Some(want), "{who:?} {end:?}: snug's status");
-        std::thread::sleep((ended + Duration::from_millis(200)).saturating_duration_since(Instant::now()));
-        let left = pasta.alive();
+        // Gone by 200 ms after the end (once gone, this pid and start time never run again).
+        let by = (ended + Duration::from_millis(200)).saturating_duration_since(Instant::now());
+        let left = !until(by, || !pasta.alive());
         if left {
             kill(pasta.pid as u32, libc::SIGKILL);
         }
@@ -333,10 +325,12 @@ fn n2_positive_control_plain_pasta_leaks() {
     assert_eq!(pasta.pgrp(), launcher.pgrp(), "control: plain pasta has a group of its own");
     let _ = target.kill();
     let _ = target.wait();
+    // Kept: a check that pasta does NOT quit within 0.2 s of its namespace's end.
     std::thread::sleep(Duration::from_millis(200));
     assert!(pasta.alive(), "control: plain pasta quit when its namespace ended");
     let _ = run.child.kill();
     let _ = run.child.wait();
+    // Kept: a check that pasta does NOT die within 0.2 s of its parent's SIGKILL.
     std::thread::sleep(Duration::from_millis(200));
     let left = pasta.alive();
     kill(pasta.pid as u32, libc::SIGKILL);
