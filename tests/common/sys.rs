@@ -14,9 +14,9 @@ pub fn is_root() -> bool {
 }
 
 /// `kill(2)` of `pid` with `sig`; errors (a pid already gone) are ignored, as a test's
-/// clean-up wants. A signal number rustix does not name (0, real-time) sends nothing.
+/// clean-up wants. A number that is no signal (0, glibc's reserved 32 and 33) sends nothing.
 pub fn kill(pid: u32, sig: i32) {
-    let (Ok(raw), Some(sig)) = (i32::try_from(pid), Signal::from_named_raw(sig)) else { return };
+    let (Ok(raw), Some(sig)) = (i32::try_from(pid), signal(sig)) else { return };
     if let Some(pid) = Pid::from_raw(raw).filter(|_| raw > 0) {
         let _ = rustix::process::kill_process(pid, sig);
     }
@@ -24,10 +24,22 @@ pub fn kill(pid: u32, sig: i32) {
 
 /// `kill(-pgid, sig)`: every process of the group `pgid` (`kill(2)`); errors ignored.
 pub fn kill_group(pgid: i32, sig: i32) {
-    let Some(sig) = Signal::from_named_raw(sig) else { return };
+    let Some(sig) = signal(sig) else { return };
     if let Some(pgid) = Pid::from_raw(pgid).filter(|_| pgid > 0) {
         let _ = rustix::process::kill_process_group(pgid, sig);
     }
+}
+
+/// `sig` as rustix's [`Signal`]: a named one, or a real-time one libc leaves to programs
+/// (`SIGRTMIN()..=SIGRTMAX()`, `signal(7)`).
+fn signal(sig: i32) -> Option<Signal> {
+    Signal::from_named_raw(sig).or_else(|| {
+        (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&sig).then(|| {
+            // SAFETY: a valid, non-zero signal number that libc does not reserve for itself
+            // (it keeps those below SIGRTMIN()).
+            unsafe { Signal::from_raw_unchecked(sig) }
+        })
+    })
 }
 
 /// Whether `fd` becomes readable (or hung up) within `limit` (`poll(2)`); EINTR retried.

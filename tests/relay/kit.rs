@@ -95,7 +95,7 @@ const NAIVE: &str = r#"
 import signal, subprocess, sys, time
 p = subprocess.Popen(sys.argv[1:])
 def fwd(n, f):
-    time.sleep(0.05)
+    time.sleep(0.05)  # kept: the relay's latency is this control's behaviour
     p.send_signal(n)
 for s in (1, 2, 15):
     signal.signal(s, fwd)

@@ -51,7 +51,7 @@ fn t12_job_control_signals_stop_the_sandbox_without_a_terminal() {
                 proc_state(shell) == Some('T') || (proc_state(shell) == Some('D') && below_stopped())
             });
             let before = progress(&run);
-            // Nothing may happen for 1 s: the one fixed wait, checking an absence.
+            // Kept: nothing may happen for 1 s, a check of an absence.
             std::thread::sleep(Duration::from_secs(1));
             let after = progress(&run);
             let below: Vec<(i32, Option<char>)> =
@@ -96,7 +96,7 @@ fn g6_one_cont_reaches_the_payload_once() {
             run.signal(libc::SIGCONT);
             let seen = until(Duration::from_secs(5), || conts(&run) >= i);
             assert!(seen, "{who:?}: kill {i}: the payload never got the CONT; stderr: {}", run.stderr());
-            // A second delivery would follow within milliseconds: watch for it for 0.2 s.
+            // Kept: a second delivery would follow within milliseconds: watch for it for 0.2 s.
             std::thread::sleep(Duration::from_millis(200));
             counts.push(conts(&run));
         }
