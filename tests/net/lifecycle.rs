@@ -42,26 +42,32 @@ while fd is not None:
     sys.stdout.write(data.decode(errors="replace").replace("\r", "")); sys.stdout.flush()
 print("status", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
 comm = lambda p: open(f"/proc/{p}/comm").read().strip() if os.path.exists(f"/proc/{p}/comm") else "?"
+class Late(Exception):
+    pass
+def late(*_):
+    raise Late()
+signal.signal(signal.SIGALRM, late)
 t0 = time.monotonic()
-while True:
-    try:
-        r = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        print("clear", int((time.monotonic() - t0) * 1000), flush=True); break
-    if r is not None:
+signal.setitimer(signal.ITIMER_REAL, 0.5)
+try:
+    while True:
+        try:
+            r = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)  # blocks until an orphan ends
+        except ChildProcessError:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            print("clear", int((time.monotonic() - t0) * 1000), flush=True); break
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])  # reap and say it whole
         name = comm(r.si_pid)
         print("orphan", r.si_pid, os.waitstatus_to_exitcode(os.waitpid(r.si_pid, 0)[1]), name, flush=True)
-        continue
-    if time.monotonic() - t0 > 0.5:
-        for d in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                st = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(st[1]) == os.getpid():
-                print("alive", d, comm(d), flush=True)
-        break
-    time.sleep(0.002)  # the poll interval of this bounded wait for orphans
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGALRM])
+except Late:
+    for d in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            st = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(st[1]) == os.getpid():
+            print("alive", d, comm(d), flush=True)
 print("done", flush=True)
 "#;
 
