@@ -66,8 +66,11 @@ gate:
 bench: build
 	scripts/bench
 
+# 300 runs (SOAK_RUNS), as root and as the test user when root, in a pid namespace of its own
+# (SANDBOX_TESTS): it sends signals.
+SOAK_AS := $(shell [ "$$(id -u)" = 0 ] && echo --as both)
 soak: build
-	scripts/soak
+	$(SANDBOX_TESTS) scripts/soak $(SOAK_AS)
 
 clean:
 	$(CARGO) clean

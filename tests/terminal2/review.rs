@@ -62,11 +62,20 @@ fn t1_fg_of_a_running_job_hands_over_the_terminal() {
     let row = |who: Who| {
         let (mut t, dir) = caller(who, "review: & fg cat");
         let m = marker();
-        let s = scripts::write(dir.path(), "late-cat.sh", "echo waiting; sleep 1; echo reading; exec cat\n");
+        // The payload reads only once the test saw `fg` take effect and said so with a file
+        // (bounded: 10 s in steps of 10 ms).
+        let late_cat = "echo waiting\ni=0\nwhile [ ! -e go-$1 ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done\n\
+                        echo reading\nexec cat\n";
+        let s = scripts::write(dir.path(), "late-cat.sh", late_cat);
         t.line(&format!("{} &", snug_line(&format!("sh {s} {m}"))));
         // The sandbox runs, in the background: snug decided not to hand it the terminal.
         t.expect("waiting");
+        let snug = t.snug_pid();
         t.line("fg");
+        if !t.until(Duration::from_secs(10), || crate::pty::stat(snug).is_some_and(|s| s.tpgid == s.pgrp)) {
+            t.fail("`fg` did not give snug's job the terminal");
+        }
+        std::fs::write(dir.path().join(format!("go-{m}")), "").expect("write go file");
         t.expect("reading");
         t.line("hello-from-the-caller");
         t.expect("hello-from-the-caller\nhello-from-the-caller");
@@ -173,16 +182,7 @@ fn t5_ctrl_z_through_a_wrapper_in_snugs_group() {
         let snug = crate::common::snug();
         t.line(&format!("sh -c '{} -- sh {s} {m}; echo wrapped-$?'", snug.display()));
         t.expect("ready");
-        let fg = t.foreground();
-        let runs_sleep = || {
-            crate::pty::procs().into_iter().any(|p| {
-                crate::pty::stat(p).is_some_and(|s| s.pgrp == fg)
-                    && std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
-            })
-        };
-        if !t.until(Duration::from_secs(10), runs_sleep) {
-            t.fail("the payload's sleep never ran");
-        }
+        crate::pty::rows::sleep_in_front(&mut t);
         t.send(CTRL_Z);
         t.expect("Stopped");
         t.expect(PROMPT);
