@@ -38,12 +38,6 @@ pub struct Execs {
     handed: bool,
 }
 
-/// The session of `pid` (`proc(5)`, stat field 6).
-fn session(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(3)?.parse().ok()
-}
-
 impl Execs {
     /// No exec yet; `env` is the payload's environment.
     pub fn new(env: Vec<CString>, terminal: bool) -> Execs {
@@ -155,7 +149,7 @@ impl Execs {
                     // The client is gone (killed, or its terminal): CMD's session goes with it,
                     // as a run's sandbox goes with its snug (K1).
                     if let Some(pid) = pid {
-                        for p in super::procfs::pids().into_iter().filter(|p| session(*p) == Some(pid)) {
+                        for p in super::procfs::pids().into_iter().filter(|p| super::procfs::session(*p) == Some(pid)) {
                             let _ = crate::signals::kill(p, libc::SIGKILL);
                         }
                     }

@@ -17,6 +17,11 @@ pub fn pgrp(pid: i32) -> Option<i32> {
     stat_fields(pid)?.get(1).map(|v| *v as i32)
 }
 
+/// The session of `pid`, from its stat line.
+pub fn session(pid: i32) -> Option<i32> {
+    stat_fields(pid)?.get(2).map(|v| *v as i32)
+}
+
 /// Every pid in this namespace but init's own.
 pub fn pids() -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
