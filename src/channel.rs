@@ -11,7 +11,7 @@ use rustix::net::{
 };
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 mod outbox;
 pub use outbox::Outbox;
@@ -201,12 +201,8 @@ impl Channel {
     }
 
     /// Adopt an inherited descriptor (init's end at [`INIT_FD`]).
-    ///
-    /// # Safety
-    /// `fd` must be an open channel descriptor that nothing else owns.
-    pub unsafe fn from_fd(fd: RawFd) -> Channel {
-        // SAFETY: per the caller's promise.
-        Channel { fd: unsafe { OwnedFd::from_raw_fd(fd) } }
+    pub fn from_fd(fd: OwnedFd) -> Channel {
+        Channel { fd }
     }
 
     /// The raw descriptor, for `poll(2)`.

@@ -155,9 +155,7 @@ impl Supervisor {
         fds[slot::BWRAP] = watch(self.bwrap.raw(), libc::POLLIN);
         fds[slot::PASTA] = watch(self.pasta.as_ref().map_or(-1, |p| p.watch_fd()), libc::POLLIN);
         let control_at = self.control_fds(&mut fds);
-        // SAFETY: the pollfds live in `fds` for the call; poll(2) skips a negative fd.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-        if n < 0 {
+        if crate::fdpoll::poll_raw(&mut fds, timeout).is_err() {
             return false; // EINTR
         }
         if fds[slot::INIT].revents & libc::POLLOUT != 0 {
@@ -202,13 +200,15 @@ impl Supervisor {
     fn read_bwrap_err(&mut self) {
         let Some(fd) = &self.bwrap_err else { return };
         let mut buf = [0u8; 4096];
-        // SAFETY: reads into `buf`; poll said readable, or the writer is gone (EOF).
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            self.bwrap_err = None;
-            return;
-        }
-        let text = &buf[..n as usize];
+        // Poll said readable, or the writer is gone (EOF).
+        let n = match rustix::io::read(fd, &mut buf) {
+            Ok(n) if n > 0 => n,
+            _ => {
+                self.bwrap_err = None;
+                return;
+            }
+        };
+        let text = &buf[..n];
         if self.sandbox.is_some() {
             for line in String::from_utf8_lossy(text).lines() {
                 crate::log::say!("snug: bwrap: {line}");
