@@ -40,6 +40,10 @@ pub enum Report {
     Interrupt(bool),
     /// Every sandbox process was stopped on [`Order::Stop`] (T12).
     Halted,
+    /// The terminal sent a key (^C: SIGINT, ^\\: SIGQUIT; value: the signal) to the sandbox's
+    /// foreground group, which init belongs to. Without snug the caller's job would have got
+    /// it too, so snug sends it to its own process group (a script's loop, `make`, R3).
+    Typed(i32),
     /// Init refused a sandbox process a change of the caller's terminal (T11); value: the
     /// ioctl request.
     Refused(i32),
@@ -114,6 +118,7 @@ impl Report {
             Report::InitFailed(e) => encode(9, e),
             Report::Refused(r) => encode(10, r),
             Report::Leaving(n) => encode(11, n),
+            Report::Typed(s) => encode(12, s),
         }
     }
 
@@ -131,6 +136,7 @@ impl Report {
             9 => Report::InitFailed(v),
             10 => Report::Refused(v),
             11 => Report::Leaving(v),
+            12 => Report::Typed(v),
             _ => return None,
         })
     }

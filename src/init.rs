@@ -66,7 +66,7 @@ fn run(chan: &Channel, args: &[String], stderr: OwnedFd, spec: OwnedFd) -> Resul
         setpgid(None, None).map_err(os)?;
     }
     let terminal = mode != "detached";
-    let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+    let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP])
         .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     // Init changes the caller's terminal for sandbox processes (T11) from whatever group holds
     // the foreground: blocked, SIGTTOU lets it (`tty_check_change`). The payload's process

@@ -166,6 +166,12 @@ impl Supervisor {
         }
         if fds[slot::SIGNALS].revents != 0 {
             while let Some(got) = self.signals.read() {
+                // snug's own copy of a key it sent to its group ([`Supervisor::on_typed`]).
+                let own = !got.by_terminal() && got.pid == std::process::id();
+                if own && matches!(got.sig, libc::SIGINT | libc::SIGQUIT) {
+                    log!("dropped {}: snug's own, sent to its group with a key (R3)", signame(got.sig));
+                    continue;
+                }
                 self.on_signal(got);
             }
         }
@@ -248,6 +254,7 @@ impl Supervisor {
             Report::Halted => self.on_halted(),
             Report::Interrupt(unanswered) => self.on_interrupt(unanswered),
             Report::Refused(req) => self.on_refused(req),
+            Report::Typed(sig) => self.on_typed(sig),
             Report::Exited(status) => {
                 log!("payload ended: {}", describe(status));
                 self.ending.note(End::Payload(status));

@@ -125,10 +125,13 @@ pub fn serve(
             }
         }
         while let Some(got) = signals.read() {
-            // A ^C: the terminal sent it to its foreground group, which init belongs to.
+            // A ^C or ^\: the terminal sent it to its foreground group, which init belongs to.
             let front = super::guard::foreground();
-            if got.sig == libc::SIGINT && got.by_terminal() && front > 0 {
-                let _ = chan.report(Report::Interrupt(int_unanswered(Some(front))), None);
+            if matches!(got.sig, libc::SIGINT | libc::SIGQUIT) && got.by_terminal() && front > 0 {
+                let _ = chan.report(Report::Typed(got.sig), None);
+                if got.sig == libc::SIGINT {
+                    let _ = chan.report(Report::Interrupt(int_unanswered(Some(front))), None);
+                }
             }
         }
         if fds[3].revents & (libc::POLLHUP | libc::POLLERR) != 0 {

@@ -96,6 +96,22 @@ impl Supervisor {
         log!("continued the sandbox ({how:?})");
     }
 
+    /// The terminal sent a key (^C, ^\\) to the sandbox, which holds the foreground from
+    /// snug's hand: without snug it would have reached the caller's job too, snug's process
+    /// group (a script's loop, `make` and its other jobs, a `bash -c` wrapper). Send it there
+    /// as well, so that a non-interactive shell sees its own SIGINT and ends its loop when the
+    /// payload dies of it, as it would without snug (R3, T2). snug's own copy is dropped on
+    /// receipt. Checked first: only while snug handed the sandbox the terminal and its own
+    /// group is not in front, as a ^C typed then must be.
+    pub(super) fn on_typed(&mut self, sig: i32) {
+        if !matches!(sig, libc::SIGINT | libc::SIGQUIT) || !self.terminal.sandbox_in_front() {
+            return log!("ignored a key report for {} (the sandbox does not hold the terminal)", signame(sig));
+        }
+        let own = rustix::process::getpgrp().as_raw_nonzero().get();
+        let _ = crate::signals::kill(-own, sig);
+        log!("sent the terminal's {} to snug's own process group {own} too (R3)", signame(sig));
+    }
+
     /// A ^C reached the sandbox. One that reached no handler followed by another within
     /// [`FORCE_QUIT`] tears down (T3); a payload that answers ^C (a REPL, an editor) is never
     /// ended by keys alone.

@@ -194,3 +194,47 @@ fn t5_ctrl_z_through_a_wrapper_in_snugs_group() {
     };
     parallel(&row, &[]);
 }
+
+/// R3/T2 through a non-interactive shell that shares snug's group (a script's loop, `make`):
+/// ^C ends the loop at its first run, as it ends a loop of plain commands, and so does ^\
+/// (tried with dash: bash always ignores SIGQUIT). The script's shell ends its loop only when
+/// its child died of the signal *and* it got the signal itself; the sandbox holds the
+/// foreground, so snug sends the key to its own group too, as the terminal would have without
+/// snug. In-test control: the same loop of plain `sh -c … sleep`. Positive control: fails on
+/// main@a064dfc (before this fix), root and user: the script's shell got no SIGINT and ran
+/// iteration 2 (found by the adversarial review with bash and dash).
+#[test]
+fn r3_a_key_ends_a_scripts_loop_of_snug_runs() {
+    let row = |who: Who| {
+        let (mut t, dir) = caller(who, "review: loop ^C");
+        let m = marker();
+        let snug = crate::common::snug();
+        let runs = [
+            format!("{} -- sh -c 'echo ready; sleep 30' sh {m}", snug.display()),
+            format!("sh -c 'echo ready; sleep 30' sh {m}"),
+        ];
+        for (shell, key, rc) in [("bash", CTRL_C, 130), ("dash", CTRL_C, 130), ("dash", "\x1c", 131)] {
+            for run in &runs {
+                let s = scripts::write(
+                    dir.path(),
+                    "loop.sh",
+                    &format!("for i in 1 2 3; do {run}; echo iter-$i-$?; done; echo loop-end\n"),
+                );
+                t.line(&format!("{shell} {s}"));
+                t.expect("ready");
+                crate::pty::rows::sleep_in_front(&mut t);
+                let before = t.text().len();
+                t.send(key);
+                t.expect(PROMPT);
+                let after = t.text()[before..].to_string();
+                assert!(
+                    !after.contains("iter-") && !after.contains("loop-end"),
+                    "{who:?} {shell} {run}: the loop went on: {after}"
+                );
+                assert_eq!(t.rc(), rc, "{who:?} {shell} {run}: the script did not die of the key");
+                reap_leftovers(&m);
+            }
+        }
+    };
+    parallel(&row, &[]);
+}
