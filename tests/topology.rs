@@ -252,6 +252,26 @@ fn r3_cannot_run_is_126_or_127() {
     }
 }
 
+/// R3: an executable script without `#!` runs through /bin/sh with its arguments, as
+/// `execvp(3)`, `env` and bwrap itself run it, and its exit code is snug's. In-test control:
+/// `env` runs the same file the same way. Positive control: main@37ca4cd (before the
+/// fallback) exited 126 with "exec format error".
+#[test]
+fn r3_a_script_without_a_shebang_runs_through_sh() {
+    use std::os::unix::fs::PermissionsExt;
+    for who in everyone() {
+        let dir = workdir(who);
+        let script = dir.path().join("plain");
+        std::fs::write(&script, "echo \"plain $1 $2\"\nexit 3\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let o = run_bounded(&mut snug_cmd(who, dir.path(), &["--", "./plain", "a", "b c"]), LIMIT);
+        assert_eq!((o.status.code(), o.out.as_str()), (Some(3), "plain a b c\n"), "{who:?}: {}", o.err);
+        let control =
+            std::process::Command::new("env").args(["./plain", "a", "b c"]).current_dir(dir.path()).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&control.stdout), o.out, "control: env");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // R5, K3 — daemons die with the payload
 

@@ -5,6 +5,9 @@
 use std::ffi::CStr;
 use std::os::fd::RawFd;
 
+/// The shell a script without `#!` runs in (`_PATH_BSHELL`).
+const SH: &CStr = c"/bin/sh";
+
 /// What the child does before its exec, in this order; all of it built before the fork.
 pub struct Plan<'a> {
     /// The program to exec.
@@ -35,10 +38,14 @@ pub struct Plan<'a> {
 /// # Errors
 /// The `fork(2)` error.
 pub fn fork_exec(plan: &Plan<'_>) -> Result<i32, i32> {
-    // SAFETY: fork in single-threaded init. The child makes only async-signal-safe calls
-    // (close, setsid, dup2, ioctl, read, the seal's rt_sigaction/rt_sigprocmask, the guard's
-    // prctl/seccomp/sendmsg, execve, write, _exit) on integers and on memory `plan` points
-    // at, built before the fork, and never returns.
+    // A file the kernel cannot execute (ENOEXEC: a script without `#!`) runs through
+    // /bin/sh with its path as the first argument, as `execvp(3)`, `env` and bwrap itself do.
+    let mut sh_argv: Vec<*const libc::c_char> = vec![SH.as_ptr(), plan.program.as_ptr()];
+    sh_argv.extend(plan.argv.iter().skip(1)); // the rest of argv and its NULL
+                                              // SAFETY: fork in single-threaded init. The child makes only async-signal-safe calls
+                                              // (close, setsid, dup2, ioctl, read, the seal's rt_sigaction/rt_sigprocmask, the guard's
+                                              // prctl/seccomp/sendmsg, execve, write, _exit) on integers and on memory `plan` points
+                                              // at, built before the fork, and never returns.
     unsafe {
         let pid = libc::fork();
         if pid != 0 {
@@ -83,7 +90,11 @@ pub fn fork_exec(plan: &Plan<'_>) -> Result<i32, i32> {
             }
         }
         libc::execve(plan.program.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr());
-        let e = nestproc::errno().to_le_bytes();
+        let errno = nestproc::errno();
+        if errno == libc::ENOEXEC && sh_argv.len() > 2 {
+            libc::execve(SH.as_ptr(), sh_argv.as_ptr(), plan.envp.as_ptr());
+        }
+        let e = errno.to_le_bytes();
         libc::write(plan.err, e.as_ptr().cast(), 4);
         libc::_exit(127)
     }
