@@ -78,6 +78,20 @@ pub fn bwrap_code(line: &str) -> i32 {
     }
 }
 
+/// The exit code for bwrap's last error line before the sandbox started: [`POLICY`] when
+/// the policy's own mounts do not fit the host or each other (a path it binds or mounts
+/// over is missing: `--tmpfs /lib` hides init, a read-only `/etc` grant leaves no room for
+/// `/etc/localtime`), else as [`bwrap_code`]. 69 is for a missing host capability only (R4).
+pub fn bwrap_setup_code(line: &str) -> i32 {
+    let layout = ["Can't create file at", "Can't mkdir", "Can't find source path", "execvp "];
+    let missing = line.contains("No such file or directory") || line.contains("Not a directory");
+    if missing && layout.iter().any(|m| line.contains(m)) {
+        POLICY
+    } else {
+        bwrap_code(line)
+    }
+}
+
 /// The error as one line: causes joined with `: `, newlines folded (SPEC R4).
 pub fn one_line(err: &anyhow::Error) -> String {
     let text = match err.downcast_ref::<Failure>() {

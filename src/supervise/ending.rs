@@ -138,7 +138,10 @@ impl Supervisor {
                 let line =
                     said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("exited before the sandbox started");
                 let line = line.strip_prefix("bwrap: ").unwrap_or(line);
-                Outcome::Fail(failure(crate::error::bwrap_code(line), format!("bwrap: {line}")))
+                let code = crate::error::bwrap_setup_code(line);
+                let hint =
+                    if code == crate::error::POLICY { " (the policy's mounts do not fit: see --dry-run)" } else { "" };
+                Outcome::Fail(failure(code, format!("bwrap: {line}{hint}")))
             }
             None => Outcome::Fail(failure(INTERNAL, "the sandbox ended without reporting the payload's status")),
         }

@@ -38,6 +38,24 @@ fn r4_exit_categories() {
     }
 }
 
+/// R4: a policy whose own mounts do not fit (a tmpfs over /lib hides the dynamic loader and
+/// init; the caller's /etc as DIR, read-only, leaves no room for the files bwrap binds into
+/// it) is a policy error, 77, not a missing host capability. Positive control: main@e2d2c5e
+/// (before this) said 69 for all three.
+#[test]
+fn r4_mounts_that_do_not_fit_are_a_policy_error() {
+    for who in everyone() {
+        let dir = workdir(who);
+        for args in
+            [&["--tmpfs", "/lib", "--", "true"][..], &["--tmpfs", "/usr", "--", "true"], &["/etc", "--", "true"]]
+        {
+            let o = run_bounded(&mut snug_cmd(who, dir.path(), args), LIMIT);
+            one_line(&o, 77, &format!("{who:?} {args:?}"));
+            assert!(o.err.contains("--dry-run"), "{who:?} {args:?}: {}", o.err);
+        }
+    }
+}
+
 /// R4: a fork the system refuses (EAGAIN) → 71. snug runs in a pids cgroup of the test's own
 /// with pids.max 1, so its clone3 of the sandbox fails; cgroup v1 hosts only (skipped
 /// elsewhere), root only.
