@@ -82,7 +82,8 @@ pub fn plan() -> (Mechanism, Mechanism) {
 
 /// What the nest child must do before it execs bwrap; built before the clone.
 pub struct ForChild {
-    /// `cgroup.procs` of each cgroup to enter (the child writes `0`, meaning itself).
+    /// `tasks` (v1) or `cgroup.procs` (v2) of each cgroup to enter (the child writes `0`,
+    /// meaning itself, [`cgroup::create`]).
     procs: Vec<OwnedFd>,
     /// `RLIMIT_NPROC` to set, when no pids cgroup holds the cap.
     pub nproc: Option<u64>,
@@ -113,7 +114,7 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
     let mut out = ForChild { procs: Vec::new(), nproc: None };
     let mut make = |w: &Where, files: Vec<(&str, String)>| -> anyhow::Result<()> {
         cgroup::remove_stale(w.dir());
-        let (dir, fd) = cgroup::create(w.dir(), &files).map_err(|e| failure(crate::error::OS_ERROR, e))?;
+        let (dir, fd) = cgroup::create(w, &files).map_err(|e| failure(crate::error::OS_ERROR, e))?;
         crate::log::log!(
             "bound: {} in {}",
             files.iter().map(|(f, v)| format!("{f}={v}")).collect::<Vec<_>>().join(" "),
