@@ -94,32 +94,46 @@ fn join(point: &Path, root: &str, path: &str) -> Option<PathBuf> {
     Some(point.join(rel.trim_start_matches('/')))
 }
 
-/// Where `controller` (`pids`, `memory`) can be bounded by snug, or why not.
-pub fn find(controller: &str) -> Result<Where, String> {
-    let mounts = cgroup_mounts();
-    let own = own_cgroups();
-    if let Some((_, _, path)) = own.iter().find(|(_, c, _)| c.iter().any(|c| c == controller)) {
-        let m = mounts.iter().find(|m| m.2 == "cgroup" && m.3.iter().any(|o| o == controller));
-        return match m.and_then(|(root, point, _, _)| join(point, root, path)) {
-            Some(dir) if dir.is_dir() => Ok(Where::V1(dir)),
-            _ => Err(format!("the cgroup v1 {controller} hierarchy is not mounted where snug can see it")),
+/// snug's cgroups and the host's cgroup mounts, read once per run (`/proc/self/mountinfo`
+/// alone takes ~0.08 ms to read here).
+pub struct Host {
+    mounts: Vec<(String, PathBuf, String, Vec<String>)>,
+    own: Vec<(String, Vec<String>, String)>,
+}
+
+impl Host {
+    /// Read `/proc/self/cgroup` and `/proc/self/mountinfo`.
+    pub fn read() -> Host {
+        Host { mounts: cgroup_mounts(), own: own_cgroups() }
+    }
+
+    /// Where `controller` (`pids`, `memory`) can be bounded by snug, or why not.
+    pub fn find(&self, controller: &str) -> Result<Where, String> {
+        let (mounts, own) = (&self.mounts, &self.own);
+        if let Some((_, _, path)) = own.iter().find(|(_, c, _)| c.iter().any(|c| c == controller)) {
+            let m = mounts.iter().find(|m| m.2 == "cgroup" && m.3.iter().any(|o| o == controller));
+            return match m.and_then(|(root, point, _, _)| join(point, root, path)) {
+                Some(dir) if dir.is_dir() => Ok(Where::V1(dir)),
+                _ => Err(format!("the cgroup v1 {controller} hierarchy is not mounted where snug can see it")),
+            };
+        }
+        let Some((_, _, path)) = own.iter().find(|(id, c, _)| id == "0" && c.is_empty()) else {
+            return Err(format!("no cgroup {controller} controller on this host"));
         };
+        let Some(dir) =
+            mounts.iter().find(|m| m.2 == "cgroup2").and_then(|(root, point, _, _)| join(point, root, path))
+        else {
+            return Err("cgroup2 is not mounted".into());
+        };
+        let enabled = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+        if !enabled.split_whitespace().any(|c| c == controller) {
+            return Err(format!(
+                "cgroup v2: {controller} is not enabled for the children of snug's cgroup {}",
+                dir.display()
+            ));
+        }
+        Ok(Where::V2(dir))
     }
-    let Some((_, _, path)) = own.iter().find(|(id, c, _)| id == "0" && c.is_empty()) else {
-        return Err(format!("no cgroup {controller} controller on this host"));
-    };
-    let Some(dir) = mounts.iter().find(|m| m.2 == "cgroup2").and_then(|(root, point, _, _)| join(point, root, path))
-    else {
-        return Err("cgroup2 is not mounted".into());
-    };
-    let enabled = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
-    if !enabled.split_whitespace().any(|c| c == controller) {
-        return Err(format!(
-            "cgroup v2: {controller} is not enabled for the children of snug's cgroup {}",
-            dir.display()
-        ));
-    }
-    Ok(Where::V2(dir))
 }
 
 /// Whether snug may create a cgroup in `dir` (write and search permission, `access(2)`).
