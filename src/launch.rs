@@ -26,22 +26,24 @@ pub fn find_bwrap() -> Result<PathBuf> {
 
 /// The shared objects mapped into snug right now (`/proc/self/maps`, `proc(5)`): exactly
 /// what the same binary needs to run as init, so init starts even under `--no-defaults`
-/// (no /usr) without a static build.
+/// (no /usr). None for a static build (`make build`), which names no loader.
 pub fn libraries() -> Vec<PathBuf> {
     let exe = std::fs::read_link("/proc/self/exe").ok();
+    // The loader at the path the binary names (PT_INTERP), e.g. /lib64/ld-linux-x86-64.so.2;
+    // maps shows it under its resolved name, which is not where the kernel will look.
+    let Some(interp) = exe.as_deref().and_then(interpreter) else { return Vec::new() };
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let mut libs: Vec<PathBuf> = maps
         .lines()
         .filter_map(|l| l.split_whitespace().nth(5))
         .filter(|p| p.starts_with('/'))
         .map(PathBuf::from)
-        .filter(|p| Some(p) != exe.as_ref() && p.is_file())
+        .filter(|p| Some(p) != exe.as_ref())
         .collect();
-    // The loader at the path the binary names (PT_INTERP), e.g. /lib64/ld-linux-x86-64.so.2;
-    // maps shows it under its resolved name, which is not where the kernel will look.
-    if let Some(interp) = exe.as_deref().and_then(interpreter) {
-        libs.push(interp);
-    }
+    libs.sort();
+    libs.dedup(); // a library has several mappings: one stat each is enough
+    libs.retain(|p| p.is_file());
+    libs.push(interp);
     libs.sort();
     libs.dedup();
     libs
