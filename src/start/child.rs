@@ -53,11 +53,11 @@ struct CloneArgs {
 }
 
 /// `clone3(2)` with `flags` (which include `CLONE_PIDFD`) and `SIGCHLD`; the child runs
-/// [`child`] and never returns. The parent gets the child's pidfd.
+/// [`child`] and never returns. The parent gets the child's pidfd and pid.
 ///
 /// # Errors
 /// The `clone3(2)` error.
-pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<OwnedFd> {
+pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)> {
     let mut pidfd: RawFd = -1;
     let args = CloneArgs {
         flags,
@@ -77,7 +77,7 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<OwnedFd> {
         if pid < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(OwnedFd::from_raw_fd(pidfd))
+        Ok((OwnedFd::from_raw_fd(pidfd), pid as i32))
     }
 }
 
