@@ -110,8 +110,10 @@ pub struct Plan<'a> {
     pub limits: &'a crate::bounds::Limits,
 }
 
-/// Run `plan` in a fresh nest and supervise it to the end, filling `record`; `live` is the
-/// run's control socket and what `--jobs` asked (L1–L5).
+/// Run `plan` in a fresh nest and supervise it to the end, filling `record`; `live` binds the
+/// run's control socket, and says what `--jobs` asked (L1–L5). The socket is bound once
+/// bwrap runs, while it sets the sandbox up (off B1's critical path); a name already taken
+/// ends the run there, before init's Go: the payload never starts.
 ///
 /// # Errors
 /// snug's own failures before the sandbox runs (the outcome carries later ones).
@@ -119,7 +121,7 @@ pub fn run(
     plan: &Plan<'_>,
     on_init: OnInit,
     record: &mut RunRecord,
-    (control, jobs): (crate::live::server::Server, crate::live::Jobs),
+    (bind, jobs): (impl FnOnce() -> Result<crate::live::server::Server>, crate::live::Jobs),
 ) -> Result<Outcome> {
     let Plan { argv, mode, cmd, env, limits } = *plan;
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
@@ -146,6 +148,14 @@ pub fn run(
     drop(theirs);
     drop(seccomp);
     drop(args);
+    let control = match bind() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = nest.pid1.signal(libc::SIGKILL);
+            nest.pid1.reap();
+            return Err(e);
+        }
+    };
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
     let (outcome, filled) =
         Supervisor::new(mode, nest, ours, signals, name, on_init).live(Some(control), jobs).run(std::mem::take(record));
