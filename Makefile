@@ -10,8 +10,8 @@ MANDIR ?= $(DATADIR)/man
 .PHONY: build setup demo test cases gate bench soak clean install uninstall
 
 # One static binary (glibc, `-C target-feature=+crt-static`): snug, and init (the same binary)
-# inside the sandbox, start without the dynamic loader, which is ~0.3 ms of each of the two
-# execs on B1's critical path (BENCH.md), and init needs no library bound in. `cargo rustc`
+# inside the sandbox, start without the dynamic loader, about 0.5 ms of each of the two execs
+# on B1's critical path (BENCH.md), and init needs no library bound in. `cargo rustc`
 # gives the flag to the snug binary alone (proc-macro crates cannot be built with it);
 # `cargo build` and `cargo test` make a dynamic one, which behaves the same.
 STATIC := -C target-feature=+crt-static
@@ -72,8 +72,11 @@ gate:
 bench: build
 	scripts/bench
 
+# 300 runs (SOAK_RUNS), as root and as the test user when root, in a pid namespace of its own
+# (SANDBOX_TESTS): it sends signals.
+SOAK_AS := $(shell [ "$$(id -u)" = 0 ] && echo --as both)
 soak: build
-	scripts/soak
+	$(SANDBOX_TESTS) scripts/soak $(SOAK_AS)
 
 clean:
 	$(CARGO) clean

@@ -11,7 +11,7 @@ use rustix::net::{
 };
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 mod outbox;
 pub use outbox::Outbox;
@@ -40,6 +40,10 @@ pub enum Report {
     Interrupt(bool),
     /// Every sandbox process was stopped on [`Order::Stop`] (T12).
     Halted,
+    /// The terminal sent a key (^C: SIGINT, ^\\: SIGQUIT; value: the signal) to the sandbox's
+    /// foreground group, which init belongs to. Without snug the caller's job would have got
+    /// it too, so snug sends it to its own process group (a script's loop, `make`, R3).
+    Typed(i32),
     /// Init refused a sandbox process a change of the caller's terminal (T11); value: the
     /// ioctl request.
     Refused(i32),
@@ -114,6 +118,7 @@ impl Report {
             Report::InitFailed(e) => encode(9, e),
             Report::Refused(r) => encode(10, r),
             Report::Leaving(n) => encode(11, n),
+            Report::Typed(s) => encode(12, s),
         }
     }
 
@@ -131,6 +136,7 @@ impl Report {
             9 => Report::InitFailed(v),
             10 => Report::Refused(v),
             11 => Report::Leaving(v),
+            12 => Report::Typed(v),
             _ => return None,
         })
     }
@@ -201,12 +207,8 @@ impl Channel {
     }
 
     /// Adopt an inherited descriptor (init's end at [`INIT_FD`]).
-    ///
-    /// # Safety
-    /// `fd` must be an open channel descriptor that nothing else owns.
-    pub unsafe fn from_fd(fd: RawFd) -> Channel {
-        // SAFETY: per the caller's promise.
-        Channel { fd: unsafe { OwnedFd::from_raw_fd(fd) } }
+    pub fn from_fd(fd: OwnedFd) -> Channel {
+        Channel { fd }
     }
 
     /// The raw descriptor, for `poll(2)`.

@@ -1,4 +1,5 @@
-//! Waiting on descriptors (`poll(2)`) through rustix: one place for the timeout arithmetic.
+//! Waiting on descriptors (`poll(2)`): through rustix with one place for the timeout
+//! arithmetic, and [`poll_raw`] for the loops whose slots may be empty.
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use std::os::fd::AsFd;
@@ -34,4 +35,20 @@ pub fn ready<const N: usize>(
         out[*i] = !p.revents().is_empty();
     }
     Ok(out)
+}
+
+/// `poll(2)` on `fds` as the kernel takes them, for loops with fixed slots: a negative
+/// descriptor marks an empty slot, which poll(2) skips. Waits at most `timeout_ms`
+/// milliseconds (-1: forever); the number of entries with events.
+///
+/// # Errors
+/// The `poll(2)` error (`EINTR`).
+pub fn poll_raw(fds: &mut [libc::pollfd], timeout_ms: i32) -> std::io::Result<usize> {
+    // SAFETY: pointer and length describe `fds`, borrowed mutably for the call; poll(2) writes
+    // only their `revents`. A number that is not an open descriptor gets POLLNVAL, nothing more.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(n as usize)
 }

@@ -13,20 +13,9 @@ pub fn host_env() -> Vec<(String, String)> {
 /// The home directory in the passwd entry of the real uid (getpwuid_r(3)), for a caller
 /// that unset HOME (`env -i snug …`).
 pub fn passwd_home() -> Option<String> {
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: `passwd` is plain integers and pointers, all-zero a valid value; every pointer
-    // passed is to live, writable memory of the size passed; getpwuid_r(3) (NSS: rustix has
-    // no passwd lookup) writes the strings into `buf`, and on success pw_dir points to a
-    // NUL-terminated string inside `buf`, which outlives the copy made here.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(libc::getuid(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found);
-        if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
-            return None;
-        }
-        std::ffi::CStr::from_ptr(pwd.pw_dir).to_str().ok().map(str::to_string)
-    }
+    use nix::unistd::{Uid, User};
+    let user = User::from_uid(Uid::current()).ok()??;
+    user.dir.into_os_string().into_string().ok()
 }
 
 /// What a path is on the host.

@@ -5,75 +5,73 @@
 //! kernel kills the rest of the sandbox (SPEC R5).
 
 use crate::channel::{Channel, Report, INIT_FD, STDERR_FD};
+use crate::payload_args::ARGS_FD;
 use crate::signals::SignalFd;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 mod exec;
 mod guard;
 mod held;
 mod procfs;
 mod serve;
+mod spawn;
+mod unotify;
 
 /// The first argument that selects init mode in snug's own binary.
 pub const FLAG: &str = "--snug-init";
 
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+/// What snug's nest put at fixed numbers for init (`start::child`): the channel
+/// ([`INIT_FD`]), the caller's stderr ([`STDERR_FD`]) and the payload's spec ([`ARGS_FD`]).
+fn inherited() -> [OwnedFd; 3] {
+    // SAFETY: the nest dup2'd these numbers for exactly this process, which takes them here
+    // once, first thing in `main`, before it opens anything: nothing else owns them.
+    unsafe { [INIT_FD, STDERR_FD, ARGS_FD].map(|fd| OwnedFd::from_raw_fd(fd)) }
 }
 
 /// Run as init with `args` = `[MODE, JOBS?]` (what follows [`FLAG`]; CMD, its arguments and
 /// environment come from [`crate::payload_args`]); never returns.
 pub fn main(args: &[String]) -> ! {
-    // SAFETY: fd INIT_FD was set up by snug's nest for exactly this process.
-    let chan = unsafe { Channel::from_fd(INIT_FD) };
-    let code = match run(&chan, args) {
+    let [chan, stderr, spec] = inherited();
+    let chan = Channel::from_fd(chan);
+    let code = match run(&chan, args, stderr, spec) {
         Ok(code) => code,
         Err(e) => {
             let _ = chan.report(Report::InitFailed(e), None);
             1
         }
     };
-    // SAFETY: _exit ends init at once; the kernel then empties the namespace.
-    unsafe { libc::_exit(code) }
+    // Init ends at once; the kernel then empties the namespace.
+    std::process::exit(code)
 }
 
-fn run(chan: &Channel, args: &[String]) -> Result<i32, i32> {
+fn run(chan: &Channel, args: &[String], stderr: OwnedFd, spec: OwnedFd) -> Result<i32, i32> {
+    use rustix::process::{set_dumpable_behavior, setpgid, setsid, DumpableBehavior};
     let mode = args.first().map(String::as_str).unwrap_or("detached");
-    let spec = crate::payload_args::receive()?;
-    // SAFETY: prctl, fcntl, dup2, close, setsid/setpgid: plain syscalls on our own state.
-    unsafe {
-        // The payload runs as the same uid: keep it from opening our descriptors via /proc.
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-        libc::fcntl(INIT_FD, libc::F_SETFD, libc::FD_CLOEXEC);
-        // fd 2 is bwrap's error pipe to snug: put the caller's stderr back (SPEC R2).
-        if libc::dup2(STDERR_FD, 2) < 0 {
-            return Err(errno());
-        }
-        libc::close(STDERR_FD);
-        if mode == "detached" {
-            // Own session, led by init: no terminal can signal the sandbox (SPEC D1).
-            if libc::setsid() < 0 {
-                return Err(errno());
-            }
-        } else {
-            // Own group in the caller's session, keeping the controlling terminal (SPEC T1).
-            // snug, not init, hands this group the foreground: only snug knows whether it is
-            // still in the foreground itself (a ^Z during start-up must not let the sandbox
-            // take the caller's terminal).
-            if libc::setpgid(0, 0) < 0 {
-                return Err(errno());
-            }
-        }
+    let spec = crate::payload_args::receive_from(std::fs::File::from(spec))?;
+    let os = |e: rustix::io::Errno| e.raw_os_error();
+    // The payload runs as the same uid: keep it from opening our descriptors via /proc.
+    let _ = set_dumpable_behavior(DumpableBehavior::NotDumpable);
+    let _ = rustix::io::fcntl_setfd(chan, rustix::io::FdFlags::CLOEXEC);
+    // fd 2 is bwrap's error pipe to snug: put the caller's stderr back (SPEC R2).
+    rustix::stdio::dup2_stderr(&stderr).map_err(os)?;
+    drop(stderr);
+    if mode == "detached" {
+        // Own session, led by init: no terminal can signal the sandbox (SPEC D1).
+        setsid().map_err(os)?;
+    } else {
+        // Own group in the caller's session, keeping the controlling terminal (SPEC T1).
+        // snug, not init, hands this group the foreground: only snug knows whether it is
+        // still in the foreground itself (a ^Z during start-up must not let the sandbox
+        // take the caller's terminal).
+        setpgid(None, None).map_err(os)?;
     }
     let terminal = mode != "detached";
-    let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+    let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP])
         .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     // Init changes the caller's terminal for sandbox processes (T11) from whatever group holds
     // the foreground: blocked, SIGTTOU lets it (`tty_check_change`). The payload's process
     // clears its mask (S1).
-    let ttou: u64 = 1 << (libc::SIGTTOU - 1);
-    // SAFETY: `ttou` lives in this frame.
-    unsafe { libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_BLOCK, &ttou, std::ptr::null_mut::<u64>(), 8usize) };
+    crate::signals::block(&[libc::SIGTTOU]);
     let program = match crate::payload_args::resolve(&spec) {
         Ok(p) => p,
         Err(e) => {

@@ -9,7 +9,7 @@
 
 use std::ffi::{CString, OsString};
 use std::io::{Read, Seek, Write};
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -133,19 +133,11 @@ fn decode(bytes: &[u8]) -> Option<Spec> {
     Some(Spec { argv, env, closed })
 }
 
-/// Read the spec from [`ARGS_FD`] and close it (init side).
+/// Read a spec from `file` and close it: a memfd [`memfd`] made, which init has at
+/// [`ARGS_FD`] (`snug exec` sends one too, SPEC L3).
 ///
 /// # Errors
 /// An `errno`: the read's, or `EINVAL` for a malformed memfd.
-pub fn receive() -> Result<Spec, i32> {
-    // SAFETY: ARGS_FD was set up by snug's nest for exactly this process; owned from here.
-    receive_from(unsafe { std::fs::File::from_raw_fd(ARGS_FD) })
-}
-
-/// Read a spec from `file` (a memfd [`memfd`] made; `snug exec` sends one, SPEC L3).
-///
-/// # Errors
-/// As [`receive`].
 pub fn receive_from(mut file: std::fs::File) -> Result<Spec, i32> {
     let mut bytes = Vec::new();
     (&mut file).take(MAX_BYTES).read_to_end(&mut bytes).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
@@ -162,18 +154,6 @@ impl Spec {
     pub fn pointers(&self) -> (Vec<*const libc::c_char>, Vec<*const libc::c_char>) {
         let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
         (ptrs(&self.argv), ptrs(&self.env))
-    }
-
-    /// Close again in this process what the caller had closed (SPEC R2). Only `close(2)`:
-    /// safe between fork and exec.
-    pub fn close_closed(&self) {
-        for fd in 0..3 {
-            if self.closed & (1 << fd) != 0 {
-                // SAFETY: async-signal-safe close of a standard descriptor in the payload's
-                // own process before its exec.
-                unsafe { libc::close(fd) };
-            }
-        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::BorrowedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
@@ -22,7 +22,7 @@ pub enum ReportTo {
 /// Space reserved for the report up front (`fallocate(2)` with `FALLOC_FL_KEEP_SIZE`), so a
 /// full disk shows before the payload starts. A report with [`crate::report::MAX_SIGNALS`]
 /// signals stays well below it.
-const RESERVE: i64 = 64 * 1024;
+const RESERVE: u64 = 64 * 1024;
 
 /// An open report destination.
 #[derive(Debug)]
@@ -60,27 +60,18 @@ impl Sink {
                 Sink { file, label }
             }
             ReportTo::Fd(n) => {
+                use rustix::io::{fcntl_dupfd_cloexec, fcntl_setfd, FdFlags};
                 let label = format!("fd:{n}");
-                // SAFETY: F_GETFL only reads the descriptor's flags.
-                let fl = unsafe { libc::fcntl(*n, libc::F_GETFL) };
-                if fl < 0 {
-                    return Err(cannot(&label, Some(libc::EBADF)));
-                }
-                if fl & libc::O_ACCMODE == libc::O_RDONLY {
+                let fd = caller_fd(*n).ok_or_else(|| cannot(&label, Some(libc::EBADF)))?;
+                let fl = rustix::fs::fcntl_getfl(fd).map_err(|_| cannot(&label, Some(libc::EBADF)))?;
+                if fl & rustix::fs::OFlags::RWMODE == rustix::fs::OFlags::RDONLY {
                     return Err(failure(REPORT, format!("cannot write the report to {label}: not open for writing")));
                 }
-                // SAFETY: the descriptor exists (F_GETFL succeeded); the copy is owned here.
-                let copy = unsafe {
-                    if *n > 2 {
-                        libc::fcntl(*n, libc::F_SETFD, libc::FD_CLOEXEC);
-                    }
-                    libc::fcntl(*n, libc::F_DUPFD_CLOEXEC, 10)
-                };
-                if copy < 0 {
-                    return Err(cannot(&label, std::io::Error::last_os_error().raw_os_error()));
+                if *n > 2 {
+                    let _ = fcntl_setfd(fd, FdFlags::CLOEXEC);
                 }
-                // SAFETY: just created, owned by nothing else.
-                Sink { file: unsafe { File::from_raw_fd(copy) }, label }
+                let copy = fcntl_dupfd_cloexec(fd, 10).map_err(|e| cannot(&label, Some(e.raw_os_error())))?;
+                Sink { file: File::from(copy), label }
             }
         };
         sink.reserve()?;
@@ -90,19 +81,15 @@ impl Sink {
     /// Reserve room in a regular file at its current offset; ENOSPC and EDQUOT are errors,
     /// a file system without `fallocate` (EOPNOTSUPP) is not.
     fn reserve(&self) -> anyhow::Result<()> {
-        let fd = self.file.as_raw_fd();
         if !self.file.metadata().is_ok_and(|m| m.is_file()) {
             return Ok(());
         }
-        // SAFETY: plain syscalls on a descriptor this sink owns.
-        let rc = unsafe {
-            let at = libc::lseek(fd, 0, libc::SEEK_CUR).max(0);
-            libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, at, RESERVE)
-        };
-        let errno = std::io::Error::last_os_error().raw_os_error();
-        match (rc, errno) {
-            (0, _) => Ok(()),
-            (_, Some(e @ (libc::ENOSPC | libc::EDQUOT))) => Err(cannot(&self.label, Some(e))),
+        use rustix::fs::{fallocate, tell, FallocateFlags};
+        let at = tell(&self.file).unwrap_or(0);
+        match fallocate(&self.file, FallocateFlags::KEEP_SIZE, at, RESERVE) {
+            Err(e) if e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT => {
+                Err(cannot(&self.label, Some(e.raw_os_error())))
+            }
             _ => Ok(()),
         }
     }
@@ -120,6 +107,15 @@ impl Sink {
         self.file.write_all(text.as_bytes())?;
         self.file.flush()
     }
+}
+
+/// Descriptor `n` as the caller left it open, or `None` when it is not open
+/// (`fcntl(2)` `F_GETFD`).
+fn caller_fd(n: i32) -> Option<BorrowedFd<'static>> {
+    // SAFETY: F_GETFD only reads the descriptor table; once it succeeded, `n` is open, and
+    // snug never closes a descriptor its caller passed (it works on a copy), so the borrow
+    // stays valid for the process's life.
+    unsafe { (libc::fcntl(n, libc::F_GETFD) != -1).then(|| BorrowedFd::borrow_raw(n)) }
 }
 
 fn cannot(label: &str, errno: Option<i32>) -> anyhow::Error {

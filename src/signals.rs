@@ -84,21 +84,38 @@ impl AsFd for SignalFd {
 
 /// Whether `sig` was ignored (`SIG_IGN`) in this process, read with `sigaction(2)`.
 pub fn ignored(sig: i32) -> bool {
-    // SAFETY: a null new action only reads the disposition into `old`, which lives here.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
-    }
+    sigaction(sig, None) == Some(libc::SIG_IGN)
 }
 
 /// Set `sig` to `SIG_DFL` in this process.
 pub fn default(sig: i32) {
-    // SAFETY: SIG_DFL runs no code of ours.
-    unsafe { libc::signal(sig, libc::SIG_DFL) };
+    sigaction(sig, Some(0));
+}
+
+/// Set `sig` to `SIG_DFL` with `sigaction(2)` flags `flags` (`SA_NOCLDSTOP` for SIGCHLD).
+pub fn default_with(sig: i32, flags: i32) {
+    sigaction(sig, Some(flags));
+}
+
+/// glibc's `sigaction(2)` on `sig`: install `SIG_DFL` with these flags when given; the
+/// handler before, or `None` when glibc refuses `sig` (its own 32 and 33 among them).
+fn sigaction(sig: i32, dfl_flags: Option<i32>) -> Option<libc::sighandler_t> {
+    // SAFETY: `sigaction` is plain integers and a sigset, all-zero a valid value (SIG_DFL,
+    // empty mask); both structs live in this frame; the only action installed is SIG_DFL,
+    // which runs no code of ours.
+    unsafe {
+        let mut new: libc::sigaction = std::mem::zeroed();
+        new.sa_sigaction = libc::SIG_DFL;
+        new.sa_flags = dfl_flags.unwrap_or(0);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        let set = if dfl_flags.is_some() { &new as *const libc::sigaction } else { std::ptr::null() };
+        (libc::sigaction(sig, set, &mut old) == 0).then_some(old.sa_sigaction)
+    }
 }
 
 /// `kill(2)`: send `sig` (any number, 32 and 33 included) to `target` (a pid, 0 for the own
-/// group, `-pgid` for a group). Raw because rustix's `Signal` may not carry 32 and 33.
+/// group, `-pgid` for a group, -1 for every process the caller may signal). Raw because
+/// rustix's `Signal` may not carry 32 and 33.
 ///
 /// # Errors
 /// The `kill(2)` error (`ESRCH`, `EPERM`).
@@ -115,15 +132,16 @@ fn mask_of(sigs: &[i32]) -> u64 {
     sigs.iter().filter(|s| (1..=64).contains(*s)).fold(0, |m, s| m | 1u64 << (s - 1))
 }
 
-/// `rt_sigprocmask(2)` on this thread with a 64-bit kernel sigset; the mask before.
+/// `rt_sigprocmask(2)` on this thread with a 64-bit kernel sigset ([`sigseal::set_mask`]);
+/// the mask before.
 fn set_mask(how: i32, mask: u64) -> io::Result<u64> {
-    let mut old = 0u64;
-    // SAFETY: `mask` and `old` are 8-byte kernel sigsets that live in this frame.
-    let rc = unsafe { libc::syscall(libc::SYS_rt_sigprocmask, how, &mask, &mut old as *mut u64, 8usize) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(old)
+    sigseal::set_mask(how, mask).map_err(|e| io::Error::from_raw_os_error(e.0))
+}
+
+/// Block `sigs` in this thread (so that they queue, or so that init may change a terminal
+/// from the background: SIGTTOU).
+pub fn block(sigs: &[i32]) {
+    let _ = set_mask(libc::SIG_BLOCK, mask_of(sigs));
 }
 
 /// Unblock `sig` in this thread (a signal to die of, `end::die_of`).

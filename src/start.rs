@@ -82,7 +82,7 @@ pub fn nest(
     let plan = child::Plan {
         root,
         map: &map,
-        parent_pidfd: own.raw(),
+        parent_pidfd: own.as_fd(),
         err: err_w.as_raw_fd(),
         fds: raw,
         bounds: bounds_for_child,

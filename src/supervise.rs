@@ -3,7 +3,7 @@
 //! is blocked in the kernel while the payload runs (SPEC B5).
 
 use crate::channel::{Channel, Order, Outbox, Received, Report, Resume};
-use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND};
+use crate::error::{failure, INTERNAL};
 use crate::log::log;
 use crate::mode::Mode;
 use crate::pidfd::Pinned;
@@ -13,11 +13,15 @@ use crate::signals::signame;
 use crate::signals::SignalFd;
 use crate::start::Nest;
 use crate::terminal::Terminal;
+use ending::{End, Ending};
+use sandbox::{Sandbox, Start};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+mod ending;
 mod jobs;
 mod live;
+mod sandbox;
 
 /// The grace: a constant, no flag, no profile key (SPEC G2).
 pub const GRACE: Duration = Duration::from_millis(1000);
@@ -30,11 +34,29 @@ pub use crate::end::Outcome;
 /// hands over pasta, which the supervisor stops when the sandbox ends (N2).
 pub type OnInit = Box<dyn FnMut(&Pinned) -> anyhow::Result<Option<crate::net::Pasta>>>;
 
+/// Where each descriptor sits in the poll set; the control socket's follow (SPEC L1).
+mod slot {
+    /// snug's signalfd.
+    pub const SIGNALS: usize = 0;
+    /// The channel to init; also `POLLOUT` while orders wait for room.
+    pub const INIT: usize = 1;
+    /// bwrap's stderr pipe, until EOF.
+    pub const BWRAP_ERR: usize = 2;
+    /// bwrap's pidfd: readable once bwrap, pid 1 of the outer namespace, exited.
+    pub const BWRAP: usize = 3;
+    /// pasta's watch descriptor, with `@net`.
+    pub const PASTA: usize = 4;
+    /// How many slots come before the control socket's.
+    pub const FIXED: usize = 5;
+}
+
 /// Everything the loop watches, and what it learned.
 pub struct Supervisor {
     mode: Mode,
-    pid1: Pinned,
+    /// bwrap, pid 1 of the outer namespace (pinned): killing it tears the sandbox down.
+    bwrap: Pinned,
     bwrap_err: Option<OwnedFd>,
+    /// What bwrap wrote before init's hello: its error line when the sandbox never started.
     bwrap_said: Vec<u8>,
     chan: Channel,
     /// Init's end is still open.
@@ -45,19 +67,16 @@ pub struct Supervisor {
     terminal: Terminal,
     on_init: OnInit,
     cmd: String,
-    init: Option<Pinned>,
+    /// From init's hello on.
+    sandbox: Option<Sandbox>,
     /// pasta with `@net`, once attached.
     pasta: Option<crate::net::Pasta>,
-    payload: Option<Pinned>,
-    /// The payload was forked: the sandbox holds more than init.
-    started: bool,
-    /// Signals that came before the payload was started; relayed once it is.
-    pending: Vec<(Action, i32)>,
+    /// Whether init reported the payload forked; signals before that wait in it.
+    start: Start,
     /// Deadline and the signal that started the grace.
     grace: Option<(Instant, i32)>,
-    ended: Option<i32>,
-    exec_failed: Option<i32>,
-    fail: Option<anyhow::Error>,
+    /// How the run ends, once something ended it.
+    ending: Ending,
     /// The last ^C that reached no handler (T3).
     last_unanswered: Option<Instant>,
     /// How the sandbox was stopped by snug, for the next continue (T5, T12).
@@ -65,14 +84,12 @@ pub struct Supervisor {
     /// A job-control signal snug received and waits for init's [`Report::Halted`] to stop
     /// itself with (T12).
     halting: Option<i32>,
-    /// Set once snug tore the sandbox down: the signal to die of (0: a failure).
-    torn_down: Option<i32>,
     /// What happened, for `--report`; also holds the `--timeout` deadline (O5, O6).
     record: RunRecord,
     /// The run's control socket (SPEC L1, L5), polled with the rest.
     control: Option<crate::live::server::Server>,
     /// What happens to other sandbox processes at the main process's exit (L4).
-    jobs: crate::live::Jobs,
+    at_main_exit: crate::live::Jobs,
 }
 
 impl Supervisor {
@@ -80,7 +97,7 @@ impl Supervisor {
     pub fn new(mode: Mode, nest: Nest, chan: Channel, signals: SignalFd, cmd: String, on_init: OnInit) -> Supervisor {
         Supervisor {
             mode,
-            pid1: nest.pid1,
+            bwrap: nest.pid1,
             bwrap_err: Some(nest.bwrap_err),
             bwrap_said: Vec::new(),
             chan,
@@ -90,22 +107,17 @@ impl Supervisor {
             terminal: Terminal::new(mode),
             on_init,
             cmd,
-            init: None,
+            sandbox: None,
             pasta: None,
-            payload: None,
-            started: false,
-            pending: Vec::new(),
+            start: Start::Pending(Vec::new()),
             grace: None,
-            ended: None,
-            exec_failed: None,
-            fail: None,
+            ending: Ending::default(),
             last_unanswered: None,
             stopped: None,
             halting: None,
-            torn_down: None,
             record: RunRecord::default(),
             control: None,
-            jobs: crate::live::Jobs::Kill,
+            at_main_exit: crate::live::Jobs::Kill,
         }
     }
 
@@ -117,7 +129,7 @@ impl Supervisor {
         if let Some(mut pasta) = self.pasta.take() {
             pasta.stop();
         }
-        self.pid1.reap();
+        self.bwrap.reap();
         self.terminal.restore();
         let outcome = self.outcome();
         self.finish_control(&outcome);
@@ -132,54 +144,56 @@ impl Supervisor {
             Some(deadline) => deadline.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000) as i32,
             None => -1,
         };
-        let err_fd = self.bwrap_err.as_ref().map_or(-1, |f| f.as_raw_fd());
-        let mut fds = vec![
-            libc::pollfd { fd: self.signals.raw(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd {
-                fd: if self.chan_open { self.chan.raw() } else { -1 },
-                events: if self.outbox.waiting() { libc::POLLIN | libc::POLLOUT } else { libc::POLLIN },
-                revents: 0,
-            },
-            libc::pollfd { fd: err_fd, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: self.pid1.raw(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: self.pasta.as_ref().map_or(-1, |p| p.watch_fd()), events: libc::POLLIN, revents: 0 },
-        ];
+        let watch = |fd, events| libc::pollfd { fd, events, revents: 0 };
+        let mut fds = vec![watch(-1, 0); slot::FIXED];
+        fds[slot::SIGNALS] = watch(self.signals.raw(), libc::POLLIN);
+        fds[slot::INIT] = watch(
+            if self.chan_open { self.chan.raw() } else { -1 },
+            if self.outbox.waiting() { libc::POLLIN | libc::POLLOUT } else { libc::POLLIN },
+        );
+        fds[slot::BWRAP_ERR] = watch(self.bwrap_err.as_ref().map_or(-1, |f| f.as_raw_fd()), libc::POLLIN);
+        fds[slot::BWRAP] = watch(self.bwrap.raw(), libc::POLLIN);
+        fds[slot::PASTA] = watch(self.pasta.as_ref().map_or(-1, |p| p.watch_fd()), libc::POLLIN);
         let control_at = self.control_fds(&mut fds);
-        // SAFETY: the pollfds live in `fds` for the call; poll(2) skips a negative fd.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-        if n < 0 {
+        if crate::fdpoll::poll_raw(&mut fds, timeout).is_err() {
             return false; // EINTR
         }
-        if fds[1].revents & libc::POLLOUT != 0 {
+        if fds[slot::INIT].revents & libc::POLLOUT != 0 {
             self.outbox.flush(&self.chan);
         }
-        if fds[1].revents & !libc::POLLOUT != 0 {
+        if fds[slot::INIT].revents & !libc::POLLOUT != 0 {
             self.read_reports();
         }
-        if fds[0].revents != 0 {
+        if fds[slot::SIGNALS].revents != 0 {
             while let Some(got) = self.signals.read() {
+                // snug's own copy of a key it sent to its group ([`Supervisor::on_typed`]).
+                let own = !got.by_terminal() && got.pid == std::process::id();
+                if own && matches!(got.sig, libc::SIGINT | libc::SIGQUIT) {
+                    log!("dropped {}: snug's own, sent to its group with a key (R3)", signame(got.sig));
+                    continue;
+                }
                 self.on_signal(got);
             }
         }
-        if fds[2].revents != 0 {
+        if fds[slot::BWRAP_ERR].revents != 0 {
             self.read_bwrap_err();
         }
-        if let (true, Some(pasta)) = (fds[4].revents != 0, self.pasta.as_mut()) {
+        if let (true, Some(pasta)) = (fds[slot::PASTA].revents != 0, self.pasta.as_mut()) {
             pasta.on_readable();
         }
         // `--timeout` (O6): what a TERM from a process does, unless a grace runs or the payload ended.
-        if self.record.timeout_due(Instant::now()) && self.grace.is_none() && self.ended.is_none() {
+        if self.record.timeout_due(Instant::now()) && self.grace.is_none() && !self.ending.payload_ended() {
             self.record.timing_out();
             self.on_signal(crate::signals::Delivered { sig: libc::SIGTERM, code: 0, pid: std::process::id() });
         }
         self.on_control(&fds[control_at..]);
-        if let (Some((deadline, sig)), None) = (self.grace, self.torn_down) {
+        if let (Some((deadline, sig)), false) = (self.grace, self.ending.torn_down()) {
             if Instant::now() >= deadline {
                 log!("grace over after {} ms", GRACE.as_millis());
                 self.teardown(sig, EndedBy::GraceExpired);
             }
         }
-        if fds[3].revents != 0 || self.torn_down.is_some() {
+        if fds[slot::BWRAP].revents != 0 || self.ending.torn_down() {
             self.read_reports(); // what init said before it went
             while self.bwrap_err.is_some() {
                 self.read_bwrap_err();
@@ -192,14 +206,16 @@ impl Supervisor {
     fn read_bwrap_err(&mut self) {
         let Some(fd) = &self.bwrap_err else { return };
         let mut buf = [0u8; 4096];
-        // SAFETY: reads into `buf`; poll said readable, or the writer is gone (EOF).
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            self.bwrap_err = None;
-            return;
-        }
-        let text = &buf[..n as usize];
-        if self.init.is_some() {
+        // Poll said readable, or the writer is gone (EOF).
+        let n = match rustix::io::read(fd, &mut buf) {
+            Ok(n) if n > 0 => n,
+            _ => {
+                self.bwrap_err = None;
+                return;
+            }
+        };
+        let text = &buf[..n];
+        if self.sandbox.is_some() {
             for line in String::from_utf8_lossy(text).lines() {
                 crate::log::say!("snug: bwrap: {line}");
             }
@@ -229,54 +245,49 @@ impl Supervisor {
         match r {
             Report::Hello => self.on_hello(fd),
             Report::Started(sandbox_pid) => {
-                self.payload = fd.and_then(|fd| Pinned::adopt(fd).ok());
-                self.started = true;
-                let host = self.payload.as_ref().map_or(0, |p| p.host_pid);
+                let payload = fd.and_then(|fd| Pinned::adopt(fd).ok());
+                let host = payload.as_ref().map_or(0, |p| p.host_pid);
                 log!("payload started: pid {host} (pid {sandbox_pid} in the sandbox)");
-                // Held back until now: before the fork the sandbox held only init.
-                for (action, sig) in std::mem::take(&mut self.pending) {
-                    self.apply(action, sig);
-                }
+                self.on_started(payload);
             }
             Report::Stopped(sig) => self.on_stopped(sig),
             Report::Halted => self.on_halted(),
             Report::Interrupt(unanswered) => self.on_interrupt(unanswered),
             Report::Refused(req) => self.on_refused(req),
+            Report::Typed(sig) => self.on_typed(sig),
             Report::Exited(status) => {
                 log!("payload ended: {}", describe(status));
-                self.ended = Some(status);
+                self.ending.note(End::Payload(status));
                 self.on_main_exit();
             }
             Report::Empty => log!("sandbox empty"),
             Report::Leaving(_) => {}
-            Report::ExecFailed(e) => self.exec_failed = Some(e),
+            Report::ExecFailed(e) => self.ending.note(End::ExecFailed(e)),
             Report::InitFailed(e) => {
                 let code = crate::error::errno_code(e, INTERNAL);
-                self.fail = Some(failure(code, format!("sandbox init failed: {}", crate::error::strerror(e))));
+                let e = failure(code, format!("sandbox init failed: {}", crate::error::strerror(e)));
+                self.ending.note(End::Failed(e));
             }
         }
     }
 
     fn on_hello(&mut self, fd: Option<OwnedFd>) {
         let Some(init) = fd.and_then(|fd| Pinned::adopt(fd).ok()) else {
-            self.fail = Some(failure(INTERNAL, "sandbox init sent no usable pidfd"));
-            return self.teardown(0, EndedBy::SnugError);
+            return self.fail(failure(INTERNAL, "sandbox init sent no usable pidfd"));
         };
         let pid = init.host_pid;
         log!(
             "tree: bwrap pid {} (pid 1 of the outer namespace), init pid {pid} (pid 1 of the sandbox, leads its group)",
-            self.pid1.host_pid
+            self.bwrap.host_pid
         );
         let handed = self.terminal.hand_over(pid);
-        self.init = Some(init);
         // Before Go: init carries out the payload's terminal changes only once it knows (T11).
         self.order(Order::Handed(handed));
-        match self.init.as_ref().map_or(Ok(None), |init| (self.on_init)(init)) {
+        let net = (self.on_init)(&init);
+        self.sandbox = Some(Sandbox { init, payload: None });
+        match net {
             Ok(pasta) => self.pasta = pasta,
-            Err(e) => {
-                self.fail = Some(e);
-                return self.teardown(0, EndedBy::SnugError);
-            }
+            Err(e) => return self.fail(e),
         }
         self.order(Order::Go);
     }
@@ -307,10 +318,10 @@ impl Supervisor {
             Action::Stop => return self.halt(got.sig),
             Action::Relay | Action::Key | Action::Resume => {}
         }
-        if !self.started {
-            return self.pending.push((action, got.sig));
+        match &mut self.start {
+            Start::Pending(pending) => pending.push((action, got.sig)),
+            Start::Started => self.apply(action, got.sig),
         }
-        self.apply(action, got.sig);
     }
 
     fn apply(&mut self, action: Action, sig: i32) {
@@ -341,47 +352,6 @@ impl Supervisor {
 
     fn order(&mut self, o: Order) {
         self.outbox.send(&self.chan, o);
-    }
-
-    /// Kill bwrap, pid 1 of the outer namespace: the kernel kills and reaps everything below
-    /// before bwrap's own exit is seen (`zap_pid_ns_processes` in `kernel/pid_namespace.c`).
-    fn teardown(&mut self, sig: i32, why: EndedBy) {
-        if self.torn_down.is_none() {
-            log!("teardown");
-            self.record.teardown(why, self.init.as_ref());
-            let _ = self.pid1.signal(libc::SIGKILL);
-            self.torn_down = Some(sig);
-        }
-    }
-
-    fn outcome(&mut self) -> Outcome {
-        if let Some(e) = self.exec_failed {
-            let (code, what) = if e == libc::ENOENT {
-                (NOT_FOUND, crate::hints::not_found(&self.cmd))
-            } else {
-                (NOT_EXECUTABLE, crate::error::strerror(e))
-            };
-            return Outcome::Fail(failure(code, format!("{}: {what}", self.cmd)));
-        }
-        if let Some(status) = self.ended {
-            // Even after a teardown (G2), and over a start-up failure it caused: a ^C that
-            // ended the held payload while pasta attached also ends pasta's namespace.
-            return Outcome::Status(status);
-        }
-        if let Some(e) = self.fail.take() {
-            return Outcome::Fail(e);
-        }
-        match self.torn_down {
-            Some(sig) if sig > 0 => return Outcome::Signal(sig),
-            _ => {}
-        }
-        if self.init.is_none() {
-            let said = String::from_utf8_lossy(&self.bwrap_said);
-            let line = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("exited before the sandbox started");
-            let line = line.strip_prefix("bwrap: ").unwrap_or(line);
-            return Outcome::Fail(failure(crate::error::bwrap_code(line), format!("bwrap: {line}")));
-        }
-        Outcome::Fail(failure(INTERNAL, "the sandbox ended without reporting the payload's status"))
     }
 }
 

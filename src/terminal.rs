@@ -56,6 +56,12 @@ impl Terminal {
         self.handed
     }
 
+    /// snug handed the sandbox the terminal and snug's own group does not hold it now: a key
+    /// typed now went to a sandbox group (T2).
+    pub fn sandbox_in_front(&self) -> bool {
+        self.active() && self.handed && foreground() != self.own
+    }
+
     fn active(&self) -> bool {
         matches!(self.mode, Mode::Terminal { .. })
     }

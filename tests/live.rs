@@ -91,10 +91,7 @@ impl Live {
 
 impl Drop for Live {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        common::kill_if_running(&mut self.child);
     }
 }
 

@@ -11,6 +11,8 @@
 //! `delivery` (G1, G6, S2, D1).
 
 mod common;
+#[allow(unused_imports)] // the harness holds more than these tests use
+mod pty;
 
 #[path = "relay/kit.rs"]
 mod kit;

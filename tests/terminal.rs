@@ -27,50 +27,16 @@ mod signals;
 mod tty;
 
 pub use common::is_root;
-pub use pty::rows::{bwrap_line, caller, parallel, pids_starting, snug_line, the_pid};
-use pty::Term;
+pub use pty::rows::{
+    bwrap_line, caller, in_front, own_pid, parallel, pids_starting, sleep_in_front, snug_line, the_pid,
+};
 use std::path::Path;
-use std::time::Duration;
 
 /// Where `bwrap` is on `$PATH` (the control launcher's binary, to find its process).
 pub fn bwrap_path() -> String {
     let path = std::env::var("PATH").unwrap_or_default();
     let found = path.split(':').map(|d| Path::new(d).join("bwrap")).find(|p| p.is_file()).expect("bwrap on PATH");
     found.canonicalize().unwrap_or(found).display().to_string()
-}
-
-/// The one process under the caller's shell at `t` whose command line starts with `prefix`
-/// (root and user rows run the same payload at once), waiting up to 10 s for it.
-pub fn own_pid(t: &mut Term, prefix: &str) -> i32 {
-    let shell = t.shell_pid();
-    let line =
-        |p: &i32| std::fs::read(format!("/proc/{p}/cmdline")).map(|b| String::from_utf8_lossy(&b).replace('\0', " "));
-    let mine = || -> Vec<i32> {
-        pty::descendants(shell).into_iter().filter(|p| line(p).is_ok_and(|l| l.starts_with(prefix))).collect()
-    };
-    if !t.until(Duration::from_secs(10), || mine().len() == 1) {
-        t.fail(&format!("not exactly one process under the caller starting {prefix:?}: {:?}", mine()));
-    }
-    mine()[0]
-}
-
-/// Wait until the one process under the caller's shell whose command line starts with
-/// `prefix` is in the terminal's foreground group, so a key typed now (^C, ^Z) or a line
-/// reaches it; its pid. Call after the payload's `ready` line where it has one: that is
-/// printed once its handlers are set.
-pub fn in_front(t: &mut Term, prefix: &str) -> i32 {
-    let pid = own_pid(t, prefix);
-    let end = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let fg = t.foreground();
-        if pty::stat(pid).is_some_and(|s| s.pgrp == fg) {
-            return pid;
-        }
-        if std::time::Instant::now() >= end {
-            t.fail(&format!("{prefix:?} (pid {pid}) not in the terminal's foreground ({fg}) within 10 s"));
-        }
-        t.pump(Duration::from_millis(10));
-    }
 }
 
 /// Whether `pid` is blocked in `read(2)` of its fd 0 (`/proc/PID/syscall`, `proc_pid_syscall(5)`).

@@ -9,40 +9,20 @@ mod common;
 
 use common::*;
 use sigseal::SigState;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
 fn has(mask: u64, sig: i32) -> bool {
     SigState::has(mask, sig)
 }
 
-/// Start `cmd` as a careless caller would leave it: `ignore` at SIG_IGN, `block` blocked. Set
-/// in `pre_exec`, which runs after `Command` resets the mask, so the state reaches the program.
+/// Start `cmd` as a careless caller would leave it: `ignore` at SIG_IGN, `block` blocked.
 fn inherit<'a>(cmd: &'a mut Command, ignore: &'static [i32], block: &'static [i32]) -> &'a mut Command {
-    // SAFETY: between fork and exec only sigemptyset/sigaddset/sigprocmask/signal, all
-    // async-signal-safe, on a set in this frame.
-    unsafe {
-        cmd.pre_exec(move || {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for &s in block {
-                libc::sigaddset(&mut set, s);
-            }
-            libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-            for &s in ignore {
-                libc::signal(s, libc::SIG_IGN);
-            }
-            Ok(())
-        })
-    }
+    prelude(cmd, Prelude { ignore, block, ..Prelude::default() })
 }
 
 fn sig_state(status: &str) -> SigState {
@@ -142,8 +122,12 @@ fn s2_nohup_reaches_snug_not_the_payload() {
         let st = sig_state(&o.out);
         assert_eq!((st.blocked, st.ignored), (0, 0), "{who:?}: payload under nohup snug {st:?}");
 
-        let script = ["--", "sh", "-c", "sleep 0.6; echo done"];
         for nohup in [true, false] {
+            // The payload says it runs (a file in DIR), then has 0.6 s left for the hangup.
+            let m = marker();
+            let ready = format!("ready-{m}");
+            let payload = format!("touch {ready}; sleep 0.6; echo done");
+            let script = ["--", "sh", "-c", &payload];
             let mut c = if nohup {
                 let mut a = vec![snug];
                 a.extend(script);
@@ -152,7 +136,7 @@ fn s2_nohup_reaches_snug_not_the_payload() {
                 snug_cmd(who, dir.path(), &script)
             };
             let r = start(&mut c);
-            std::thread::sleep(ms(300));
+            assert!(until(LIMIT, || dir.path().join(&ready).exists()), "{who:?}: the payload never started");
             kill(r.pid, libc::SIGHUP);
             let o = r.finish(LIMIT);
             if nohup {
@@ -215,14 +199,7 @@ fn r3_exit_code_is_the_payloads() {
 
 /// Let cores be written (`RLIMIT_CORE` unlimited), so only snug's own choice can stop one.
 fn cores_on(cmd: &mut Command) -> &mut Command {
-    // SAFETY: setrlimit is async-signal-safe; the struct lives in this frame.
-    unsafe {
-        cmd.pre_exec(|| {
-            let all = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
-            libc::setrlimit(libc::RLIMIT_CORE, &all);
-            Ok(())
-        })
-    }
+    prelude(cmd, Prelude { cores: true, ..Prelude::default() })
 }
 
 fn cores_in(dir: &Path) -> Vec<String> {
@@ -280,8 +257,9 @@ fn r3_cannot_run_is_126_or_127() {
 
 /// R5/K3: daemons the payload starts (`setsid`, double fork, `disown`, `nohup setsid`) are
 /// gone 100 ms after snug exits 0. Each form runs as given (exit at once) and settled (the
-/// daemon seen alive from the host first). Positive control, each run: plain bwrap without
-/// a pid namespace leaves the daemon running.
+/// payload exits only once the test has seen the daemon alive from the host and said so
+/// with a file in DIR). Positive control, each run: plain bwrap without a pid namespace
+/// leaves the daemon running.
 #[test]
 fn r5_k3_daemons_die_with_the_payload() {
     let forms = [
@@ -293,16 +271,23 @@ fn r5_k3_daemons_die_with_the_payload() {
     for who in everyone() {
         let dir = workdir(who);
         let m = marker();
-        let script = forms[0].replace("{m}", &m).replace("{wait}", "sleep 0.3; ");
+        let script = forms[0].replace("{m}", &m).replace("{wait}", "");
         let mut control = plain_bwrap(who, dir.path(), false, &["sh", "-c", &script]);
         let _ = wait_bounded(&mut spawn_own_group(control.stdout(Stdio::null()).stderr(Stdio::null())), LIMIT);
+        until(LIMIT, || running(&format!("sleep {m}")));
         assert!(!survivors(&m, Instant::now()).is_empty(), "{who:?}: control: plain bwrap should leave the daemon");
         for form in forms {
             for settle in [false, true] {
                 let m = marker();
-                let script = form.replace("{m}", &m).replace("{wait}", if settle { "sleep 0.3; " } else { "" });
+                // Bounded: 10 s in steps of 10 ms, then the payload exits anyway.
+                let wait =
+                    format!("i=0; while [ ! -e seen-{m} ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; ");
+                let script = form.replace("{m}", &m).replace("{wait}", if settle { &wait } else { "" });
                 let r = start(&mut snug_cmd(who, dir.path(), &["--", "bash", "-c", &script]));
                 let seen = !settle || until(LIMIT, || running(&format!("sleep {m}")));
+                if settle {
+                    std::fs::write(dir.path().join(format!("seen-{m}")), "").expect("write seen");
+                }
                 let o = r.finish(LIMIT);
                 let left = survivors(&m, Instant::now());
                 assert!(o.status.success() && seen, "{who:?} {script}: {:?} seen {seen} {}", o.status, o.err);
@@ -324,8 +309,8 @@ fn k3_daemon_started_during_the_grace_dies() {
         let mut control = plain_bwrap(who, dir.path(), false, &["sh", "-c", &script]);
         let mut child = spawn_own_group(control.stdout(Stdio::null()).stderr(Stdio::null()));
         until(LIMIT, || running(&format!("sleep {job}")));
-        // SAFETY: signals the control's own group, as a terminal or a CI runner would.
-        unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) };
+        // The control's own group, as a terminal or a CI runner signals it.
+        kill_group(child.id() as i32, libc::SIGTERM);
         let _ = wait_bounded(&mut child, LIMIT);
         assert!(!survivors(&m, Instant::now()).is_empty(), "{who:?}: control: daemon should survive");
         reap_leftovers(&job);

@@ -6,7 +6,11 @@
 //! tree private and mounts a /proc that belongs to the new pid namespace; [`IdMap`] writes
 //! the uid/gid maps of a new user namespace (`user_namespaces(7)`) when one was created
 //! because the caller is not root. Everything here is async-signal-safe and allocation-free
-//! once built, so it can run between `fork(2)`/`clone3(2)` and `execve(2)`.
+//! once built, so it can run between `fork(2)`/`clone3(2)` and `execve(2)`: each call is one
+//! bare system call, made through rustix (its raw Linux backend takes the C strings given
+//! here as they are, without allocating).
+
+use rustix::fd::BorrowedFd;
 
 /// Which step failed; with the `errno` in [`NestError`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,16 +127,14 @@ pub fn errno() -> i32 {
 ///
 /// # Errors
 /// The failing call's `errno`.
-pub fn own_group_tied_to(parent_pidfd: std::os::fd::RawFd) -> Result<(), i32> {
-    let mut p = libc::pollfd { fd: parent_pidfd, events: libc::POLLIN, revents: 0 };
-    // SAFETY: integer arguments, and one pollfd that lives in this frame.
-    unsafe {
-        if libc::setpgid(0, 0) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-            return Err(errno());
-        }
-        if libc::poll(&mut p, 1, 0) != 0 {
-            return Err(libc::ESRCH);
-        }
+pub fn own_group_tied_to(parent_pidfd: BorrowedFd<'_>) -> Result<(), i32> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    use rustix::process::{set_parent_process_death_signal, setpgid, Signal};
+    setpgid(None, None).map_err(|e| e.raw_os_error())?;
+    set_parent_process_death_signal(Some(Signal::KILL)).map_err(|e| e.raw_os_error())?;
+    let mut p = [PollFd::new(&parent_pidfd, PollFlags::IN)];
+    if !matches!(poll(&mut p, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })), Ok(0)) {
+        return Err(libc::ESRCH);
     }
     Ok(())
 }
@@ -146,20 +148,13 @@ pub fn cloexec_from(first: u32) {
 }
 
 fn write_file(path: &std::ffi::CStr, data: &[u8], step: Step) -> Result<(), NestError> {
-    // SAFETY: `path` is NUL-terminated; `data` is a live slice; the fd is closed on all paths.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(NestError { step, errno: errno() });
-        }
-        let n = libc::write(fd, data.as_ptr().cast(), data.len());
-        let err = errno();
-        libc::close(fd);
-        if n != data.len() as isize {
-            return Err(NestError { step, errno: if n < 0 { err } else { libc::EIO } });
-        }
+    use rustix::fs::{open, Mode, OFlags};
+    let fail = |e: rustix::io::Errno| NestError { step, errno: e.raw_os_error() };
+    let fd = open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty()).map_err(fail)?;
+    match rustix::io::write(&fd, data).map_err(fail)? {
+        n if n == data.len() => Ok(()),
+        _ => Err(NestError { step, errno: libc::EIO }),
     }
-    Ok(())
 }
 
 /// Make the mount tree private, then mount a procfs of the calling process's pid namespace on
@@ -171,24 +166,11 @@ fn write_file(path: &std::ffi::CStr, data: &[u8], step: Step) -> Result<(), Nest
 /// [`Step::MountProc`] typically means a container whose own /proc is partly covered, so the
 /// kernel refuses a new one (`mount_too_revealing` in `fs/namespace.c`).
 pub fn prepare() -> Result<(), NestError> {
-    // SAFETY: constant NUL-terminated strings; mount(2) reads only them.
-    unsafe {
-        if libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) != 0
-        {
-            return Err(NestError { step: Step::MakePrivate, errno: errno() });
-        }
-        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-        if libc::mount(c"proc".as_ptr(), c"/proc".as_ptr(), c"proc".as_ptr(), flags, std::ptr::null()) != 0 {
-            return Err(NestError { step: Step::MountProc, errno: errno() });
-        }
-    }
-    Ok(())
+    use rustix::mount::{mount, mount_change, MountFlags, MountPropagationFlags};
+    let fail = |step| move |e: rustix::io::Errno| NestError { step, errno: e.raw_os_error() };
+    mount_change(c"/", MountPropagationFlags::REC | MountPropagationFlags::PRIVATE).map_err(fail(Step::MakePrivate))?;
+    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    mount(c"proc", c"/proc", c"proc", flags, None).map_err(fail(Step::MountProc))
 }
 
 #[cfg(test)]
@@ -220,11 +202,10 @@ mod tests {
     }
 
     fn self_pid_seen_in_new_ns(with_prepare: bool) -> String {
+        use rustix::process::{geteuid, getgid, getuid};
         use std::os::unix::process::CommandExt;
-        // SAFETY: plain syscalls that read this process's ids.
-        let root = unsafe { libc::geteuid() } == 0;
-        // SAFETY: as above.
-        let map = IdMap::identity(unsafe { libc::getuid() }, unsafe { libc::getgid() });
+        let root = geteuid().is_root();
+        let map = IdMap::identity(getuid().as_raw(), getgid().as_raw());
         let mut cmd2 = std::process::Command::new("/bin/sh");
         cmd2.args(["-c", "exec readlink /proc/self"]);
         // SAFETY: unshare/mount/open/write only, all async-signal-safe.

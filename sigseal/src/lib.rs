@@ -38,39 +38,58 @@ pub fn seal() -> Result<(), SealError> {
             continue;
         }
         let mut old = KernelSigaction::default();
-        if rt_sigaction(sig, None, Some(&mut old)) && old.handler == libc::SIG_IGN {
-            rt_sigaction(sig, Some(&KernelSigaction::default()), None);
+        if raw(Raw::Action(sig, None, Some(&mut old))).is_ok() && old.handler == libc::SIG_IGN {
+            let _ = raw(Raw::Action(sig, Some(&KernelSigaction::default()), None));
         }
     }
     // The raw rt_sigprocmask(2): glibc's wrapper keeps its own signals 32 and 33 as they were,
     // and a mask inherited with them blocked must not reach the payload either.
-    let empty: u64 = 0;
-    // SAFETY: an 8-byte (kernel sigset_t) empty set that lives in this frame; a raw syscall is
-    // async-signal-safe.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigprocmask,
-            libc::SIG_SETMASK,
-            &empty as *const u64,
-            std::ptr::null_mut::<u64>(),
-            8usize,
-        )
-    };
-    if rc != 0 {
-        return Err(SealError(io::Error::last_os_error().raw_os_error().unwrap_or(0)));
-    }
-    Ok(())
+    set_mask(libc::SIG_SETMASK, 0).map(|_| ())
 }
 
-/// The raw `rt_sigaction(2)` (async-signal-safe): install `new` when given (only ever
-/// `SIG_DFL` here, which runs no code), read the previous action into `old` when given.
-/// True on success.
-fn rt_sigaction(sig: i32, new: Option<&KernelSigaction>, old: Option<&mut KernelSigaction>) -> bool {
-    let new = new.map_or(std::ptr::null(), |n| n as *const KernelSigaction);
-    let old = old.map_or(std::ptr::null_mut(), |o| o as *mut KernelSigaction);
-    // SAFETY: both pointers are null or point at live structs of the kernel's layout; the
-    // only action ever installed is SIG_DFL (handler 0), so no code of ours runs on a signal.
-    unsafe { libc::syscall(libc::SYS_rt_sigaction, sig, new, old, 8usize) == 0 }
+/// `rt_sigprocmask(2)` on the calling thread with a 64-bit kernel sigset (bit `n-1` for
+/// signal `n`, 32 and 33 included, which glibc's `sigprocmask(3)` leaves out); `how` is
+/// `SIG_BLOCK`, `SIG_UNBLOCK` or `SIG_SETMASK`. Gives the mask before. Async-signal-safe.
+///
+/// # Errors
+/// [`SealError`] with the kernel's `errno` (`EINVAL` for another `how`).
+pub fn set_mask(how: i32, mask: u64) -> Result<u64, SealError> {
+    let mut old = 0u64;
+    raw(Raw::Mask(how, &mask, &mut old)).map_err(SealError)?;
+    Ok(old)
+}
+
+/// The two raw system calls of this crate, each with the kernel's own layout.
+enum Raw<'a> {
+    /// `rt_sigaction(sig, new, old)`; `new` is only ever `SIG_DFL` here.
+    Action(i32, Option<&'a KernelSigaction>, Option<&'a mut KernelSigaction>),
+    /// `rt_sigprocmask(how, set, old)`.
+    Mask(i32, &'a u64, &'a mut u64),
+}
+
+/// Make `call` (async-signal-safe: one bare system call); the `errno` on failure.
+fn raw(call: Raw<'_>) -> Result<(), i32> {
+    let (nr, arg, new, old) = match call {
+        Raw::Action(sig, new, old) => (
+            libc::SYS_rt_sigaction,
+            sig,
+            new.map_or(std::ptr::null(), |n| n as *const KernelSigaction).cast::<libc::c_void>(),
+            old.map_or(std::ptr::null_mut(), |o| o as *mut KernelSigaction).cast::<libc::c_void>(),
+        ),
+        Raw::Mask(how, set, old) => (
+            libc::SYS_rt_sigprocmask,
+            how,
+            (set as *const u64).cast::<libc::c_void>(),
+            (old as *mut u64).cast::<libc::c_void>(),
+        ),
+    };
+    // SAFETY: each pointer is null or comes from a reference of the layout the call expects
+    // (`struct sigaction` of the kernel, or its 8-byte sigset), alive for the call. The only
+    // action ever installed is SIG_DFL (handler 0), so no code of ours runs on a signal.
+    if unsafe { libc::syscall(nr, arg, new, old, 8usize) } != 0 {
+        return Err(io::Error::last_os_error().raw_os_error().unwrap_or(0));
+    }
+    Ok(())
 }
 
 /// `struct sigaction` as the kernel takes it (`include/linux/signal_types.h`, with

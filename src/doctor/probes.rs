@@ -33,16 +33,47 @@ pub(super) fn try_bwrap(bwrap: &Path, extra: &[&str]) -> Result<(), String> {
     Err(err.lines().next().map_or_else(|| out.status.to_string(), |l| l.trim().to_string()))
 }
 
-/// Run `probe` in a forked child and return what it returned as its exit code (0 for
-/// success, else an errno). `probe` must only make async-signal-safe calls: the parent
-/// may have threads (tests), and only the forking thread exists in the child.
-fn in_child(probe: fn() -> i32) -> std::io::Result<i32> {
+/// What a probe tries in a forked child: each changes the process it runs in.
+#[derive(Clone, Copy)]
+enum Probe {
+    /// `unshare(CLONE_NEWUSER)` (`unshare(2)`): can this process make a user namespace?
+    NewUser,
+    /// Lead a group of its own, then `pidfd_send_signal(2)` of signal 0 to it with
+    /// `PIDFD_SIGNAL_PROCESS_GROUP` (Linux 6.9+, EINVAL before), which rustix does not take.
+    GroupSignal,
+}
+
+/// `PIDFD_SIGNAL_PROCESS_GROUP` (`include/uapi/linux/pidfd.h`).
+const PIDFD_SIGNAL_PROCESS_GROUP: libc::c_uint = 0x4;
+
+/// Run `probe` in a forked child and return its result as the child's exit code (0 for
+/// success, else an errno). The child makes only async-signal-safe calls: the parent may
+/// have threads (tests), and only the forking thread exists in the child.
+fn in_child(probe: Probe) -> std::io::Result<i32> {
     use rustix::process::{waitpid, Pid, WaitOptions};
-    // SAFETY: the child runs `probe` (async-signal-safe calls only) and then _exit(2) without
-    // unwinding; it never returns into Rust code that could touch locks held by other threads.
+    // SAFETY: the child makes only bare system calls (unshare, setpgid, pidfd_open,
+    // pidfd_send_signal with signal 0, which only checks that the group may be signalled, and
+    // a NULL siginfo, which the call allows) and then _exit(2) without unwinding; it never
+    // returns into Rust code that could touch locks held by other threads. unshare with
+    // CLONE_NEWUSER alone changes only this child's user namespace.
     let pid = unsafe {
         match libc::fork() {
-            0 => libc::_exit(probe().clamp(0, 255)),
+            0 => {
+                let result = match probe {
+                    Probe::NewUser => rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWUSER).map(|_| 0),
+                    Probe::GroupSignal => group_leader().map(|fd| {
+                        let null: *const libc::siginfo_t = std::ptr::null();
+                        let flags = PIDFD_SIGNAL_PROCESS_GROUP;
+                        let rc = libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd(), 0, null, flags);
+                        if rc == 0 {
+                            0
+                        } else {
+                            nestproc::errno()
+                        }
+                    }),
+                };
+                libc::_exit(result.unwrap_or_else(code).clamp(0, 255))
+            }
             pid => pid,
         }
     };
@@ -57,6 +88,14 @@ fn in_child(probe: fn() -> i32) -> std::io::Result<i32> {
     status.exit_status().ok_or_else(|| std::io::Error::other("probe child died of a signal"))
 }
 
+/// Lead a group of our own (the flag signals the group the pidfd's process leads) and open
+/// a pidfd of ourselves.
+fn group_leader() -> rustix::io::Result<std::os::fd::OwnedFd> {
+    use rustix::process::{getpid, pidfd_open, setpgid, PidfdFlags};
+    setpgid(None, None)?;
+    pidfd_open(getpid(), PidfdFlags::empty())
+}
+
 /// The errno of a rustix call as a probe's exit code (never 0).
 fn code(e: rustix::io::Errno) -> i32 {
     e.raw_os_error().max(1)
@@ -64,15 +103,7 @@ fn code(e: rustix::io::Errno) -> i32 {
 
 /// unshare(CLONE_NEWUSER) (unshare(2)) in a child: can this process make a user namespace?
 pub(super) fn fork_unshare_user() -> Result<(), std::io::Error> {
-    fn probe() -> i32 {
-        // SAFETY: CLONE_NEWUSER alone changes only this forked child's user namespace, and
-        // the child ends right after.
-        match unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWUSER) } {
-            Ok(()) => 0,
-            Err(e) => code(e),
-        }
-    }
-    match in_child(probe)? {
+    match in_child(Probe::NewUser)? {
         0 => Ok(()),
         e => Err(std::io::Error::from_raw_os_error(e)),
     }
@@ -122,29 +153,6 @@ pub(super) fn tun() -> Row {
 /// before). The flag signals the group *led by* the pidfd's process (ESRCH for a process
 /// that leads none), which is why the probe runs as a group leader, as snug's init does.
 pub(super) fn pidfd() -> Vec<Row> {
-    /// `PIDFD_SIGNAL_PROCESS_GROUP` (`include/uapi/linux/pidfd.h`), which rustix does not name.
-    const PIDFD_SIGNAL_PROCESS_GROUP: libc::c_uint = 0x4;
-    fn group_probe() -> i32 {
-        use rustix::process::{getpid, setpgid};
-        // Lead a group of its own: the flag signals the group the pidfd's process leads.
-        if let Err(e) = setpgid(None, None) {
-            return code(e);
-        }
-        let fd = match rustix::process::pidfd_open(getpid(), rustix::process::PidfdFlags::empty()) {
-            Ok(fd) => fd,
-            Err(e) => return code(e),
-        };
-        let null: *const libc::siginfo_t = std::ptr::null();
-        // SAFETY: `fd` is this child's pidfd; signal 0 only checks that the group exists
-        // and may be signalled; pidfd_send_signal(2) allows a NULL siginfo.
-        let rc =
-            unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd(), 0, null, PIDFD_SIGNAL_PROCESS_GROUP) };
-        if rc == 0 {
-            0
-        } else {
-            nestproc::errno()
-        }
-    }
     if let Err(e) = crate::pidfd::open(std::process::id() as i32) {
         return vec![
             row("pidfd_open", Status::Missing, format!("{e} (needs Linux 5.3+)"), true),
@@ -154,7 +162,7 @@ pub(super) fn pidfd() -> Vec<Row> {
     // Not needed at run time: snug signals single pinned processes without flags, and every
     // relay to the sandbox goes through its init's kill(-1) (README, "How it works"; R6).
     let name = "pidfd group signals";
-    let second = match in_child(group_probe) {
+    let second = match in_child(Probe::GroupSignal) {
         Ok(0) => row(name, Status::Ok, "PIDFD_SIGNAL_PROCESS_GROUP works (Linux 6.9+); snug does not need it", false),
         Ok(libc::EINVAL) => row(
             name,

@@ -38,16 +38,6 @@ pub struct Execs {
     handed: bool,
 }
 
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
-}
-
-/// The session of `pid` (`proc(5)`, stat field 6).
-fn session(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(3)?.parse().ok()
-}
-
 impl Execs {
     /// No exec yet; `env` is the payload's environment.
     pub fn new(env: Vec<CString>, terminal: bool) -> Execs {
@@ -149,8 +139,8 @@ impl Execs {
                 }
                 (Got::Packet(b, _), Some(pid)) => {
                     if let Some(sig) = wire::value(&b, wire::KILL).filter(|s| (1..=64).contains(s)) {
-                        // SAFETY: plain syscall; CMD leads its own group in this namespace.
-                        unsafe { libc::kill(-pid, sig) };
+                        // CMD leads its own group in this namespace.
+                        let _ = crate::signals::kill(-pid, sig);
                     }
                 }
                 (Got::Packet(..) | Got::TooLong, _) => {}
@@ -159,9 +149,8 @@ impl Execs {
                     // The client is gone (killed, or its terminal): CMD's session goes with it,
                     // as a run's sandbox goes with its snug (K1).
                     if let Some(pid) = pid {
-                        for p in super::procfs::pids().into_iter().filter(|p| session(*p) == Some(pid)) {
-                            // SAFETY: plain syscall on a process of this namespace.
-                            unsafe { libc::kill(p, libc::SIGKILL) };
+                        for p in super::procfs::pids().into_iter().filter(|p| super::procfs::session(*p) == Some(pid)) {
+                            let _ = crate::signals::kill(p, libc::SIGKILL);
                         }
                     }
                     self.entries[i].open = false;
@@ -194,41 +183,20 @@ impl Execs {
         let (err_r, err_w) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)
                 .map_err(|e| e.raw_os_error())?;
-        let raw = [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd()];
         let guard_to = pair.as_ref().zip(self.filter.as_deref()).map(|((_, theirs), prog)| (prog, theirs.as_raw_fd()));
-        let err_raw = err_w.as_raw_fd();
-        // SAFETY: fork in single-threaded init; the child makes only async-signal-safe calls
-        // (setsid, dup2, ioctl, the seal, prctl/seccomp/sendmsg in guard::install, execve,
-        // write, _exit) on memory prepared before the fork.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            // SAFETY: child side, see above.
-            unsafe {
-                libc::setsid();
-                for (fd, to) in raw.iter().zip(0..) {
-                    if libc::dup2(*fd, to) < 0 {
-                        libc::_exit(127);
-                    }
-                }
-                if tty {
-                    libc::ioctl(0, libc::TIOCSCTTY, 0);
-                }
-                if sigseal::seal().is_err() {
-                    libc::_exit(127);
-                }
-                if let Some((prog, sock)) = guard_to {
-                    guard::install(prog, sock);
-                }
-                libc::execve(program.as_ptr(), ptrs.as_ptr(), envp.as_ptr());
-                let e = errno().to_le_bytes();
-                libc::write(err_raw, e.as_ptr().cast(), 4);
-                libc::_exit(127);
-            }
-        }
+        let pid = super::spawn::fork_exec(&super::spawn::Plan {
+            program: &program,
+            argv: &ptrs,
+            envp: &envp,
+            close: None,
+            session: Some(([fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd()], tty)),
+            guard: guard_to,
+            go: None,
+            closed: 0,
+            err: err_w.as_raw_fd(),
+        });
         drop(err_w);
-        if pid < 0 {
-            return Err(errno());
-        }
+        let pid = pid?;
         if let Some((ours, theirs)) = pair {
             drop(theirs);
             if let Some(mut g) = Guard::receive(&ours) {

@@ -20,6 +20,7 @@
 //! (`setsid`) while it holds the terminal open is outside the kernel's job control, so its
 //! reads are not stopped (README, known limitations). A pty of snug's own would close it.
 
+use super::unotify::{self, Notif};
 use crate::channel::{Channel, Report};
 use crate::live::socket::Got;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -211,8 +212,7 @@ impl Guard {
     pub fn receive(sock: &OwnedFd) -> Option<Guard> {
         // Terminal mode means fd 0 is the caller's terminal; should it not answer, no file
         // counts as the caller's terminal and requests are carried out as asked.
-        // SAFETY: fd 0 stays open in init for its whole life; borrowed only for the fstat.
-        let tty = char_dev(unsafe { std::os::fd::BorrowedFd::borrow_raw(0) });
+        let tty = char_dev(rustix::stdio::stdin());
         // The child sends at once, or closes its end (packets: the close ends the wait).
         while !crate::fdpoll::readable(sock, None) {}
         match crate::live::socket::recv(sock.as_fd()) {
@@ -228,21 +228,18 @@ impl Guard {
 
     /// Answer one pending request; tell snug when one is refused (for `-v`).
     pub fn serve(&self, chan: &Channel) {
-        // SAFETY: zeroed plain structs, as SECCOMP_IOCTL_NOTIF_RECV requires.
-        let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
-        // SAFETY: the kernel fills `req`.
-        if unsafe { libc::ioctl(self.raw(), libc::SECCOMP_IOCTL_NOTIF_RECV as _, &mut req) } != 0 {
+        let mut req = unotify::empty();
+        if unotify::ioctl(self.listener.as_fd(), Notif::Recv(&mut req)).is_err() {
             return; // the requester was interrupted meanwhile (ENOENT)
         }
         let (val, error, flags) = self.answer(&req, chan);
         let resp = libc::seccomp_notif_resp { id: req.id, val, error, flags };
-        // SAFETY: `resp` lives in this frame. ENOENT means the call was interrupted.
-        unsafe { libc::ioctl(self.raw(), libc::SECCOMP_IOCTL_NOTIF_SEND as _, &resp) };
+        // ENOENT means the call was interrupted.
+        let _ = unotify::ioctl(self.listener.as_fd(), Notif::Send(&resp));
     }
 
     fn still_valid(&self, id: u64) -> bool {
-        // SAFETY: reads the u64 in this frame.
-        unsafe { libc::ioctl(self.raw(), libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _, &id) == 0 }
+        unotify::ioctl(self.listener.as_fd(), Notif::IdValid(&id)).is_ok()
     }
 
     /// `(val, -errno, flags)` for the response.
@@ -299,7 +296,7 @@ impl Guard {
                 crate::init::procfs::signal_group(who.pgrp, libc::SIGTTOU);
                 (0, -ERESTARTSYS, 0)
             }
-            Verdict::Perform => match who.perform(file.as_raw_fd(), cmd, req.data.args[2]) {
+            Verdict::Perform => match who.perform(file.as_fd(), cmd, req.data.args[2]) {
                 Ok(v) => (v, 0, 0),
                 Err(e) => (0, -e, 0),
             },
@@ -309,9 +306,12 @@ impl Guard {
 
 /// The caller's terminal's foreground group as this namespace numbers it; 0 when it is a
 /// group outside the sandbox (`tcgetpgrp(3)` on init's fd 0, its controlling terminal).
-fn foreground() -> i32 {
-    // SAFETY: plain syscall on fd 0.
-    unsafe { libc::tcgetpgrp(0) }
+pub(super) fn foreground() -> i32 {
+    match rustix::termios::tcgetpgrp(rustix::stdio::stdin()) {
+        Ok(pgrp) => pgrp.as_raw_nonzero().get(),
+        Err(rustix::io::Errno::OPNOTSUPP) => 0, // how rustix reports a foreign group's 0
+        Err(_) => -1,
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! The payload's process, forked before init's hello and held before its exec until snug
 //! says go (the network is up, SPEC N3).
 
-use super::errno;
+use rustix::pipe::{pipe_with, PipeFlags};
 use std::ffi::CString;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// The payload's process between fork and exec: its pid, the pipe whose byte lets it exec,
 /// and the pipe it reports an exec failure on (EOF there means the exec happened).
@@ -11,18 +11,9 @@ pub struct Held {
     /// Its pid.
     pub pid: i32,
     /// Write one byte here to let it exec.
-    pub go: RawFd,
-    /// Its exec error (4 bytes of errno), or EOF once it exec'd.
-    pub err: RawFd,
-}
-
-fn pipe(flags: libc::c_int) -> Result<[RawFd; 2], i32> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is filled by the kernel.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), flags) } != 0 {
-        return Err(errno());
-    }
-    Ok(fds)
+    pub go: OwnedFd,
+    /// Its exec error (4 bytes of errno), or EOF once it exec'd; non-blocking.
+    pub err: OwnedFd,
 }
 
 /// Fork the payload's process in the sandbox group, sealed (SPEC S1), under the terminal
@@ -37,46 +28,19 @@ pub fn spawn_held(
     guard: Option<(&[libc::sock_filter], RawFd)>,
 ) -> Result<Held, i32> {
     let (ptrs, envp) = spec.pointers();
-    let [go_r, go_w] = pipe(libc::O_CLOEXEC)?;
-    let [err_r, err_w] = pipe(libc::O_CLOEXEC | libc::O_NONBLOCK)?;
-    // SAFETY: fork in a single-threaded process; the child makes only async-signal-safe
-    // calls (seal, close, read, write, execve, _exit) before exec.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: child side, see above.
-        unsafe {
-            libc::close(go_w);
-            if sigseal::seal().is_err() {
-                libc::_exit(127);
-            }
-            if let Some((prog, sock)) = guard {
-                super::guard::install(prog, sock);
-                libc::close(sock);
-            }
-            let mut byte = 0u8;
-            loop {
-                let n = libc::read(go_r, (&mut byte as *mut u8).cast(), 1);
-                if n == 1 {
-                    break;
-                }
-                if n == 0 || errno() != libc::EINTR {
-                    libc::_exit(127); // init is gone
-                }
-            }
-            spec.close_closed(); // SPEC R2, after the last read of go_r
-            libc::execve(program.as_ptr(), ptrs.as_ptr(), envp.as_ptr());
-            let e = errno().to_le_bytes();
-            libc::write(err_w, e.as_ptr().cast(), 4);
-            libc::_exit(127);
-        }
-    }
-    // SAFETY: closing our copies of the child's ends.
-    unsafe {
-        libc::close(go_r);
-        libc::close(err_w);
-    }
-    if pid < 0 {
-        return Err(errno());
-    }
-    Ok(Held { pid, go: go_w, err: err_r })
+    let (go_r, go_w) = pipe_with(PipeFlags::CLOEXEC).map_err(|e| e.raw_os_error())?;
+    let (err_r, err_w) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).map_err(|e| e.raw_os_error())?;
+    let pid = super::spawn::fork_exec(&super::spawn::Plan {
+        program,
+        argv: &ptrs,
+        envp: &envp,
+        close: Some(go_w.as_raw_fd()),
+        session: None,
+        guard,
+        go: Some(go_r.as_raw_fd()),
+        closed: spec.closed,
+        err: err_w.as_raw_fd(),
+    });
+    drop((go_r, err_w)); // the child's ends
+    Ok(Held { pid: pid?, go: go_w, err: err_r })
 }

@@ -3,7 +3,7 @@
 //! pid 1, init sees exactly the sandbox's processes, under the numbers they see themselves.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 /// The fields of `/proc/PID/stat` after the command name: state, ppid, pgrp, session, tty_nr.
 fn stat_fields(pid: i32) -> Option<Vec<i64>> {
@@ -17,6 +17,11 @@ pub fn pgrp(pid: i32) -> Option<i32> {
     stat_fields(pid)?.get(1).map(|v| *v as i32)
 }
 
+/// The session of `pid`, from its stat line.
+pub fn session(pid: i32) -> Option<i32> {
+    stat_fields(pid)?.get(2).map(|v| *v as i32)
+}
+
 /// Every pid in this namespace but init's own.
 pub fn pids() -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
@@ -26,8 +31,7 @@ pub fn pids() -> Vec<i32> {
 /// Send `sig` to process group `pgrp` of this namespace; init's own group (id 1) is addressed
 /// as "my group", since `kill(-1)` would mean every process (`kill(2)`).
 pub fn signal_group(pgrp: i32, sig: i32) {
-    // SAFETY: plain syscall within this namespace.
-    unsafe { libc::kill(if pgrp == 1 { 0 } else { -pgrp }, sig) };
+    let _ = crate::signals::kill(if pgrp == 1 { 0 } else { -pgrp }, sig);
 }
 
 /// The thread that made a trapped request.
@@ -52,15 +56,10 @@ impl Requester {
         let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
         let sig = sigseal::SigState::parse(&status).ok()?;
         let tgid: i32 = status.lines().find_map(|l| l.strip_prefix("Tgid:"))?.trim().parse().ok()?;
-        // SAFETY: plain syscall; the descriptor is owned below.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tgid, 0) };
-        if fd < 0 {
-            return None;
-        }
+        let pidfd = crate::pidfd::open(tgid).ok()?;
         let off = |m: u64| sigseal::SigState::has(m, libc::SIGTTOU);
         Some(Requester {
-            // SAFETY: just created.
-            pidfd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) },
+            pidfd,
             mem: format!("/proc/{tid}/mem"),
             pgrp: *f.get(1)? as i32,
             ctty_is_caller: *f.get(2)? == 0 && *f.get(3)? != 0,
@@ -73,45 +72,70 @@ impl Requester {
     /// # Errors
     /// `EBADF` when it has no such descriptor, `EPERM` when ptrace access is denied.
     pub fn file(&self, fd: i32) -> io::Result<OwnedFd> {
-        // SAFETY: plain syscall; the descriptor is owned below.
-        let got = unsafe { libc::syscall(libc::SYS_pidfd_getfd, self.pidfd.as_raw_fd(), fd, 0) };
-        if got < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: just created.
-        Ok(unsafe { OwnedFd::from_raw_fd(got as RawFd) })
+        use rustix::process::{pidfd_getfd, PidfdGetfdFlags};
+        Ok(pidfd_getfd(&self.pidfd, fd, PidfdGetfdFlags::empty())?)
     }
 
     /// Carry out ioctl `cmd` with the requester's argument `arg` on `fd`, reading what `arg`
     /// points to once from its memory; the ioctl's result or its errno.
-    pub fn perform(&self, fd: RawFd, cmd: u32, arg: u64) -> Result<i64, i32> {
-        let err = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+    pub fn perform(&self, fd: BorrowedFd<'_>, cmd: u32, arg: u64) -> Result<i64, i32> {
         let by_value = [libc::TCFLSH as u32, libc::TCXONC as u32, libc::TIOCEXCL as u32].contains(&cmd);
-        let rc = if by_value {
-            // SAFETY: these requests take an int by value.
-            unsafe { libc::ioctl(fd, cmd as _, arg as libc::c_int) }
+        let arg = if by_value {
+            TtyArg::Value(arg as libc::c_int)
         } else {
-            let size = match cmd {
-                c if c == libc::TIOCSPGRP as u32 || c == libc::TIOCSETD as u32 => 4,
-                c if c == libc::TIOCSWINSZ as u32 => 8,
-                c if [libc::TCSETA, libc::TCSETAW, libc::TCSETAF].iter().any(|r| *r as u32 == c) => 18,
-                c if [libc::TCSETS2, libc::TCSETSW2, libc::TCSETSF2].iter().any(|r| *r as u32 == c) => {
-                    std::mem::size_of::<libc::termios2>()
-                }
-                _ => std::mem::size_of::<libc::termios2>() - 8, // the kernel's struct termios
-            };
+            let size = pointee_size(cmd).ok_or(libc::ENOTTY)?;
             let mut buf = [0u8; 64];
             let file = std::fs::File::open(&self.mem).map_err(|e| e.raw_os_error().unwrap_or(libc::EFAULT))?;
             use std::os::unix::fs::FileExt;
             file.read_exact_at(&mut buf[..size], arg).map_err(|_| libc::EFAULT)?;
-            // SAFETY: `buf` holds at least the `size` bytes the request reads.
-            unsafe { libc::ioctl(fd, cmd as _, buf.as_ptr()) }
+            TtyArg::Struct(buf)
         };
-        if rc < 0 {
-            return Err(err());
-        }
-        Ok(rc as i64)
+        tty_ioctl(fd, cmd, &arg).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
     }
+}
+
+/// The bytes a terminal-changing request reads through its pointer argument (`ioctl_tty(2)`;
+/// the kernel's own structs, not glibc's), at most 64; `None` for any other request.
+fn pointee_size(cmd: u32) -> Option<usize> {
+    let is = |reqs: &[libc::Ioctl]| reqs.iter().any(|r| *r as u32 == cmd);
+    Some(if is(&[libc::TIOCSPGRP, libc::TIOCSETD]) {
+        4
+    } else if is(&[libc::TIOCSWINSZ]) {
+        8
+    } else if is(&[libc::TCSETA, libc::TCSETAW, libc::TCSETAF]) {
+        18
+    } else if is(&[libc::TCSETS2, libc::TCSETSW2, libc::TCSETSF2]) {
+        std::mem::size_of::<libc::termios2>()
+    } else if is(&[libc::TCSETS, libc::TCSETSW, libc::TCSETSF]) {
+        std::mem::size_of::<libc::termios2>() - 8 // the kernel's struct termios
+    } else {
+        return None;
+    })
+}
+
+/// The argument of a trapped terminal request: an int by value, or the bytes its pointer
+/// argument points to.
+enum TtyArg {
+    Value(libc::c_int),
+    Struct([u8; 64]),
+}
+
+/// `ioctl(2)` request `cmd` with `arg` on terminal `fd`: the result.
+fn tty_ioctl(fd: BorrowedFd<'_>, cmd: u32, arg: &TtyArg) -> io::Result<i64> {
+    // The kernel reads the argument as an unsigned long: an int by value zero-extended, as a
+    // variadic int arrives, or the address of the bytes.
+    let word = match arg {
+        TtyArg::Value(v) => *v as libc::c_uint as libc::c_ulong,
+        TtyArg::Struct(buf) => buf.as_ptr() as libc::c_ulong,
+    };
+    // SAFETY: by value, nothing of ours is passed; by pointer, `buf` holds 64 bytes, at least
+    // what any request of `pointee_size` reads, borrowed for the call, and the kernel only
+    // reads it (these requests set, never get).
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), cmd as _, word) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc as i64)
 }
 
 /// Whether SIGINT reached no handler in the processes `pids`: each ignored or blocked it

@@ -6,11 +6,12 @@ use super::held::Held;
 use super::procfs;
 use crate::channel::{Channel, Order, Received, Report, Resume};
 use crate::signals::SignalFd;
+use rustix::process::{wait, WaitOptions};
+use std::os::fd::AsRawFd;
 
 /// Send `sig` to every sandbox process but init (see [`Order::Signal`] for why `kill(-1)`).
 fn relay(sig: i32) {
-    // SAFETY: plain syscall.
-    unsafe { libc::kill(-1, sig) };
+    let _ = crate::signals::kill(-1, sig);
 }
 
 /// Continue what a job stop at the terminal stopped (T5): the sandbox group and the
@@ -47,28 +48,21 @@ pub fn serve(
     let mut ended: Option<i32> = None;
     // Every sandbox process was stopped on snug's order and not continued since.
     let mut halted = false;
-    let stops = if terminal { libc::WUNTRACED | libc::WCONTINUED } else { 0 };
+    let stops = if terminal { WaitOptions::UNTRACED | WaitOptions::CONTINUED } else { WaitOptions::empty() };
     if !terminal {
         // Detached, a stop or continue of a child is nobody's business: not even a SIGCHLD
         // for it (B5, a payload that stops and continues itself in a loop).
-        // SAFETY: SIG_DFL with a flag; no handler of ours runs.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = libc::SIG_DFL;
-            sa.sa_flags = libc::SA_NOCLDSTOP;
-            libc::sigaction(libc::SIGCHLD, &sa, std::ptr::null_mut());
-        }
+        crate::signals::default_with(libc::SIGCHLD, libc::SA_NOCLDSTOP);
     }
     loop {
         let mut fds = vec![
             libc::pollfd { fd: chan.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: signals.raw(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: exec_err.unwrap_or(-1), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: exec_err.as_ref().map_or(-1, |f| f.as_raw_fd()), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: guard.as_ref().map_or(-1, Guard::raw), events: libc::POLLIN, revents: 0 },
         ];
         execs.poll_fds(&mut fds);
-        // SAFETY: the pollfds live in `fds` for the call; poll(2) skips a negative fd.
-        if unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) } < 0 {
+        if crate::fdpoll::poll_raw(&mut fds, -1).is_err() {
             continue;
         }
         // Orders first: a Grace is sent before the signal that may end the payload.
@@ -76,12 +70,8 @@ pub fn serve(
             match chan.recv_order(true) {
                 Ok(Received::Packet(Some(Order::Go), _)) => {
                     if let Some(fd) = go.take() {
-                        // SAFETY: one byte from this frame to the held payload; then our end
-                        // is closed.
-                        unsafe {
-                            libc::write(fd, b"g".as_ptr().cast(), 1);
-                            libc::close(fd);
-                        }
+                        // One byte to the held payload; then our end is closed.
+                        let _ = rustix::io::write(&fd, b"g");
                     }
                 }
                 Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
@@ -122,25 +112,26 @@ pub fn serve(
             }
         }
         // Before the payload's exit is looked at: its exec error is written before it exits.
-        if let Some(fd) = exec_err {
+        if let Some(fd) = &exec_err {
             let mut e = [0u8; 4];
-            // SAFETY: a non-blocking read of at most 4 bytes into `e`.
-            let n = unsafe { libc::read(fd, e.as_mut_ptr().cast(), 4) };
-            if n == 4 {
+            // A non-blocking read of at most 4 bytes.
+            let n = rustix::io::read(fd, &mut e);
+            if n == Ok(4) {
                 let _ = chan.report(Report::ExecFailed(i32::from_le_bytes(e)), None);
             }
-            if n >= 0 {
-                // SAFETY: our read end; EOF means the exec happened (or the process died).
-                unsafe { libc::close(fd) };
+            if n.is_ok() {
+                // Our read end; EOF means the exec happened (or the process died).
                 exec_err = None;
             }
         }
         while let Some(got) = signals.read() {
-            // A ^C: the terminal sent it to its foreground group, which init belongs to.
-            // SAFETY: plain syscall on fd 0, init's controlling terminal.
-            let front = unsafe { libc::tcgetpgrp(0) };
-            if got.sig == libc::SIGINT && got.by_terminal() && front > 0 {
-                let _ = chan.report(Report::Interrupt(int_unanswered(Some(front))), None);
+            // A ^C or ^\: the terminal sent it to its foreground group, which init belongs to.
+            let front = super::guard::foreground();
+            if matches!(got.sig, libc::SIGINT | libc::SIGQUIT) && got.by_terminal() && front > 0 {
+                let _ = chan.report(Report::Typed(got.sig), None);
+                if got.sig == libc::SIGINT {
+                    let _ = chan.report(Report::Interrupt(int_unanswered(Some(front))), None);
+                }
             }
         }
         if fds[3].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
@@ -152,9 +143,11 @@ pub fn serve(
         }
         execs.on_ready(&fds[4..], chan);
         loop {
-            let mut status = 0;
-            // SAFETY: `status` is written by the kernel.
-            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | stops) };
+            let (pid, status) = match wait(WaitOptions::NOHANG | stops) {
+                Ok(Some((pid, status))) => (pid.as_raw_nonzero().get(), status.as_raw()),
+                Ok(None) => (0, 0),
+                Err(_) => (-1, 0),
+            };
             if pid <= 0 {
                 if pid < 0 && ended.is_some() {
                     let _ = chan.report(Report::Empty, None);

@@ -30,6 +30,8 @@ pub struct Conn {
 pub enum Refused {
     /// Its snug is gone; the file was removed.
     Stale,
+    /// The path is no socket (or one nobody listens on that is not a socket file): not a run.
+    NotARun,
     /// Not this user's (`EACCES` from the socket's mode, or the run's own peer check).
     Denied,
     /// Anything else, in words.
@@ -62,10 +64,9 @@ pub fn find(name: &str) -> anyhow::Result<PathBuf> {
 pub fn open(path: &Path) -> Result<Conn, Refused> {
     let fd = match socket::connect(path) {
         Ok(fd) => fd,
-        Err(rustix::io::Errno::CONNREFUSED) => {
-            let _ = std::fs::remove_file(path); // SPEC L5: a dead snug leaves nothing live
-            return Err(Refused::Stale);
-        }
+        // SPEC L5: a dead snug leaves nothing live; a file that is no socket is not ours.
+        Err(rustix::io::Errno::CONNREFUSED) if socket::remove_stale(path) => return Err(Refused::Stale),
+        Err(rustix::io::Errno::CONNREFUSED) => return Err(Refused::NotARun),
         Err(rustix::io::Errno::ACCESS | rustix::io::Errno::PERM) => return Err(Refused::Denied),
         Err(e) => return Err(Refused::Other(crate::error::strerror(e.raw_os_error()))),
     };
@@ -105,6 +106,7 @@ pub fn connect_named(name: &str) -> anyhow::Result<Conn> {
     let path = find(name)?;
     open(&path).map_err(|r| match r {
         Refused::Stale => failure(USAGE, format!("no live sandbox named {name} (its snug is gone)")),
+        Refused::NotARun => failure(USAGE, format!("{name}: not a live sandbox's socket (see snug ps)")),
         Refused::Denied => failure(POLICY, format!("{name}: permission denied")),
         Refused::Other(why) => failure(OS_ERROR, format!("{name}: {why}")),
     })

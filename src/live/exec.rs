@@ -72,8 +72,7 @@ fn relay(
     pty: Option<&super::pty::Pty>,
     cmd: &[OsString],
 ) -> anyhow::Result<Outcome> {
-    // SAFETY: the signalfd stays open for this call.
-    let sigfd = unsafe { BorrowedFd::borrow_raw(signals.raw()) };
+    let sigfd = signals.as_fd();
     let stdin = std::io::stdin();
     let mut stdin_open = pty.is_some();
     let mut master_open = pty.is_some();

@@ -64,9 +64,7 @@ fn now_secs() -> f64 {
 /// snug leaves nothing that looks live.
 pub fn sweep(dir: &Path) {
     for (_, path) in super::sockets_in(dir, None) {
-        if matches!(socket::connect(&path), Err(rustix::io::Errno::CONNREFUSED)) {
-            let _ = std::fs::remove_file(&path);
-        }
+        socket::remove_stale(&path);
     }
 }
 
@@ -92,9 +90,7 @@ impl Server {
         super::private_mode(&tmp).map_err(|e| os("cannot chmod", e))?;
         let linked = std::fs::hard_link(&tmp, &path).or_else(|e| {
             // Taken by a snug that is gone (SIGKILL): take it over.
-            let stale = matches!(socket::connect(&path), Err(rustix::io::Errno::CONNREFUSED));
-            if e.kind() == std::io::ErrorKind::AlreadyExists && stale {
-                let _ = std::fs::remove_file(&path);
+            if e.kind() == std::io::ErrorKind::AlreadyExists && socket::remove_stale(&path) {
                 return std::fs::hard_link(&tmp, &path);
             }
             Err(e)

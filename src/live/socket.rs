@@ -67,6 +67,15 @@ pub fn connect(path: &Path) -> Result<OwnedFd, Errno> {
     Ok(fd)
 }
 
+/// Remove the control socket at `path` if its snug is gone: only a socket (`lstat(2)` says
+/// so) that nobody listens on (`connect(2)` refused). A path a user typed can name any file,
+/// and `connect(2)` to a file that is not a socket is refused too: never remove one.
+pub fn remove_stale(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+    is_socket && matches!(connect(path), Err(Errno::CONNREFUSED)) && std::fs::remove_file(path).is_ok()
+}
+
 /// Accept one pending connection, close-on-exec and non-blocking; `None` when none waits.
 pub fn accept(listener: BorrowedFd<'_>) -> Option<OwnedFd> {
     net::accept_with(listener, SocketFlags::CLOEXEC | SocketFlags::NONBLOCK).ok()

@@ -111,6 +111,7 @@ fn spawn(argv: &[String]) -> Result<(Pasta, std::process::ChildStdout)> {
     unsafe {
         cmd.pre_exec(move || {
             // A snug that died before the prctl took effect would never stop this pasta.
+            let parent_fd = std::os::fd::BorrowedFd::borrow_raw(parent_fd);
             nestproc::own_group_tied_to(parent_fd).map_err(std::io::Error::from_raw_os_error)?;
             nestproc::cloexec_from(3);
             sigseal::seal().map_err(|e| std::io::Error::from_raw_os_error(e.0))

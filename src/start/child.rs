@@ -5,7 +5,7 @@
 use crate::channel::{INIT_FD, SECCOMP_FD, STDERR_FD};
 use crate::error::INTERNAL;
 use crate::payload_args::ARGS_FD;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// Error-pipe tag: entering the cgroups or setting RLIMIT_NPROC failed.
 pub const BOUNDS: u8 = 0xfc;
@@ -23,7 +23,7 @@ pub struct Plan<'a> {
     /// The id maps to write when not root.
     pub map: &'a nestproc::IdMap,
     /// A pidfd of snug, readable once snug died.
-    pub parent_pidfd: RawFd,
+    pub parent_pidfd: BorrowedFd<'a>,
     /// The error pipe's write end: 5 bytes (a tag and an `errno`) on failure.
     pub err: RawFd,
     /// Sources for fds 3, 4, 5, 2 and 6 (channel, caller's stderr, seccomp, bwrap's stderr
@@ -52,8 +52,8 @@ struct CloneArgs {
     tls: u64,
 }
 
-/// `clone3(2)` with `flags` (which include `CLONE_PIDFD`) and `SIGCHLD`; the child runs
-/// [`child`] and never returns. The parent gets the child's pidfd and pid.
+/// `clone3(2)` with `flags` (which include `CLONE_PIDFD`) and `SIGCHLD`; the child carries
+/// out `plan` and execs bwrap, and never returns. The parent gets the child's pidfd and pid.
 ///
 /// # Errors
 /// The `clone3(2)` error.
@@ -66,74 +66,66 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
         ..Default::default()
     };
     // SAFETY: clone3 without CLONE_VM and with no stack behaves like fork(2): the child gets a
-    // copy of this process and runs `child`, which makes only raw system calls before execve
-    // or _exit, touching only what `plan` points at, all built before the call. In the parent,
+    // copy of this process and runs the body below, which makes only raw system calls (write,
+    // _exit, setrlimit, dup2, execve, and nestproc's and sigseal's) on integers and on memory
+    // `plan` points at, all built before the call, and never returns. In the parent,
     // CLONE_PIDFD stored a new descriptor in `pidfd`, owned here only.
     unsafe {
         let pid = libc::syscall(libc::SYS_clone3, &args as *const CloneArgs, std::mem::size_of::<CloneArgs>());
         if pid == 0 {
-            child(plan);
+            // The child: own group tied to snug, cgroups and RLIMIT_NPROC, id maps, private
+            // mounts and /proc, descriptors in place, signal state sealed, then exec bwrap. On
+            // failure it writes a tag and `errno` to the error pipe and `_exit`s.
+            let p = plan;
+            let fail = |tag: u8, errno: i32| -> ! {
+                let e = errno.to_le_bytes();
+                let bytes = [tag, e[0], e[1], e[2], e[3]];
+                libc::write(p.err, bytes.as_ptr().cast(), bytes.len());
+                libc::_exit(INTERNAL)
+            };
+            // Own process group (signals a terminal or a caller sends to snug's group never
+            // reach bwrap), dying with snug; a snug already dead is noticed through its pidfd.
+            if nestproc::own_group_tied_to(p.parent_pidfd).is_err() {
+                libc::_exit(INTERNAL);
+            }
+            // SPEC K5: enter this run's cgroups before anything else is forked, so every
+            // sandbox process is born inside them (`0` means the writer, `cgroups(7)`; on v1
+            // the writing thread, which is all of this fork child, without an RCU grace
+            // period).
+            for fd in p.bounds.0 {
+                if fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    fail(BOUNDS, nestproc::errno());
+                }
+            }
+            if let Some(n) = p.bounds.1 {
+                let lim = libc::rlimit { rlim_cur: n, rlim_max: n };
+                if libc::setrlimit(libc::RLIMIT_NPROC, &lim) != 0 {
+                    fail(BOUNDS, nestproc::errno());
+                }
+            }
+            if !p.root {
+                if let Err(e) = p.map.write() {
+                    fail(e.to_bytes()[0], e.errno);
+                }
+            }
+            if let Err(e) = nestproc::prepare() {
+                fail(e.to_bytes()[0], e.errno);
+            }
+            let targets = [INIT_FD, STDERR_FD, SECCOMP_FD, 2, ARGS_FD];
+            if p.fds.iter().zip(targets).any(|(&from, to)| libc::dup2(from, to) < 0) {
+                fail(DUP, nestproc::errno());
+            }
+            // Nothing else the caller left open reaches the sandbox.
+            nestproc::cloexec_from(ARGS_FD as u32 + 1);
+            if let Err(e) = sigseal::seal() {
+                fail(SEAL, e.0);
+            }
+            libc::execve(p.argv[0], p.argv.as_ptr(), p.envp.as_ptr());
+            fail(EXEC, nestproc::errno())
         }
         if pid < 0 {
             return Err(std::io::Error::last_os_error());
         }
         Ok((OwnedFd::from_raw_fd(pidfd), pid as i32))
-    }
-}
-
-/// The child: own group tied to snug, cgroups and RLIMIT_NPROC, id maps, private mounts and
-/// /proc, descriptors in place, signal state sealed, then exec bwrap. On failure it writes a
-/// tag and `errno` to the error pipe and `_exit`s.
-///
-/// # Safety
-/// Only between clone3 and execve: it makes only async-signal-safe calls.
-unsafe fn child(p: &Plan<'_>) -> ! {
-    // SAFETY: raw system calls (write, _exit, setrlimit, dup2, execve) on integers and on
-    // memory `p` points at, built before the clone; `bytes` lives in the closure's frame.
-    unsafe {
-        let fail = |tag: u8, errno: i32| -> ! {
-            let e = errno.to_le_bytes();
-            let bytes = [tag, e[0], e[1], e[2], e[3]];
-            libc::write(p.err, bytes.as_ptr().cast(), bytes.len());
-            libc::_exit(INTERNAL)
-        };
-        // Own process group (signals a terminal or a caller sends to snug's group never reach
-        // bwrap), dying with snug; a snug already dead is noticed through its pidfd.
-        if nestproc::own_group_tied_to(p.parent_pidfd).is_err() {
-            libc::_exit(INTERNAL);
-        }
-        // SPEC K5: enter this run's cgroups before anything else is forked, so every
-        // sandbox process is born inside them (`0` means the writer, `cgroups(7)`; on v1 the
-        // writing thread, which is all of this fork child, without an RCU grace period).
-        for fd in p.bounds.0 {
-            if fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                fail(BOUNDS, nestproc::errno());
-            }
-        }
-        if let Some(n) = p.bounds.1 {
-            let lim = libc::rlimit { rlim_cur: n, rlim_max: n };
-            if libc::setrlimit(libc::RLIMIT_NPROC, &lim) != 0 {
-                fail(BOUNDS, nestproc::errno());
-            }
-        }
-        if !p.root {
-            if let Err(e) = p.map.write() {
-                fail(e.to_bytes()[0], e.errno);
-            }
-        }
-        if let Err(e) = nestproc::prepare() {
-            fail(e.to_bytes()[0], e.errno);
-        }
-        let targets = [INIT_FD, STDERR_FD, SECCOMP_FD, 2, ARGS_FD];
-        if p.fds.iter().zip(targets).any(|(&from, to)| libc::dup2(from, to) < 0) {
-            fail(DUP, nestproc::errno());
-        }
-        // Nothing else the caller left open reaches the sandbox.
-        nestproc::cloexec_from(ARGS_FD as u32 + 1);
-        if let Err(e) = sigseal::seal() {
-            fail(SEAL, e.0);
-        }
-        libc::execve(p.argv[0], p.argv.as_ptr(), p.envp.as_ptr());
-        fail(EXEC, nestproc::errno())
     }
 }

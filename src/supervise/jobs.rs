@@ -48,7 +48,7 @@ impl Supervisor {
     /// Init saw the payload stop (terminal mode). A hint from inside: act only if the payload
     /// really is stopped.
     pub(super) fn on_stopped(&mut self, sig: i32) {
-        let state = self.payload.as_ref().and_then(|p| p.state());
+        let state = self.payload().and_then(|p| p.state());
         log!("payload stopped by {} (state {state:?})", signame(sig));
         if !matches!(self.mode, Mode::Terminal { .. }) || !matches!(state, Some('T') | Some('t')) {
             // Init stopped carrying out terminal changes on its report: tell it they stand.
@@ -88,12 +88,28 @@ impl Supervisor {
         let how = self.stopped.take().unwrap_or(Resume::All);
         let handed = self.terminal.resume();
         // Wake init alone, should someone have stopped it: it relays the CONT exactly once.
-        if let Some(init) = &self.init {
+        if let Some(init) = self.init() {
             let _ = init.signal(libc::SIGCONT);
         }
         self.order(Order::Handed(handed));
         self.order(Order::Continue(how));
         log!("continued the sandbox ({how:?})");
+    }
+
+    /// The terminal sent a key (^C, ^\\) to the sandbox, which holds the foreground from
+    /// snug's hand: without snug it would have reached the caller's job too, snug's process
+    /// group (a script's loop, `make` and its other jobs, a `bash -c` wrapper). Send it there
+    /// as well, so that a non-interactive shell sees its own SIGINT and ends its loop when the
+    /// payload dies of it, as it would without snug (R3, T2). snug's own copy is dropped on
+    /// receipt. Checked first: only while snug handed the sandbox the terminal and its own
+    /// group is not in front, as a ^C typed then must be.
+    pub(super) fn on_typed(&mut self, sig: i32) {
+        if !matches!(sig, libc::SIGINT | libc::SIGQUIT) || !self.terminal.sandbox_in_front() {
+            return log!("ignored a key report for {} (the sandbox does not hold the terminal)", signame(sig));
+        }
+        let own = rustix::process::getpgrp().as_raw_nonzero().get();
+        let _ = crate::signals::kill(-own, sig);
+        log!("sent the terminal's {} to snug's own process group {own} too (R3)", signame(sig));
     }
 
     /// A ^C reached the sandbox. One that reached no handler followed by another within

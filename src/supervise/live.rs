@@ -15,9 +15,9 @@ impl Host for Supervisor {
             "stopped"
         } else if self.grace.is_some() {
             "grace"
-        } else if self.ended.is_some() {
+        } else if self.ending.payload_ended() {
             "jobs"
-        } else if !self.started {
+        } else if !self.started() {
             "starting"
         } else {
             "running"
@@ -25,7 +25,7 @@ impl Host for Supervisor {
     }
 
     fn init_pid(&self) -> Option<i32> {
-        self.init.as_ref().map(|i| i.host_pid)
+        self.init().map(|i| i.host_pid)
     }
 
     fn signal(&mut self, sig: i32, from: i32) -> String {
@@ -39,10 +39,10 @@ impl Host for Supervisor {
     }
 
     fn exec(&mut self) -> Result<OwnedFd, String> {
-        if self.init.is_none() || !self.started {
+        if self.init().is_none() || !self.started() {
             return Err("the sandbox is still starting".into());
         }
-        if self.torn_down.is_some() || !self.chan_open {
+        if self.ending.torn_down() || !self.chan_open {
             return Err("the sandbox is ending".into());
         }
         let (ours, theirs) = crate::live::socket::pair().map_err(|e| format!("socketpair: {e}"))?;
@@ -58,7 +58,7 @@ impl Supervisor {
     /// Attach this run's control socket (SPEC L1) and what `--jobs` asked (L4).
     pub fn live(mut self, server: Option<crate::live::server::Server>, jobs: Jobs) -> Supervisor {
         self.control = server;
-        self.jobs = jobs;
+        self.at_main_exit = jobs;
         self
     }
 
@@ -82,7 +82,7 @@ impl Supervisor {
     /// The payload's main process ended: with `--jobs grace`, what is left gets init's TERM
     /// (sent by init itself) and the 1.0 s grace from now (L4).
     pub(super) fn on_main_exit(&mut self) {
-        if self.jobs == Jobs::Grace && self.grace.is_none() {
+        if self.at_main_exit == Jobs::Grace && self.grace.is_none() {
             self.grace = Some((std::time::Instant::now() + super::GRACE, libc::SIGTERM));
             crate::log::log!("--jobs grace: what is left got SIGTERM; grace started: {} ms", super::GRACE.as_millis());
         }

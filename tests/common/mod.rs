@@ -2,10 +2,14 @@
 //! processes by a unique marker, wait with a bound. No mocks: real bwrap, real processes.
 #![allow(dead_code)]
 
+mod procs;
+mod sys;
+pub use procs::*;
+pub use sys::*;
+
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// The unprivileged account tests run snug as (created when missing, as root).
@@ -23,11 +27,6 @@ pub enum Who {
 /// Path of the snug binary cargo built for these tests.
 pub fn snug() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_snug"))
-}
-
-pub fn is_root() -> bool {
-    // SAFETY: plain syscall.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// uid and gid of [`TEST_USER`], creating the account when missing (needs root).
@@ -131,68 +130,35 @@ pub fn spawn_own_group(cmd: &mut Command) -> Child {
     cmd.spawn().expect("spawn snug")
 }
 
-static SEQ: AtomicU32 = AtomicU32::new(0);
-
-/// A number no other live process has in its command line: for `sleep <marker>`.
-pub fn marker() -> String {
-    let n = SEQ.fetch_add(1, Ordering::Relaxed);
-    format!("{}{:03}{:04}", 7, std::process::id() % 1000, n)
-}
-
-/// Pids whose command line (`/proc/PID/cmdline`, NULs as spaces) contains `needle`.
-pub fn pids_with(needle: &str) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-        if pid == me {
-            continue;
-        }
-        let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
-        let line = String::from_utf8_lossy(&raw).replace('\0', " ");
-        if line.contains(needle) && !line.contains("pgrep") {
-            // A zombie holds no cmdline; a live one is a survivor.
-            found.push(pid);
-        }
+/// SIGKILL and reap `child` if it still runs (a test's clean-up on drop).
+pub fn kill_if_running(child: &mut Child) {
+    if let Ok(None) = child.try_wait() {
+        let _ = child.kill();
+        let _ = child.wait();
     }
-    found
-}
-
-/// Whether any process still has `needle` in its command line.
-pub fn alive(needle: &str) -> bool {
-    !pids_with(needle).is_empty()
-}
-
-/// SIGKILL whatever still has `needle` (clean-up after a failed assertion).
-pub fn reap_leftovers(needle: &str) {
-    for p in pids_with(needle) {
-        // SAFETY: plain syscall; `p` carries this run's marker.
-        unsafe { libc::kill(p, libc::SIGKILL) };
-    }
-}
-
-pub fn kill(pid: u32, sig: i32) {
-    // SAFETY: plain syscall.
-    unsafe { libc::kill(pid as i32, sig) };
 }
 
 /// Wait for `child` up to `limit`; SIGKILL it (and fail the caller's expectation) past that.
 pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let end = Instant::now() + limit;
-    loop {
-        if let Ok(Some(st)) = child.try_wait() {
-            return Some(st);
-        }
-        if Instant::now() >= end {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(2));
+    let status = ended_within(child, limit);
+    if status.is_none() {
+        kill_if_running(child);
     }
+    status
 }
 
-/// Wait until `cond` holds, polling every 5 ms, up to `limit`.
+/// `child`'s status if it ends within `limit`; None (and the child left running) past it.
+pub fn ended_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let mut status = None;
+    until(limit, || {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    });
+    status
+}
+
+/// Wait until `cond` holds, polling every 5 ms, up to `limit`: the poll interval of the
+/// tests' readiness waits.
 pub fn until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;
     while Instant::now() < end {
@@ -322,40 +288,4 @@ pub fn read_text(path: &Path) -> String {
 pub fn logged_pid(log: &str, key: &str) -> Option<i32> {
     let rest = &log[log.find(key)? + key.len()..];
     rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
-}
-
-/// A process's state letter from `/proc/PID/stat` (`T` stopped), None once it is gone.
-pub fn proc_state(pid: i32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
-}
-
-/// SPEC K1: how soon after snug's end nothing of its sandbox may be left.
-pub const GONE: Duration = Duration::from_millis(100);
-
-/// Wait until [`GONE`] after `since`, then list (pid and command line) what still carries
-/// `needle`, and SIGKILL it so a failure leaves nothing behind. A process whose command line
-/// is empty by the time it is listed has exited meanwhile (a zombie has none) and is not
-/// counted.
-pub fn survivors(needle: &str, since: Instant) -> Vec<String> {
-    std::thread::sleep((since + GONE).saturating_duration_since(Instant::now()));
-    let left: Vec<String> = pids_with(needle)
-        .into_iter()
-        .filter_map(|p| {
-            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            (!cmd.trim().is_empty()).then(|| format!("{p} {}", cmd.trim()))
-        })
-        .collect();
-    reap_leftovers(needle);
-    left
-}
-
-/// Whether a process runs with exactly this command line (arguments joined by spaces), e.g.
-/// `sleep <marker>` itself rather than a shell or a launcher that mentions it.
-pub fn running(line: &str) -> bool {
-    pids_with(line).into_iter().any(|p| {
-        let raw = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-        String::from_utf8_lossy(&raw).trim_end_matches('\0').replace('\0', " ") == line
-    })
 }

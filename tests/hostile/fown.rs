@@ -2,7 +2,7 @@
 
 use crate::common::*;
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -26,17 +26,9 @@ fn owner(who: Who, dir: &std::path::Path, read_end: &OwnedFd) -> Child {
 const PAYLOAD: &str = "$| = 1; fcntl(STDIN, 10, 9); my $f = fcntl(STDIN, 3, 0); fcntl(STDIN, 4, $f | 0x2000); \
     print \"armed\\n\"; my $l = <STDIN>; print \"done\\n\"";
 
-fn pipe() -> (OwnedFd, OwnedFd) {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is filled by the kernel.
-    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-    // SAFETY: both were just created.
-    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
-}
-
 /// Run `launcher` with the pipe's read end as stdin; true when the owner was killed.
 fn owner_killed(who: Who, dir: &std::path::Path, mut launcher: Command) -> bool {
-    let (r, w) = pipe();
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).expect("pipe2");
     let mut own = owner(who, dir, &r);
     launcher.stdin(r).stdout(Stdio::piped()).stderr(Stdio::inherit()).process_group(0);
     let mut payload = launcher.spawn().expect("spawn payload");

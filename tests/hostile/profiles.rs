@@ -39,9 +39,8 @@ fn p4_hostile_profile_files_exit_77_at_once() {
     for who in everyone() {
         let dir = workdir(who);
         let conf = config(who, dir.path(), |p| {
-            let fifo = std::ffi::CString::new(p.join("fifo.toml").to_str().unwrap()).unwrap();
-            // SAFETY: a NUL-terminated path.
-            assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+            let mode = rustix::fs::Mode::from_raw_mode(0o644);
+            rustix::fs::mkfifoat(rustix::fs::CWD, p.join("fifo.toml"), mode).expect("mkfifo");
             std::os::unix::fs::symlink("/dev/zero", p.join("zero.toml")).unwrap();
             for i in 0..20_000 {
                 std::fs::write(p.join(format!("d{i}.toml")), format!("include = [\"d{}\"]\n", i + 1)).unwrap();

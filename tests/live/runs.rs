@@ -2,6 +2,7 @@
 
 use crate::common::{code, everyone, marker, workdir, Who};
 use crate::{cmd, listed, ps, run, Live};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
@@ -158,13 +159,12 @@ fn l5_garbage_gets_an_error_and_the_run_goes_on() {
         let path = socket_dir(who).join(format!("{}.sock", a.name));
         let fd = seqpacket_connect(&path);
         for junk in [b"zzz".to_vec(), vec![b'S'; 5000], vec![b'S', 0, 0, 0, 0], b"T\x07".to_vec(), vec![0u8; 1]] {
-            let reply = ask(fd, &junk);
+            let reply = ask(&fd, &junk);
             assert!(reply.starts_with(b"err"), "{junk:?}: {:?}", String::from_utf8_lossy(&reply));
         }
-        let reply = ask(fd, b"I");
+        let reply = ask(&fd, b"I");
         assert!(reply.starts_with(b"J{"), "control: {:?}", String::from_utf8_lossy(&reply));
-        // SAFETY: our descriptor.
-        unsafe { libc::close(fd) };
+        drop(fd);
         assert!(listed(who, dir.path(), &a.name), "{who:?}: the run did not survive garbage");
         let (st, out, _, _) = run(who, dir.path(), &["stop", &a.name]);
         assert!(st.success() && out.contains("killed by SIGTERM"), "{out}");
@@ -174,45 +174,28 @@ fn l5_garbage_gets_an_error_and_the_run_goes_on() {
 
 /// 0 when a connection to `path` is accepted, else the errno.
 fn try_connect(path: &std::path::Path) -> i32 {
-    let fd = seqpacket_socket(path);
-    // SAFETY: our descriptor.
-    unsafe { libc::close(fd.0) };
-    fd.1
+    seqpacket_socket(path).map_or_else(|e| e.raw_os_error(), |_| 0)
 }
 
-fn seqpacket_connect(path: &std::path::Path) -> i32 {
-    let (fd, err) = seqpacket_socket(path);
-    assert_eq!(err, 0, "connect {}", path.display());
-    fd
+fn seqpacket_connect(path: &std::path::Path) -> OwnedFd {
+    seqpacket_socket(path).unwrap_or_else(|e| panic!("connect {}: {e}", path.display()))
 }
 
-fn seqpacket_socket(path: &std::path::Path) -> (i32, i32) {
-    use std::os::unix::ffi::OsStrExt;
-    // SAFETY: a socket and a sockaddr_un filled within bounds.
-    unsafe {
-        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
-        let mut addr: libc::sockaddr_un = std::mem::zeroed();
-        addr.sun_family = libc::AF_UNIX as u16;
-        for (d, s) in addr.sun_path.iter_mut().zip(path.as_os_str().as_bytes()) {
-            *d = *s as libc::c_char;
-        }
-        let len = std::mem::size_of::<libc::sockaddr_un>() as u32;
-        let rc = libc::connect(fd, (&addr as *const libc::sockaddr_un).cast(), len);
-        (fd, if rc == 0 { 0 } else { std::io::Error::last_os_error().raw_os_error().unwrap_or(-1) })
-    }
+/// A `SOCK_SEQPACKET` connection to the unix socket at `path` (`unix(7)`), close-on-exec.
+fn seqpacket_socket(path: &std::path::Path) -> rustix::io::Result<OwnedFd> {
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+    let fd = rustix::net::socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
+    rustix::net::connect(&fd, &SocketAddrUnix::new(path)?)?;
+    Ok(fd)
 }
 
 /// Send `req` and read one reply (bounded by a 5 s receive timeout).
-fn ask(fd: i32, req: &[u8]) -> Vec<u8> {
+fn ask(fd: &OwnedFd, req: &[u8]) -> Vec<u8> {
+    use rustix::net::{sockopt, RecvFlags, SendFlags};
     let mut buf = vec![0u8; 8192];
-    // SAFETY: buffers live in this frame.
-    unsafe {
-        let tv = libc::timeval { tv_sec: 5, tv_usec: 0 };
-        let tvp = (&tv as *const libc::timeval).cast();
-        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, tvp, std::mem::size_of::<libc::timeval>() as u32);
-        libc::send(fd, req.as_ptr().cast(), req.len(), libc::MSG_NOSIGNAL);
-        let n = libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0);
-        buf.truncate(n.max(0) as usize);
-    }
+    let _ = sockopt::set_socket_timeout(fd, sockopt::Timeout::Recv, Some(Duration::from_secs(5)));
+    let _ = rustix::net::send(fd, req, SendFlags::NOSIGNAL);
+    let n = rustix::net::recv(fd, &mut buf[..], RecvFlags::empty()).map_or(0, |(n, _)| n);
+    buf.truncate(n);
     buf
 }

@@ -1,6 +1,7 @@
 //! `snug exec` at a terminal (SPEC L3): a pty of its own, so job control inside works.
 
 use crate::common::{everyone, marker, workdir, Who};
+use crate::pty::rows::front_of_its_terminal;
 use crate::pty::{Term, CTRL_C, CTRL_Z, PROMPT};
 use crate::{Live, READY};
 use std::time::Duration;
@@ -33,13 +34,13 @@ fn row(who: Who) {
     t.reject("no job control");
     let m = marker();
     t.line(&format!("sleep {m}"));
-    t.sleep(Duration::from_millis(500));
+    front_of_its_terminal(&mut t, &format!("sleep {m}"));
     t.send(CTRL_Z);
     t.expect("Stopped");
     t.expect(&inner);
     t.line("fg");
     t.expect(&format!("sleep {m}"));
-    t.sleep(Duration::from_millis(500));
+    front_of_its_terminal(&mut t, &format!("sleep {m}"));
     t.send(CTRL_C);
     t.expect(&inner);
     if !crate::common::until(Duration::from_secs(3), || !crate::common::alive(&format!("sleep {m}"))) {

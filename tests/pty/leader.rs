@@ -4,9 +4,9 @@
 //! `setsid(2)`, `ioctl_tty(2)`); closing the master hangs the session up, which the kernel
 //! tells the session leader alone (SIGHUP, then SIGCONT).
 
-use super::{check, find, open_pty};
-use crate::common::{snug_cmd, test_user, Who};
-use std::os::fd::{AsRawFd, OwnedFd};
+use super::{find, open_pty, own_tty, read_some};
+use crate::common::{ended_within, kill_if_running, readable, snug_cmd, Who};
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
@@ -23,11 +23,7 @@ impl Leader {
     /// execs in place, so the leader is snug itself).
     pub fn start(who: Who, dir: &Path, args: &[&str]) -> Leader {
         let (master, slave) = open_pty(24, 80);
-        if who == Who::User {
-            let (uid, gid) = test_user();
-            // SAFETY: fchown on our own slave descriptor, as login(1) gives a user its tty.
-            check(unsafe { libc::fchown(slave.as_raw_fd(), uid, gid) }, "fchown pty");
-        }
+        own_tty(who, &slave);
         let mut cmd = snug_cmd(who, dir, args);
         super::lead_session(&mut cmd, &slave);
         let child = cmd.spawn().expect("spawn snug as a session leader");
@@ -44,7 +40,7 @@ impl Leader {
     /// Wait up to `limit` for `needle` on the terminal; false on timeout or hangup.
     pub fn wait_for(&mut self, needle: &str, limit: Duration) -> bool {
         let end = Instant::now() + limit;
-        let Some(fd) = self.master.as_ref().map(|m| m.as_raw_fd()) else { return false };
+        let Some(fd) = self.master.as_ref() else { return false };
         loop {
             if find(&self.out, needle.as_bytes()).is_some() {
                 return true;
@@ -53,18 +49,9 @@ impl Leader {
             if left.is_zero() {
                 return false;
             }
-            let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-            // SAFETY: one pollfd in this frame.
-            if unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(1000) as i32) } <= 0 {
-                continue;
-            }
-            let mut buf = [0u8; 4096];
-            // SAFETY: reads into `buf`.
-            let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-            if r <= 0 {
+            if readable(fd, left.min(Duration::from_secs(1))) && !read_some(fd, &mut self.out, false) {
                 return false;
             }
-            self.out.extend(&buf[..r as usize]);
         }
     }
 
@@ -81,24 +68,12 @@ impl Leader {
 
     /// snug's status if it ends within `limit`; None (and snug still running) past it.
     pub fn wait(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let end = Instant::now() + limit;
-        loop {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                return Some(st);
-            }
-            if Instant::now() >= end {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        ended_within(&mut self.child, limit)
     }
 }
 
 impl Drop for Leader {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        kill_if_running(&mut self.child);
     }
 }

@@ -9,16 +9,14 @@
 #![allow(dead_code)]
 
 pub mod leader;
-mod procs;
 pub mod rows;
 pub mod scripts;
 
-use procs::outermost;
-pub use procs::{descendants, procs, stat};
+pub use crate::common::{descendants, procs, stat};
 
-use crate::common::{test_user, Who, TEST_USER};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
+use crate::common::{as_who, kill, prelude, readable, test_user, Ctty, Prelude, Who, TEST_USER};
+use rustix::pty::OpenptFlags;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -46,29 +44,24 @@ pub fn user_name(who: Who) -> String {
     }
 }
 
-fn check(r: libc::c_int, what: &str) -> libc::c_int {
-    if r < 0 {
-        panic!("{what}: {}", std::io::Error::last_os_error());
-    }
-    r
+/// A new pty pair (`pty(7)`: posix_openpt, grantpt, unlockpt, then TIOCGPTPEER, which opens
+/// the slave without a path lookup, Linux 4.13) with the window `rows`×`cols`; both ends
+/// close-on-exec, the slave not anybody's controlling terminal yet.
+pub fn open_pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
+    let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+    let master = rustix::pty::openpt(flags).expect("posix_openpt");
+    rustix::pty::grantpt(&master).expect("grantpt");
+    rustix::pty::unlockpt(&master).expect("unlockpt");
+    let slave = rustix::pty::ioctl_tiocgptpeer(&master, flags).expect("TIOCGPTPEER");
+    set_size(&master, rows, cols);
+    (master, slave)
 }
 
-/// A new pty pair with the window `rows`×`cols`; both ends close-on-exec, the slave not
-/// anybody's controlling terminal yet.
-fn open_pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
-    // SAFETY: posix_openpt/grantpt/unlockpt/ioctl on the descriptor created here; the
-    // returned descriptors are owned by the OwnedFds and nobody else.
-    unsafe {
-        let m = check(libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC), "posix_openpt");
-        let master = OwnedFd::from_raw_fd(m);
-        check(libc::grantpt(m), "grantpt");
-        check(libc::unlockpt(m), "unlockpt");
-        // TIOCGPTPEER opens the slave without a path lookup (Linux 4.13).
-        let s =
-            check(libc::ioctl(m, libc::TIOCGPTPEER, libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC), "TIOCGPTPEER");
-        let slave = OwnedFd::from_raw_fd(s);
-        set_size(m, rows, cols);
-        (master, slave)
+/// Give the user `who` runs as its terminal, as login(1) does (root's stays root's).
+fn own_tty(who: Who, slave: &OwnedFd) {
+    if who == Who::User {
+        let (uid, gid) = test_user();
+        std::os::unix::fs::fchown(slave, Some(uid), Some(gid)).expect("fchown pty");
     }
 }
 
@@ -77,21 +70,33 @@ fn open_pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
 pub(crate) fn lead_session(cmd: &mut Command, slave: &OwnedFd) {
     let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup pty slave"));
     cmd.stdin(io(slave)).stdout(io(slave)).stderr(io(slave));
-    // SAFETY: between fork and exec only async-signal-safe syscalls (setsid, ioctl).
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    prelude(cmd, Prelude { session: Some(Ctty::Stdin), ..Prelude::default() });
+}
+
+/// The window size (TIOCSWINSZ, `ioctl_tty(2)`).
+fn set_size(fd: impl AsFd, rows: u16, cols: u16) {
+    let ws = rustix::termios::Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+    rustix::termios::tcsetwinsize(fd, ws).expect("TIOCSWINSZ");
+}
+
+/// Read what `fd` has now into `out`, `\r` removed where `strip_cr`; false at EOF or EIO
+/// (every slave descriptor closed).
+fn read_some(fd: impl AsFd, out: &mut Vec<u8>, strip_cr: bool) -> bool {
+    let mut buf = [0u8; 4096];
+    match rustix::io::read(fd, &mut buf) {
+        Ok(n) if n > 0 => {
+            out.extend(buf[..n].iter().filter(|b| !strip_cr || **b != b'\r'));
+            true
+        }
+        _ => false,
     }
 }
 
-fn set_size(fd: RawFd, rows: u16, cols: u16) {
-    let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
-    // SAFETY: TIOCSWINSZ reads the winsize in this frame.
-    check(unsafe { libc::ioctl(fd, libc::TIOCSWINSZ, &ws) }, "TIOCSWINSZ");
+/// Among `pids`, the one running `exe` whose parent does not (a process cloned from it, such
+/// as snug's nest before its exec, or snug's init, has the same binary).
+pub fn outermost(pids: &[i32], exe: &Path) -> Option<i32> {
+    let runs = |p: i32| std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e == exe);
+    pids.iter().copied().find(|p| runs(*p) && stat(*p).is_some_and(|s| !runs(s.ppid)))
 }
 
 /// One caller at one terminal.
@@ -114,20 +119,17 @@ impl Term {
     pub fn start(who: Who, dir: &Path, label: &str) -> Term {
         let (master, slave) = open_pty(24, 80);
         let bash = ["bash", "--norc", "--noprofile", "-i"];
-        let (mut cmd, home, user) = match who {
-            Who::Root => (Command::new(bash[0]), std::env::var("HOME").unwrap_or_else(|_| "/".into()), user_name(who)),
-            Who::User => {
-                let (uid, gid) = test_user();
-                // SAFETY: fchown on our slave descriptor: the user's terminal is the user's, as
-                // login(1) makes it.
-                check(unsafe { libc::fchown(slave.as_raw_fd(), uid, gid) }, "fchown pty");
-                let mut c = Command::new("setpriv");
-                c.args([format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into(), "--".into()]);
-                c.arg(bash[0]);
-                (c, format!("/home/{TEST_USER}"), TEST_USER.to_string())
-            }
+        own_tty(who, &slave);
+        let home = match who {
+            Who::Root => std::env::var("HOME").unwrap_or_else(|_| "/".into()),
+            Who::User => format!("/home/{TEST_USER}"),
         };
-        cmd.args(&bash[1..]);
+        let user = user_name(who);
+        // setpriv execs in place for the user, so the caller bash keeps the spawned pid.
+        let mut words = as_who(who);
+        words.extend(bash.map(String::from));
+        let mut cmd = Command::new(&words[0]);
+        cmd.args(&words[1..]);
         // A clean, known environment; the standard directories first so `python3` is the
         // system's (a per-user shim under /root is not the test user's to run).
         let path = format!(
@@ -169,24 +171,15 @@ impl Term {
         let end = Instant::now() + d;
         loop {
             let left = end.saturating_duration_since(Instant::now());
-            let mut pfd = libc::pollfd { fd: self.master.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-            // SAFETY: one pollfd in this frame.
-            let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
-            if n <= 0 {
-                if n == 0 || left.is_zero() {
-                    return;
-                }
-                continue; // EINTR
+            if !readable(&self.master, left) {
+                return;
             }
-            let mut buf = [0u8; 4096];
-            // SAFETY: reads into `buf`.
-            let r = unsafe { libc::read(self.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if r <= 0 {
-                // EIO: every slave descriptor is closed. Keep the time contract.
+            if !read_some(&self.master, &mut self.out, true) {
+                // EIO: every slave descriptor is closed. Kept: the time contract, so the
+                // callers' polling loops do not spin.
                 std::thread::sleep(left);
                 return;
             }
-            self.out.extend(buf[..r as usize].iter().filter(|b| **b != b'\r'));
             if Instant::now() >= end {
                 return;
             }
@@ -196,9 +189,8 @@ impl Term {
     /// Type `s` (no newline added).
     pub fn send(&mut self, s: &str) {
         self.note(format!("send {s:?}"));
-        // SAFETY: writes from `s`.
-        let n = unsafe { libc::write(self.master.as_raw_fd(), s.as_ptr().cast(), s.len()) };
-        assert_eq!(n, s.len() as isize, "write to the pty master");
+        let n = rustix::io::write(&self.master, s.as_bytes());
+        assert_eq!(n.ok(), Some(s.len()), "write to the pty master");
         self.pump(Duration::from_millis(20));
     }
 
@@ -287,7 +279,7 @@ impl Term {
     /// the kernel sends SIGWINCH to the foreground process group.
     pub fn resize(&mut self, rows: u16, cols: u16) {
         self.note(format!("resize to {rows}x{cols}"));
-        set_size(self.master.as_raw_fd(), rows, cols);
+        set_size(&self.master, rows, cols);
         self.pump(Duration::from_millis(20));
     }
 
@@ -302,8 +294,8 @@ impl Term {
 
     /// The terminal's foreground process group, as the caller's namespace numbers it.
     pub fn foreground(&self) -> i32 {
-        // SAFETY: plain ioctl on the master (TIOCGPGRP works on either side).
-        unsafe { libc::tcgetpgrp(self.master.as_raw_fd()) }
+        // TIOCGPGRP works on either side; 0 (no foreground group) comes as an error.
+        rustix::termios::tcgetpgrp(&self.master).map_or(0, |p| p.as_raw_nonzero().get())
     }
 
     /// Live descendants of the caller bash (its jobs' processes and theirs).
@@ -359,9 +351,7 @@ impl Drop for Term {
     /// Hang up as a closed terminal window does: bash sends SIGHUP (and SIGCONT) to its jobs;
     /// then make sure bash is gone.
     fn drop(&mut self) {
-        let pid = self.shell_pid();
-        // SAFETY: signals the bash this Term started.
-        unsafe { libc::kill(pid, libc::SIGHUP) };
+        kill(self.shell_pid() as u32, libc::SIGHUP);
         let end = Instant::now() + Duration::from_millis(500);
         while Instant::now() < end {
             if let Ok(Some(_)) = self.shell.try_wait() {

@@ -2,10 +2,10 @@
 //! the test user in parallel, the line typed for snug or for a plain-bwrap control, and
 //! finding the payload's process.
 
-use super::{procs, Term};
-use crate::common::{everyone, is_root, snug, workdir, Who};
+use super::{descendants, procs, stat, Term};
+use crate::common::{cmdline, everyone, is_root, snug, workdir, Who};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Run `row` as everyone and each of `controls` (as root), all at once; a panic in any
 /// fails the test once all have ended.
@@ -46,9 +46,7 @@ pub fn bwrap_line(dir: &Path, extra: &str, args: &str) -> String {
 /// Pids whose command line (NULs as spaces) starts with `prefix`: the payload itself, not
 /// snug, bwrap or init, whose command lines end with the payload's.
 pub fn pids_starting(prefix: &str) -> Vec<i32> {
-    let line =
-        |p: i32| std::fs::read(format!("/proc/{p}/cmdline")).map(|b| String::from_utf8_lossy(&b).replace('\0', " "));
-    procs().into_iter().filter(|p| line(*p).is_ok_and(|l| l.starts_with(prefix))).collect()
+    procs().into_iter().filter(|p| cmdline(*p).is_some_and(|l| l.starts_with(prefix))).collect()
 }
 
 /// The host pid of the one process whose command line starts with `prefix`, waiting for it.
@@ -57,4 +55,65 @@ pub fn the_pid(t: &mut Term, prefix: &str) -> i32 {
         t.fail(&format!("not exactly one process starting {prefix:?}: {:?}", pids_starting(prefix)));
     }
     pids_starting(prefix)[0]
+}
+
+/// The one process under the caller's shell at `t` whose command line starts with `prefix`
+/// (root and user rows run the same payload at once), waiting up to 10 s for it.
+pub fn own_pid(t: &mut Term, prefix: &str) -> i32 {
+    let shell = t.shell_pid();
+    let mine = || -> Vec<i32> {
+        descendants(shell).into_iter().filter(|p| cmdline(*p).is_some_and(|l| l.starts_with(prefix))).collect()
+    };
+    if !t.until(Duration::from_secs(10), || mine().len() == 1) {
+        t.fail(&format!("not exactly one process under the caller starting {prefix:?}: {:?}", mine()));
+    }
+    mine()[0]
+}
+
+/// Wait until the one process under the caller's shell whose command line starts with
+/// `prefix` is in the terminal's foreground group, so a key typed now (^C, ^Z) or a line
+/// reaches it; its pid. Call after the payload's `ready` line where it has one: that is
+/// printed once its handlers are set.
+pub fn in_front(t: &mut Term, prefix: &str) -> i32 {
+    let pid = own_pid(t, prefix);
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let fg = t.foreground();
+        if stat(pid).is_some_and(|s| s.pgrp == fg) {
+            return pid;
+        }
+        if Instant::now() >= end {
+            t.fail(&format!("{prefix:?} (pid {pid}) not in the terminal's foreground ({fg}) within 10 s"));
+        }
+        t.pump(Duration::from_millis(10));
+    }
+}
+
+/// Wait until the terminal's foreground group runs `sleep` (exec'd): dash starts it with
+/// vfork(2), and a ^Z that lands between that vfork and the exec stops only the child while
+/// the shell waits for it uninterruptibly, so no job stop is ever reported, with or without
+/// a launcher. Call once the payload holds the terminal (it printed `ready` in front).
+pub fn sleep_in_front(t: &mut Term) {
+    let fg = t.foreground();
+    let runs_sleep = || {
+        procs().into_iter().any(|p| {
+            stat(p).is_some_and(|s| s.pgrp == fg)
+                && std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        })
+    };
+    if !t.until(Duration::from_secs(10), runs_sleep) {
+        t.fail("the payload's sleep never ran in the foreground");
+    }
+}
+
+/// Wait until the one process whose command line starts with `prefix` runs in the
+/// foreground group of its own controlling terminal (`/proc/PID/stat`: tpgid = pgrp, not
+/// stopped), wherever that terminal is (a pty of the sandbox's, for `snug exec`); its pid.
+pub fn front_of_its_terminal(t: &mut Term, prefix: &str) -> i32 {
+    let pid = the_pid(t, prefix);
+    let front = || stat(pid).is_some_and(|s| s.tpgid == s.pgrp && s.state != 'T');
+    if !t.until(Duration::from_secs(10), front) {
+        t.fail(&format!("{prefix:?} (pid {pid}) not in its terminal's foreground within 10 s: {:?}", stat(pid)));
+    }
+    pid
 }

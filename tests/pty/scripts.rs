@@ -26,7 +26,7 @@ signal.signal(signal.SIGINT, h)
 print("ready", flush=True)
 end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end:
-    time.sleep(0.3)
+    time.sleep(0.3)  # kept: the payload's own pace, a count every 0.3 s
     print(f"ints={n}", flush=True)
 print(f"done ints={n}", flush=True)
 "#;
@@ -39,7 +39,7 @@ print(f"done ints={n}", flush=True)
 pub const NAIVE_FORWARDER: &str = r#"import signal, subprocess, sys, time
 child = None
 def forward(*_):
-    time.sleep(0.2)
+    time.sleep(0.2)  # kept: the control's latency (see above)
     child.send_signal(signal.SIGINT)
 signal.signal(signal.SIGINT, forward)
 child = subprocess.Popen(sys.argv[1:])
@@ -70,8 +70,8 @@ signal.signal(signal.SIGINT, h)
 os.write(1, b"ready\n")  # not print: the handler's print must not find stdout's lock held
 end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end and n == 0:
-    time.sleep(0.05)
-time.sleep(0.8)
+    time.sleep(0.05)  # poll interval of a bounded wait for the first INT
+time.sleep(0.8)  # kept: a window for a second delivery to show
 sys.exit(3 if n else 0)
 "#;
 
@@ -129,8 +129,8 @@ signal.signal(signal.SIGWINCH, h)
 os.write(1, b"ready\n")  # not print: the handler's print must not find stdout's lock held
 end = time.monotonic() + 8
 while time.monotonic() < end and not seen:
-    time.sleep(0.05)
-time.sleep(0.5)
+    time.sleep(0.05)  # poll interval of a bounded wait for the first WINCH
+time.sleep(0.5)  # kept: a window for more to show
 print(f"winches={len(seen)}", flush=True)
 "#;
 

@@ -1,9 +1,10 @@
 //! What reaches the payload (SPEC G1, G6, S2, D1): each relayed signal exactly once, the
 //! others never, and a signal ignored at start stays ignored.
 
-use crate::common::{everyone, marker, pids_with};
-use crate::kit::{ms, recorder, sh, state_of, How, Run, PY};
-use std::os::fd::{FromRawFd, OwnedFd};
+use crate::common::{everyone, kill, marker, pids_with, proc_state, until};
+use crate::kit::{ms, recorder, sh, How, Run, PY};
+use crate::pty::open_pty;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
@@ -76,6 +77,7 @@ fn g1_signal_during_start_up_still_reaches_the_payload() {
             // the signal, but would look as if it had not). The marker rides in a comment.
             let script = sh(&format!("trap 'exit 7' TERM; while :; do :; done # {mark}"));
             let mut run = Run::start(who, How::snug(), &mark, &script);
+            // Kept: the moment of the TERM is what this row varies, not a wait for readiness.
             std::thread::sleep(Duration::from_millis(delay));
             let sent = run.signal(TERM);
             let (st, at) = run.end(SETTLE);
@@ -122,34 +124,20 @@ fn d1_every_int_term_hup_relayed_with_the_grace() {
     }
 }
 
-/// A pty pair: (master, slave).
-fn pty() -> (OwnedFd, OwnedFd) {
-    let (mut m, mut s) = (-1, -1);
-    // SAFETY: openpty fills two descriptors, owned below; no name, termios or size passed.
-    let rc = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: just created.
-    unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) }
-}
-
 /// ^C typed at a terminal: write it to the master.
 fn type_ctrl_c(master: &OwnedFd) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: writes one byte from a static.
-    let n = unsafe { libc::write(master.as_raw_fd(), b"\x03".as_ptr().cast(), 1) };
-    assert_eq!(n, 1);
+    assert_eq!(rustix::io::write(master, b"\x03").ok(), Some(1), "write ^C to the pty master");
 }
 
 #[test]
 fn d1_terminal_ctrl_c_on_shared_stdout_relayed_with_the_grace() {
-    use std::os::fd::AsRawFd;
     for who in everyone() {
         // snug's stdout is a terminal whose foreground group is snug's; stdin is /dev/null,
         // so snug is in detached mode and the sandbox in its own session: the ^C reaches
         // snug only, and snug relays it, once, with the grace.
-        let (master, slave) = pty();
+        let (master, slave) = open_pty(24, 80);
         let mark = marker();
-        let how = How { tty: Some(slave.as_raw_fd()), ..How::verbose() };
+        let how = How { tty: Some(slave.as_fd()), ..How::verbose() };
         let mut run = Run::start(who, how, &mark, &recorder(&mark, "", "0"));
         run.ready(&["ready"]);
         let sent = std::time::Instant::now();
@@ -170,9 +158,9 @@ fn d1_terminal_ctrl_c_on_shared_stdout_relayed_with_the_grace() {
         assert!(run.left().is_empty(), "{who:?}: left {:?}", run.left());
 
         // Positive control: the same ^C kills plain bwrap; the payload never sees it.
-        let (master, slave) = pty();
+        let (master, slave) = open_pty(24, 80);
         let mark = marker();
-        let how = How { tty: Some(slave.as_raw_fd()), ..How::bwrap(&["--die-with-parent", "--new-session"]) };
+        let how = How { tty: Some(slave.as_fd()), ..How::bwrap(&["--die-with-parent", "--new-session"]) };
         let mut ctl = Run::start(who, how, &mark, &recorder(&mark, "", "0"));
         ctl.ready(&["ready"]);
         type_ctrl_c(&master);
@@ -211,6 +199,7 @@ fn s2_hup_ignored_at_start_stays_ignored_payload_unsealed() {
         let mut run = Run::start(who, nohup, &mark, &recorder(&mark, "15", "0"));
         run.ready(&["ready"]);
         run.signal(HUP);
+        // Kept: a check that nothing happens (no relay, no grace) for 1.5 s after the HUP.
         std::thread::sleep(Duration::from_millis(1500));
         assert!(run.running(), "{who:?}: snug ended after an ignored HUP; stderr: {}", run.stderr());
         assert!(run.got().is_empty(), "{who:?}: payload got {:?}", run.got());
@@ -248,11 +237,12 @@ fn g6_quit_usr_winch_relayed_without_grace_stops_never() {
         run.ready(&["ready"]);
         for sig in relayed {
             run.signal(sig);
-            std::thread::sleep(Duration::from_millis(20));
+            // The next one once this one arrived (or the check below says it did not).
+            until(Duration::from_secs(2), || run.got().contains(&sig));
         }
-        let all = crate::common::until(Duration::from_secs(2), || relayed.iter().all(|s| run.got().contains(s)));
+        let all = until(Duration::from_secs(2), || relayed.iter().all(|s| run.got().contains(s)));
         assert!(all, "{who:?}: payload got {:?}; stderr: {}", run.got(), run.stderr());
-        // No grace: well past 1 s later the payload and snug still run.
+        // No grace. Kept: a check that well past 1 s later the payload and snug still run.
         std::thread::sleep(Duration::from_millis(1500));
         assert!(run.running(), "{who:?}: snug ended; stderr: {}", run.stderr());
         let mut got = run.got();
@@ -261,27 +251,32 @@ fn g6_quit_usr_winch_relayed_without_grace_stops_never() {
         want.sort();
         assert_eq!(got, want, "{who:?}: each exactly once");
 
-        // Stop signals and PIPE: never relayed. In detached mode snug does not catch the stop
-        // signals, so it stops (default action) until SIGCONT, which it relays; PIPE is ignored
-        // (Rust's runtime). Each stop signal is sent alone: a SIGCONT discards pending ones.
+        // Stop signals and PIPE: never relayed. A stop signal stops the sandbox and snug with
+        // it (T12) until SIGCONT; PIPE is ignored (Rust's runtime). Each stop signal is sent
+        // alone, once snug runs again: a SIGCONT discards pending ones.
         for sig in never {
             run.signal(sig);
-            std::thread::sleep(Duration::from_millis(200));
-            let state = state_of(run.pid);
+            let stops = sig != libc::SIGPIPE;
+            if stops {
+                until(Duration::from_secs(5), || proc_state(run.pid) == Some('T'));
+            }
+            let state = proc_state(run.pid);
             run.signal(libc::SIGCONT);
-            std::thread::sleep(Duration::from_millis(100));
-            println!("G6 {who:?}: signal {sig} to snug: snug state {state:?}, then SIGCONT: {:?}", state_of(run.pid));
+            if stops {
+                until(Duration::from_secs(5), || proc_state(run.pid).is_some_and(|s| s != 'T'));
+            }
+            println!("G6 {who:?}: signal {sig} to snug: snug state {state:?}, then SIGCONT: {:?}", proc_state(run.pid));
         }
+        // Kept: a check that none of them reaches the payload within 0.3 s.
         std::thread::sleep(Duration::from_millis(300));
         assert!(never.iter().all(|s| !run.got().contains(s)), "{who:?}: relayed {:?}", run.got());
 
         // Positive control (detector): the same signals sent to the payload itself are seen.
         let payload = payload_pid(&run);
         for sig in never {
-            // SAFETY: plain syscall to the payload found by the run's marker.
-            unsafe { libc::kill(payload, sig) };
+            kill(payload as u32, sig);
         }
-        let seen = crate::common::until(Duration::from_secs(2), || never.iter().all(|s| run.got().contains(s)));
+        let seen = until(Duration::from_secs(2), || never.iter().all(|s| run.got().contains(s)));
         assert!(seen, "control: the recorder missed signals sent to it: {:?}", run.got());
 
         let sent = run.signal(TERM);

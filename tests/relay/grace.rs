@@ -144,8 +144,8 @@ fn g2_child_cleanup_finishes_after_main_ended() {
             Run::start(who, How::bwrap(&["--die-with-parent", "--new-session"]), &mark, &slow_child_cleanup(&mark, 0));
         ctl.sleepers(2);
         let group = ctl.payload_group().expect("control: payload group");
-        // SAFETY: plain syscall; the group of a sandbox process found by the run's marker.
-        unsafe { libc::kill(-group, TERM) };
+        // The group of a sandbox process found by the run's marker.
+        crate::common::kill_group(group, TERM);
         ctl.end(SETTLE);
         // Kept: a check that the child's cleanup does NOT finish within 0.5 s.
         std::thread::sleep(Duration::from_millis(500));
@@ -279,7 +279,7 @@ fn o4_verbose_logs_signal_events_in_order() {
 /// TERM".
 #[test]
 fn g3_grace_holds_when_init_is_stopped_and_relays_pile_up() {
-    use crate::common::{logged_pid, read_text, snug_verbose, spawn_own_group, until, wait_bounded, workdir};
+    use crate::common::{kill, logged_pid, read_text, snug_verbose, spawn_own_group, until, wait_bounded, workdir};
     for who in everyone() {
         let dir = workdir(who);
         let mark = marker();
@@ -295,17 +295,17 @@ fn g3_grace_holds_when_init_is_stopped_and_relays_pile_up() {
             panic!("{who:?}: snug never logged the payload's start: {}", read_text(&log));
         }
         let init = init.expect("init pid logged");
-        // SAFETY: plain syscalls; `init` is this run's init (from its own -v log).
-        unsafe { libc::kill(init, libc::SIGSTOP) };
+        // `init` is this run's init (from its own -v log).
+        kill(init as u32, libc::SIGSTOP);
+        let stopped = until(Duration::from_secs(5), || crate::common::proc_state(init) == Some('T'));
+        assert!(stopped, "{who:?}: init {init} did not stop");
         for _ in 0..600 {
-            // SAFETY: plain syscall to this run's snug.
-            unsafe { libc::kill(run.id() as i32, libc::SIGUSR1) };
+            kill(run.id(), libc::SIGUSR1);
             // Kept: pacing, so that snug reads each one (pending signals of one kind merge).
             std::thread::sleep(Duration::from_millis(2));
         }
         let sent = std::time::Instant::now();
-        // SAFETY: as above.
-        unsafe { libc::kill(run.id() as i32, TERM) };
+        kill(run.id(), TERM);
         let status = wait_bounded(&mut run, Duration::from_secs(5));
         let took = sent.elapsed().as_millis();
         println!("G3 {who:?}: init stopped, 600 relays queued: gone {took} ms after TERM");

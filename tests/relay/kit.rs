@@ -1,12 +1,15 @@
 //! Plumbing for the relay tests: one run of snug (or of a control launcher) in its own
 //! workdir, with a marker, captured stderr and exit times measured from a signal.
 
-use crate::common::{pids_with, reap_leftovers, test_user, workdir, Who, TEST_USER};
+use crate::common::{
+    cmd_as, kill, kill_group, kill_if_running, pids_with, prelude, readable, reap_leftovers, stat, workdir, Ctty,
+    Prelude, Who,
+};
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,26 +19,31 @@ pub const PY: &str = "/usr/bin/python3";
 /// A python payload that records every delivery of the signals it handles (one line with the
 /// number per delivery in `got`). Counting goes through `set_wakeup_fd`, which writes one
 /// byte per delivery, so two deliveries are never merged into one Python handler call.
-/// argv: MARKER EXIT_ON LINGER — after the first signal in the comma list EXIT_ON it keeps
-/// recording for LINGER seconds (to catch a duplicate), then exits 0. Writes `ready` once
-/// its handlers are installed.
+/// argv: MARKER HANDLED EXIT_ON LINGER [spin] — it handles the signals in the comma list
+/// HANDLED; after the first signal in the comma list EXIT_ON it keeps recording for LINGER
+/// seconds (to catch a duplicate), then exits 0. Writes `ready` once its handlers are
+/// installed. With `spin` it polls without sleeping, so it stays on a CPU and takes each
+/// signal the moment it arrives: a second delivery close behind the first is then seen, not
+/// merged by the kernel into one pending signal.
 pub const RECORDER: &str = r#"
 import os, select, signal, sys, time
-exit_on = {int(s) for s in sys.argv[2].split(",") if s}
-linger = float(sys.argv[3])
+handled = [int(s) for s in sys.argv[2].split(",")]
+exit_on = {int(s) for s in sys.argv[3].split(",") if s}
+linger = float(sys.argv[4])
+wait = 0 if sys.argv[5:] == ["spin"] else 0.02
 r, w = os.pipe()
 os.set_blocking(r, False)
 os.set_blocking(w, False)
 signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-for s in (1, 2, 3, 10, 12, 13, 15, 20, 21, 22, 28):
+for s in handled:
     signal.signal(s, lambda n, f: None)
 got = open("got", "a", buffering=1)
 open("ready", "w").close()
 end = None
 while end is None or time.monotonic() < end:
-    select.select([r], [], [], 0.02)
+    select.select([r], [], [], wait)
     try:
-        data = os.read(r, 64)
+        data = os.read(r, 256)
     except BlockingIOError:
         data = b""
     for n in data:
@@ -45,9 +53,23 @@ while end is None or time.monotonic() < end:
 sys.exit(0)
 "#;
 
-/// The recorder's argv: `python3 -c RECORDER MARK EXIT_ON LINGER`.
+/// The signals [`recorder`] handles: those the relay rows send.
+const RELAY_ROWS: &[i32] = &[1, 2, 3, 10, 12, 13, 15, 20, 21, 22, 28];
+
+/// The recorder's argv handling `handled`, exiting `linger` s after the first of `exit_on`
+/// (a comma list, may be empty), spinning when `spin`.
+pub fn recording(mark: &str, handled: &[i32], exit_on: &str, linger: &str, spin: bool) -> Vec<String> {
+    let list: Vec<String> = handled.iter().map(i32::to_string).collect();
+    let mut argv: Vec<String> = [PY, "-c", RECORDER, mark, &list.join(","), exit_on, linger].map(String::from).to_vec();
+    if spin {
+        argv.push("spin".into());
+    }
+    argv
+}
+
+/// The recorder's argv for the relay rows: `python3 -c RECORDER MARK … EXIT_ON LINGER`.
 pub fn recorder(mark: &str, exit_on: &str, linger: &str) -> Vec<String> {
-    [PY, "-c", RECORDER, mark, exit_on, linger].map(String::from).to_vec()
+    recording(mark, RELAY_ROWS, exit_on, linger, false)
 }
 
 /// `sh -c SCRIPT`.
@@ -73,7 +95,7 @@ const NAIVE: &str = r#"
 import signal, subprocess, sys, time
 p = subprocess.Popen(sys.argv[1:])
 def fwd(n, f):
-    time.sleep(0.05)
+    time.sleep(0.05)  # kept: the relay's latency is this control's behaviour
     p.send_signal(n)
 for s in (1, 2, 15):
     signal.signal(s, fwd)
@@ -82,26 +104,26 @@ sys.exit(p.wait())
 
 /// How to start a run.
 #[derive(Clone, Copy, Debug)]
-pub struct How {
+pub struct How<'a> {
     pub launcher: Launcher,
     /// Signals set to SIG_IGN in the launcher before exec (what `nohup` does for SIGHUP).
     pub ignore: &'static [i32],
     /// A pty slave to become the launcher's controlling terminal (new session, foreground)
     /// and its stdout; stdin stays /dev/null, so snug is in detached mode.
-    pub tty: Option<i32>,
+    pub tty: Option<BorrowedFd<'a>>,
 }
 
-impl How {
-    pub const fn snug() -> How {
+impl How<'static> {
+    pub const fn snug() -> Self {
         How { launcher: Launcher::Snug(false), ignore: &[], tty: None }
     }
-    pub const fn verbose() -> How {
+    pub const fn verbose() -> Self {
         How { launcher: Launcher::Snug(true), ignore: &[], tty: None }
     }
-    pub const fn bwrap(flags: &'static [&'static str]) -> How {
+    pub const fn bwrap(flags: &'static [&'static str]) -> Self {
         How { launcher: Launcher::Bwrap(flags), ignore: &[], tty: None }
     }
-    pub const fn naive() -> How {
+    pub const fn naive() -> Self {
         How { launcher: Launcher::NaiveRelay, ignore: &[], tty: None }
     }
 }
@@ -116,27 +138,14 @@ pub struct Run {
     err: Arc<Mutex<(String, bool)>>,
 }
 
-/// `program` as `who` (setpriv execs in place, so the pid is the program's own).
-fn command_as(who: Who, program: &str) -> Command {
-    match who {
-        Who::Root => Command::new(program),
-        Who::User => {
-            let (uid, gid) = test_user();
-            let mut c = Command::new("setpriv");
-            c.args([format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into(), "--".into()]);
-            c.arg(program);
-            c.env("HOME", format!("/home/{TEST_USER}")).env("USER", TEST_USER).env("LOGNAME", TEST_USER);
-            c
-        }
-    }
-}
-
 impl Run {
     /// Start `payload` under `how` as `who`, in a fresh workdir, in its own process group
     /// (or its own session with `how.tty`), stdin /dev/null, stdout to the file `stdout`.
-    pub fn start(who: Who, how: How, mark: &str, payload: &[String]) -> Run {
+    pub fn start(who: Who, how: How<'_>, mark: &str, payload: &[String]) -> Run {
         let dir = workdir(who);
         let d = dir.path().to_str().expect("utf-8 tempdir").to_string();
+        // setpriv execs in place, so the pid is the program's own.
+        let command_as = |who: Who, program: &str| cmd_as(who, dir.path(), program, &[]);
         let mut c = match how.launcher {
             Launcher::Snug(verbose) => {
                 let mut c = command_as(who, crate::common::snug_for(who).to_str().expect("utf-8 path"));
@@ -165,32 +174,19 @@ impl Run {
         };
         c.args(payload).current_dir(dir.path()).stdin(Stdio::null()).stderr(Stdio::piped());
         let out = std::fs::File::create(dir.path().join("stdout")).expect("stdout file");
-        match how.tty {
-            // SAFETY: dup of a descriptor the caller keeps open for the run.
-            Some(slave) => c.stdout(unsafe { OwnedFd::from_raw_fd(libc::dup(slave)) }),
-            None => c.stdout(out),
+        let session = match how.tty {
+            Some(slave) => {
+                c.stdout(slave.try_clone_to_owned().expect("dup pty slave"));
+                // Own session with the pty (now fd 1) as controlling terminal, this
+                // process's group in its foreground: ^C typed there signals this group.
+                Some(Ctty::Stdout)
+            }
+            None => {
+                c.stdout(out).process_group(0);
+                None
+            }
         };
-        let ignore = how.ignore;
-        let tty = how.tty.is_some();
-        // SAFETY: only async-signal-safe calls (signal, setsid, setpgid, ioctl) between fork
-        // and exec; `ignore` is a static slice.
-        unsafe {
-            c.pre_exec(move || {
-                for &s in ignore {
-                    libc::signal(s, libc::SIG_IGN);
-                }
-                if tty {
-                    // Own session with the pty (now fd 1) as controlling terminal, this
-                    // process's group in its foreground: ^C typed there signals this group.
-                    if libc::setsid() < 0 || libc::ioctl(1, libc::TIOCSCTTY, 0) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                } else if libc::setpgid(0, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        prelude(&mut c, Prelude { ignore: how.ignore, session, ..Prelude::default() });
         let mut child = c.spawn().expect("spawn launcher");
         let err = Arc::new(Mutex::new((String::new(), false)));
         let mut pipe = child.stderr.take().expect("stderr pipe");
@@ -248,55 +244,39 @@ impl Run {
     /// Send `sig` to the launcher; the moment it was sent.
     pub fn signal(&self, sig: i32) -> Instant {
         let t = Instant::now();
-        // SAFETY: plain syscall; our unreaped child, so the pid is still its own.
-        unsafe { libc::kill(self.pid, sig) };
+        // Our unreaped child, so the pid is still its own.
+        kill(self.pid as u32, sig);
         t
     }
 
     /// Send `sig` to the launcher's whole process group (`kill -SIG -- -PGID`).
     pub fn signal_group(&self, sig: i32) -> Instant {
         let t = Instant::now();
-        // SAFETY: plain syscall; the group is led by our unreaped child.
-        unsafe { libc::kill(-self.pid, sig) };
+        // The group is led by our unreaped child.
+        kill_group(self.pid, sig);
         t
     }
 
     /// Whether the launcher is still running (not exited).
     pub fn running(&mut self) -> bool {
-        let fd = self.pidfd();
-        let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one pollfd in this frame, zero timeout; `fd` lives until after the call.
-        unsafe { libc::poll(&mut p, 1, 0) == 0 }
+        !readable(self.pidfd(), Duration::ZERO)
     }
 
+    /// A pidfd of the launcher (`pidfd_open(2)`): readable once it has exited.
     fn pidfd(&self) -> OwnedFd {
-        // SAFETY: plain syscall on our unreaped child; the descriptor is owned by the result.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid, 0) };
-        assert!(fd >= 0, "pidfd_open: {}", std::io::Error::last_os_error());
-        // SAFETY: just created.
-        unsafe { OwnedFd::from_raw_fd(fd as i32) }
+        let pid = rustix::process::Pid::from_raw(self.pid).expect("a pid");
+        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).expect("pidfd_open")
     }
 
     /// Wait up to `limit` for the launcher to exit: its status and the moment its exit was
     /// seen (pidfd readable), or `None` past the limit (then it is killed).
     pub fn wait(&mut self, limit: Duration) -> Option<(ExitStatus, Instant)> {
-        let fd = self.pidfd();
-        let end = Instant::now() + limit;
-        loop {
-            let left = end.saturating_duration_since(Instant::now());
-            let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-            // SAFETY: one pollfd in this frame.
-            let n = unsafe { libc::poll(&mut p, 1, left.as_millis() as i32) };
-            if n == 1 {
-                let at = Instant::now();
-                return Some((self.child.wait().expect("wait"), at));
-            }
-            if n == 0 {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                return None;
-            }
+        if readable(self.pidfd(), limit) {
+            let at = Instant::now();
+            return Some((self.child.wait().expect("wait"), at));
         }
+        kill_if_running(&mut self.child);
+        None
     }
 
     /// [`Run::wait`], failing the test past `limit`.
@@ -326,28 +306,13 @@ impl Run {
     /// The process group of the first process carrying the marker whose group is not the
     /// launcher's: the payload's group inside plain bwrap `--new-session`.
     pub fn payload_group(&self) -> Option<i32> {
-        self.left().into_iter().filter_map(pgid_of).find(|&g| g != self.pid)
+        self.left().into_iter().filter_map(|p| stat(p).map(|s| s.pgrp)).find(|&g| g != self.pid)
     }
-}
-
-/// The process group of `pid` (`/proc/PID/stat` field 5).
-pub fn pgid_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()
-}
-
-/// The state letter of `pid` (`/proc/PID/stat` field 3).
-pub fn state_of(pid: i32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
 impl Drop for Run {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        kill_if_running(&mut self.child);
         reap_leftovers(&self.mark);
     }
 }

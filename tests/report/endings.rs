@@ -78,7 +78,8 @@ fn o5_second_signal() {
         let r = Reported::start(who, dir.path(), "r", &["--", "sh", "-c", &looping(false)]);
         r.wait_ready(&dir.path().join("ready"));
         r.signal(libc::SIGTERM);
-        std::thread::sleep(Duration::from_millis(200)); // inside the grace, which is 1 s
+        // Kept: pacing; the second TERM comes 0.2 s into the grace (1 s), as a person's would.
+        std::thread::sleep(Duration::from_millis(200));
         let second = Instant::now();
         r.signal(libc::SIGTERM);
         let (out, _, v) = r.finish();

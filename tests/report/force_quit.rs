@@ -2,10 +2,10 @@
 //! ignores SIGINT.
 
 use crate::common::{marker, reap_leftovers, snug_for, workdir, Who};
+use crate::pty::rows::in_front;
 use crate::pty::{descendants, scripts, stat, Term, CTRL_C, PROMPT};
 use crate::{each, ended_by};
 use serde_json::Value;
-use std::time::Duration;
 
 fn report(t: &mut Term, path: &std::path::Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -25,11 +25,12 @@ fn o5_force_quit_through_a_terminal() {
             let m = marker();
             let s = scripts::write(dir.path(), "ignint.sh", scripts::IGNORE_INT);
             let path = dir.path().join("r.json");
-            t.line(&format!("{} --report {} -- sh {s} {m}", snug_for(who).display(), path.display()));
+            // -v: snug's log on the terminal says when it has taken the first ^C.
+            t.line(&format!("{} -v --report {} -- sh {s} {m}", snug_for(who).display(), path.display()));
             t.expect("ready");
-            t.sleep(Duration::from_millis(300));
+            in_front(&mut t, &format!("sh {s} {m}"));
             t.send(CTRL_C);
-            t.sleep(Duration::from_millis(300));
+            t.expect("^C reached no handler");
             if twice {
                 t.send(CTRL_C);
             } else {

@@ -1,9 +1,8 @@
 //! T12 without a terminal: TSTP, TTIN and TTOU sent to snug stop the whole sandbox with snug,
 //! CONT continues both; G6: one CONT reaches the payload once.
 
-use crate::common::{everyone, marker, until};
-use crate::kit::{sh, state_of, How, Run};
-use crate::procs::descendants;
+use crate::common::{descendants, everyone, marker, proc_state, until};
+use crate::kit::{sh, How, Run};
 use crate::record_all;
 use std::time::Duration;
 
@@ -42,30 +41,30 @@ fn t12_job_control_signals_stop_the_sandbox_without_a_terminal() {
         let shell = payload_shell(&run);
         for (sig, name) in [(libc::SIGTSTP, "TSTP"), (libc::SIGTTIN, "TTIN"), (libc::SIGTTOU, "TTOU")] {
             run.signal(sig);
-            let snug_stopped = until(Duration::from_secs(5), || state_of(run.pid) == Some('T'));
+            let snug_stopped = until(Duration::from_secs(5), || proc_state(run.pid) == Some('T'));
             // dash runs `sleep` with vfork(2): when the stop hits its child between vfork and
             // exec, the shell waits for that child in state D (TASK_KILLABLE) and never reaches a
             // stop point of its own; stopped all the same, as long as everything below it is.
             let below_stopped =
-                || descendants(shell).iter().all(|p| state_of(*p) == Some('T')) && !descendants(shell).is_empty();
+                || descendants(shell).iter().all(|p| proc_state(*p) == Some('T')) && !descendants(shell).is_empty();
             let shell_stopped = until(Duration::from_secs(10), || {
-                state_of(shell) == Some('T') || (state_of(shell) == Some('D') && below_stopped())
+                proc_state(shell) == Some('T') || (proc_state(shell) == Some('D') && below_stopped())
             });
             let before = progress(&run);
-            // Nothing may happen for 1 s: the one fixed wait, checking an absence.
+            // Kept: nothing may happen for 1 s, a check of an absence.
             std::thread::sleep(Duration::from_secs(1));
             let after = progress(&run);
             let below: Vec<(i32, Option<char>)> =
-                descendants(shell).into_iter().map(|p| (p, state_of(p))).filter(|(_, s)| *s != Some('T')).collect();
+                descendants(shell).into_iter().map(|p| (p, proc_state(p))).filter(|(_, s)| *s != Some('T')).collect();
             run.signal(libc::SIGCONT);
             assert!(
                 snug_stopped && shell_stopped && before == after && below.is_empty(),
                 "{who:?}: {name}: snug stopped {snug_stopped}, payload shell stopped {shell_stopped} (state {:?}), \
                  progress {before} → {after} over 1 s, not stopped below the shell: {below:?}",
-                state_of(shell)
+                proc_state(shell)
             );
-            let resumed = until(Duration::from_secs(5), || progress(&run) != after && state_of(run.pid) != Some('T'));
-            assert!(resumed, "{who:?}: {name}: no progress after CONT (still {after}); snug {:?}", state_of(run.pid));
+            let resumed = until(Duration::from_secs(5), || progress(&run) != after && proc_state(run.pid) != Some('T'));
+            assert!(resumed, "{who:?}: {name}: no progress after CONT (still {after}); snug {:?}", proc_state(run.pid));
             println!("T12 {who:?}: {name}: sandbox stopped with snug (progress held at {after}), CONT resumed it");
         }
         run.signal(libc::SIGTERM);
@@ -97,7 +96,7 @@ fn g6_one_cont_reaches_the_payload_once() {
             run.signal(libc::SIGCONT);
             let seen = until(Duration::from_secs(5), || conts(&run) >= i);
             assert!(seen, "{who:?}: kill {i}: the payload never got the CONT; stderr: {}", run.stderr());
-            // A second delivery would follow within milliseconds: watch for it for 0.2 s.
+            // Kept: a second delivery would follow within milliseconds: watch for it for 0.2 s.
             std::thread::sleep(Duration::from_millis(200));
             counts.push(conts(&run));
         }

@@ -1,8 +1,9 @@
 //! T3 (revised): a second ^C within 1 s force-quits only when the first reached no handler.
 
 use crate::common::{self, alive, marker, reap_leftovers, Who};
+use crate::pty::rows::in_front;
 use crate::pty::{scripts, stat, CTRL_C, PROMPT};
-use crate::{caller, parallel, snug_line, the_pid};
+use crate::{caller, parallel, snug_line};
 use std::time::{Duration, Instant};
 
 /// T3: a payload that handles SIGINT (a REPL: tests/pty/scripts.rs COUNT_INT, running 5 s)
@@ -19,11 +20,11 @@ fn t3_a_repl_survives_three_quick_ctrl_c() {
         let snug = crate::common::snug();
         t.line(&format!("{} -v -- python3 {s} 5 {m} 2>snug-{m}.log", snug.display()));
         t.expect("ready");
-        let payload = the_pid(&mut t, &format!("python3 {s} 5 {m}"));
+        let payload = in_front(&mut t, &format!("python3 {s} 5 {m}"));
         let first = Instant::now();
         for i in 0..3 {
             if i > 0 {
-                // Pacing between key presses (a person's double-tap), not a wait for state.
+                // Kept: pacing between key presses (a person's double-tap), not a wait for state.
                 std::thread::sleep(Duration::from_millis(150));
             }
             t.send(CTRL_C);
@@ -59,8 +60,9 @@ fn t3_two_quick_ctrl_c_force_quit_a_payload_ignoring_int() {
         let m = marker();
         t.line(&snug_line(&format!("sh -c 'trap \"\" INT; echo re\"\"ady; sleep {m}'")));
         t.expect("ready");
-        the_pid(&mut t, &format!("sleep {m}"));
+        in_front(&mut t, &format!("sleep {m}"));
         t.send(CTRL_C);
+        // Kept: pacing between two key presses (a double ^C is two within 1 s).
         std::thread::sleep(Duration::from_millis(150));
         let second = Instant::now();
         t.send(CTRL_C);

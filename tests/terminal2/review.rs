@@ -62,11 +62,20 @@ fn t1_fg_of_a_running_job_hands_over_the_terminal() {
     let row = |who: Who| {
         let (mut t, dir) = caller(who, "review: & fg cat");
         let m = marker();
-        let s = scripts::write(dir.path(), "late-cat.sh", "echo waiting; sleep 1; echo reading; exec cat\n");
+        // The payload reads only once the test saw `fg` take effect and said so with a file
+        // (bounded: 10 s in steps of 10 ms).
+        let late_cat = "echo waiting\ni=0\nwhile [ ! -e go-$1 ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done\n\
+                        echo reading\nexec cat\n";
+        let s = scripts::write(dir.path(), "late-cat.sh", late_cat);
         t.line(&format!("{} &", snug_line(&format!("sh {s} {m}"))));
         // The sandbox runs, in the background: snug decided not to hand it the terminal.
         t.expect("waiting");
+        let snug = t.snug_pid();
         t.line("fg");
+        if !t.until(Duration::from_secs(10), || crate::pty::stat(snug).is_some_and(|s| s.tpgid == s.pgrp)) {
+            t.fail("`fg` did not give snug's job the terminal");
+        }
+        std::fs::write(dir.path().join(format!("go-{m}")), "").expect("write go file");
         t.expect("reading");
         t.line("hello-from-the-caller");
         t.expect("hello-from-the-caller\nhello-from-the-caller");
@@ -173,16 +182,7 @@ fn t5_ctrl_z_through_a_wrapper_in_snugs_group() {
         let snug = crate::common::snug();
         t.line(&format!("sh -c '{} -- sh {s} {m}; echo wrapped-$?'", snug.display()));
         t.expect("ready");
-        let fg = t.foreground();
-        let runs_sleep = || {
-            crate::pty::procs().into_iter().any(|p| {
-                crate::pty::stat(p).is_some_and(|s| s.pgrp == fg)
-                    && std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
-            })
-        };
-        if !t.until(Duration::from_secs(10), runs_sleep) {
-            t.fail("the payload's sleep never ran");
-        }
+        crate::pty::rows::sleep_in_front(&mut t);
         t.send(CTRL_Z);
         t.expect("Stopped");
         t.expect(PROMPT);
@@ -191,6 +191,50 @@ fn t5_ctrl_z_through_a_wrapper_in_snugs_group() {
         t.expect("wrapped-0");
         t.expect(PROMPT);
         reap_leftovers(&m);
+    };
+    parallel(&row, &[]);
+}
+
+/// R3/T2 through a non-interactive shell that shares snug's group (a script's loop, `make`):
+/// ^C ends the loop at its first run, as it ends a loop of plain commands, and so does ^\
+/// (tried with dash: bash always ignores SIGQUIT). The script's shell ends its loop only when
+/// its child died of the signal *and* it got the signal itself; the sandbox holds the
+/// foreground, so snug sends the key to its own group too, as the terminal would have without
+/// snug. In-test control: the same loop of plain `sh -c … sleep`. Positive control: fails on
+/// main@a064dfc (before this fix), root and user: the script's shell got no SIGINT and ran
+/// iteration 2 (found by the adversarial review with bash and dash).
+#[test]
+fn r3_a_key_ends_a_scripts_loop_of_snug_runs() {
+    let row = |who: Who| {
+        let (mut t, dir) = caller(who, "review: loop ^C");
+        let m = marker();
+        let snug = crate::common::snug();
+        let runs = [
+            format!("{} -- sh -c 'echo ready; sleep 30' sh {m}", snug.display()),
+            format!("sh -c 'echo ready; sleep 30' sh {m}"),
+        ];
+        for (shell, key, rc) in [("bash", CTRL_C, 130), ("dash", CTRL_C, 130), ("dash", "\x1c", 131)] {
+            for run in &runs {
+                let s = scripts::write(
+                    dir.path(),
+                    "loop.sh",
+                    &format!("for i in 1 2 3; do {run}; echo iter-$i-$?; done; echo loop-end\n"),
+                );
+                t.line(&format!("{shell} {s}"));
+                t.expect("ready");
+                crate::pty::rows::sleep_in_front(&mut t);
+                let before = t.text().len();
+                t.send(key);
+                t.expect(PROMPT);
+                let after = t.text()[before..].to_string();
+                assert!(
+                    !after.contains("iter-") && !after.contains("loop-end"),
+                    "{who:?} {shell} {run}: the loop went on: {after}"
+                );
+                assert_eq!(t.rc(), rc, "{who:?} {shell} {run}: the script did not die of the key");
+                reap_leftovers(&m);
+            }
+        }
     };
     parallel(&row, &[]);
 }

@@ -1,0 +1,90 @@
+//! Init's children between `fork(2)` and `execve(2)`: the payload's held process (SPEC N3)
+//! and each `snug exec` CMD (SPEC L3). One child body for both, raw libc on purpose: after
+//! the fork only async-signal-safe calls (`signal-safety(7)`), on memory built before it.
+
+use std::ffi::CStr;
+use std::os::fd::RawFd;
+
+/// What the child does before its exec, in this order; all of it built before the fork.
+pub struct Plan<'a> {
+    /// The program to exec.
+    pub program: &'a CStr,
+    /// NULL-terminated argv.
+    pub argv: &'a [*const libc::c_char],
+    /// NULL-terminated environment.
+    pub envp: &'a [*const libc::c_char],
+    /// Closed first: init's end of the go pipe, so that init's death shows as EOF.
+    pub close: Option<RawFd>,
+    /// A new session (`setsid(2)`) with these as fds 0, 1 and 2, and fd 0 as its controlling
+    /// terminal (`TIOCSCTTY`, `ioctl_tty(2)`) when true: `snug exec`.
+    pub session: Option<([RawFd; 3], bool)>,
+    /// The terminal guard's program and the socket its listener goes to (T11); the socket is
+    /// closed once the listener is sent.
+    pub guard: Option<(&'a [libc::sock_filter], RawFd)>,
+    /// Wait for one byte here before the exec (SPEC N3); EOF means init is gone.
+    pub go: Option<RawFd>,
+    /// Bit n: close fd n of 0–2 right before the exec, as the caller had it (SPEC R2).
+    pub closed: u32,
+    /// The exec error pipe's write end: 4 bytes of `errno` (little-endian) when the exec fails.
+    pub err: RawFd,
+}
+
+/// Fork a child that carries out `plan`, signal state sealed (SPEC S1), and execs; the
+/// child's pid. A step that fails before the exec ends the child with 127.
+///
+/// # Errors
+/// The `fork(2)` error.
+pub fn fork_exec(plan: &Plan<'_>) -> Result<i32, i32> {
+    // SAFETY: fork in single-threaded init. The child makes only async-signal-safe calls
+    // (close, setsid, dup2, ioctl, read, the seal's rt_sigaction/rt_sigprocmask, the guard's
+    // prctl/seccomp/sendmsg, execve, write, _exit) on integers and on memory `plan` points
+    // at, built before the fork, and never returns.
+    unsafe {
+        let pid = libc::fork();
+        if pid != 0 {
+            return if pid < 0 { Err(nestproc::errno()) } else { Ok(pid) };
+        }
+        if let Some(fd) = plan.close {
+            libc::close(fd);
+        }
+        if let Some((stdio, ctty)) = plan.session {
+            libc::setsid();
+            for (fd, to) in stdio.iter().zip(0..) {
+                if libc::dup2(*fd, to) < 0 {
+                    libc::_exit(127);
+                }
+            }
+            if ctty {
+                libc::ioctl(0, libc::TIOCSCTTY, 0);
+            }
+        }
+        if sigseal::seal().is_err() {
+            libc::_exit(127);
+        }
+        if let Some((prog, sock)) = plan.guard {
+            super::guard::install(prog, sock);
+            libc::close(sock);
+        }
+        if let Some(go) = plan.go {
+            let mut byte = 0u8;
+            loop {
+                let n = libc::read(go, (&mut byte as *mut u8).cast(), 1);
+                if n == 1 {
+                    break;
+                }
+                if n == 0 || nestproc::errno() != libc::EINTR {
+                    libc::_exit(127); // init is gone
+                }
+            }
+        }
+        for fd in 0..3 {
+            if plan.closed & (1 << fd) != 0 {
+                libc::close(fd); // after the last read of the go pipe
+            }
+        }
+        libc::execve(plan.program.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr());
+        let e = nestproc::errno().to_le_bytes();
+        libc::write(plan.err, e.as_ptr().cast(), 4);
+        libc::_exit(127)
+    }
+}
