@@ -9,8 +9,14 @@ MANDIR ?= $(DATADIR)/man
 
 .PHONY: build setup demo test cases gate bench soak clean install uninstall
 
+# One static binary (glibc, `-C target-feature=+crt-static`): snug, and init (the same binary)
+# inside the sandbox, start without the dynamic loader, about 0.4 ms of each of the two execs
+# on B1's critical path (BENCH.md), and init needs no library bound in. `cargo rustc`
+# gives the flag to the snug binary alone (proc-macro crates cannot be built with it);
+# `cargo build` and `cargo test` make a dynamic one, which behaves the same.
+STATIC := -C target-feature=+crt-static
 build:
-	$(CARGO) build --release
+	$(CARGO) rustc --release --bin snug -- $(STATIC)
 
 # Install what is missing, build, and run snug on a real command.
 setup:

@@ -61,8 +61,8 @@ impl Mechanism {
     }
 }
 
-fn usable(controller: &str) -> Result<Where, String> {
-    let w = cgroup::find(controller)?;
+fn usable(host: &cgroup::Host, controller: &str) -> Result<Where, String> {
+    let w = host.find(controller)?;
     if cgroup::writable(w.dir()) {
         Ok(w)
     } else {
@@ -72,17 +72,25 @@ fn usable(controller: &str) -> Result<Where, String> {
 
 /// Which mechanism enforces (processes, memory) on this host for this user.
 pub fn plan() -> (Mechanism, Mechanism) {
-    let procs = usable("pids").map_or(Mechanism::Rlimit, Mechanism::Cgroup);
-    let memory = match usable("memory") {
+    let host = cgroup::Host::read();
+    (procs_mechanism(&host), memory_mechanism(&host))
+}
+
+fn procs_mechanism(host: &cgroup::Host) -> Mechanism {
+    usable(host, "pids").map_or(Mechanism::Rlimit, Mechanism::Cgroup)
+}
+
+fn memory_mechanism(host: &cgroup::Host) -> Mechanism {
+    match usable(host, "memory") {
         Ok(w) => Mechanism::Cgroup(w),
         Err(why) => Mechanism::Unavailable(why),
-    };
-    (procs, memory)
+    }
 }
 
 /// What the nest child must do before it execs bwrap; built before the clone.
 pub struct ForChild {
-    /// `cgroup.procs` of each cgroup to enter (the child writes `0`, meaning itself).
+    /// `tasks` (v1) or `cgroup.procs` (v2) of each cgroup to enter (the child writes `0`,
+    /// meaning itself, [`cgroup::create`]).
     procs: Vec<OwnedFd>,
     /// `RLIMIT_NPROC` to set, when no pids cgroup holds the cap.
     pub nproc: Option<u64>,
@@ -109,11 +117,17 @@ static CREATED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// 69 when `--memory` was asked for and no cgroup can hold it; 71 when creating or
 /// writing a cgroup snug may create fails.
 pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
-    let (procs, memory) = plan();
+    // The memory controller is looked up only when a bound asks for it.
+    let host = cgroup::Host::read();
+    let procs = procs_mechanism(&host);
+    let memory = match limits.memory {
+        Some(_) => memory_mechanism(&host),
+        None => Mechanism::Unavailable("not asked".into()),
+    };
     let mut out = ForChild { procs: Vec::new(), nproc: None };
     let mut make = |w: &Where, files: Vec<(&str, String)>| -> anyhow::Result<()> {
         cgroup::remove_stale(w.dir());
-        let (dir, fd) = cgroup::create(w.dir(), &files).map_err(|e| failure(crate::error::OS_ERROR, e))?;
+        let (dir, fd) = cgroup::create(w, &files).map_err(|e| failure(crate::error::OS_ERROR, e))?;
         crate::log::log!(
             "bound: {} in {}",
             files.iter().map(|(f, v)| format!("{f}={v}")).collect::<Vec<_>>().join(" "),

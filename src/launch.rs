@@ -26,22 +26,24 @@ pub fn find_bwrap() -> Result<PathBuf> {
 
 /// The shared objects mapped into snug right now (`/proc/self/maps`, `proc(5)`): exactly
 /// what the same binary needs to run as init, so init starts even under `--no-defaults`
-/// (no /usr) without a static build.
+/// (no /usr). None for a static build (`make build`), which names no loader.
 pub fn libraries() -> Vec<PathBuf> {
     let exe = std::fs::read_link("/proc/self/exe").ok();
+    // The loader at the path the binary names (PT_INTERP), e.g. /lib64/ld-linux-x86-64.so.2;
+    // maps shows it under its resolved name, which is not where the kernel will look.
+    let Some(interp) = exe.as_deref().and_then(interpreter) else { return Vec::new() };
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let mut libs: Vec<PathBuf> = maps
         .lines()
         .filter_map(|l| l.split_whitespace().nth(5))
         .filter(|p| p.starts_with('/'))
         .map(PathBuf::from)
-        .filter(|p| Some(p) != exe.as_ref() && p.is_file())
+        .filter(|p| Some(p) != exe.as_ref())
         .collect();
-    // The loader at the path the binary names (PT_INTERP), e.g. /lib64/ld-linux-x86-64.so.2;
-    // maps shows it under its resolved name, which is not where the kernel will look.
-    if let Some(interp) = exe.as_deref().and_then(interpreter) {
-        libs.push(interp);
-    }
+    libs.sort();
+    libs.dedup(); // a library has several mappings: one stat each is enough
+    libs.retain(|p| p.is_file());
+    libs.push(interp);
     libs.sort();
     libs.dedup();
     libs
@@ -108,8 +110,10 @@ pub struct Plan<'a> {
     pub limits: &'a crate::bounds::Limits,
 }
 
-/// Run `plan` in a fresh nest and supervise it to the end, filling `record`; `live` is the
-/// run's control socket and what `--jobs` asked (L1–L5).
+/// Run `plan` in a fresh nest and supervise it to the end, filling `record`; `live` binds the
+/// run's control socket, and says what `--jobs` asked (L1–L5). The socket is bound once
+/// bwrap runs, while it sets the sandbox up (off B1's critical path); a name already taken
+/// ends the run there, before init's Go: the payload never starts.
 ///
 /// # Errors
 /// snug's own failures before the sandbox runs (the outcome carries later ones).
@@ -117,7 +121,7 @@ pub fn run(
     plan: &Plan<'_>,
     on_init: OnInit,
     record: &mut RunRecord,
-    (control, jobs): (crate::live::server::Server, crate::live::Jobs),
+    (bind, jobs): (impl FnOnce() -> Result<crate::live::server::Server>, crate::live::Jobs),
 ) -> Result<Outcome> {
     let Plan { argv, mode, cmd, env, limits } = *plan;
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
@@ -144,6 +148,14 @@ pub fn run(
     drop(theirs);
     drop(seccomp);
     drop(args);
+    let control = match bind() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = nest.pid1.signal(libc::SIGKILL);
+            nest.pid1.reap();
+            return Err(e);
+        }
+    };
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
     let (outcome, filled) =
         Supervisor::new(mode, nest, ours, signals, name, on_init).live(Some(control), jobs).run(std::mem::take(record));

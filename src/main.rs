@@ -147,13 +147,14 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         return print(with_name(with_bounds(text, &limits, args.json), &name, args.json));
     }
     let cmd_text = payload_args::lossy(&cmd).join(" ");
-    let control = live::server::Server::bind(&name, &cmd_text, mode.word(), args.jobs)?;
+    let jobs = args.jobs;
+    let control = move || live::server::Server::bind(&name, &cmd_text, mode.word(), jobs);
     let on_init: supervise::OnInit = match net {
         Some(mut net) => Box::new(move |init| net.attach(init).map(Some)),
         None => Box::new(|_| Ok(None)),
     };
     let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &policy.env, limits: &limits };
-    launch::run(&plan, on_init, record, (control, args.jobs))
+    launch::run(&plan, on_init, record, (control, jobs))
 }
 
 /// The dry-run plan with the run's name (SPEC L1).

@@ -31,8 +31,14 @@ impl Pinned {
         Ok(Pinned { fd: open(pid)?, host_pid: pid })
     }
 
-    /// Adopt a pidfd (one init passed over the channel, or one from `clone3(2)`) and learn
-    /// the pid it stands for in snug's namespace.
+    /// Pin a child snug just made with `clone3(2)`: its `CLONE_PIDFD` descriptor and the pid
+    /// `clone3` returned (snug's namespace; no fdinfo to read).
+    pub fn cloned(fd: OwnedFd, pid: i32) -> Pinned {
+        Pinned { fd, host_pid: pid }
+    }
+
+    /// Adopt a pidfd (one init passed over the channel) and learn the pid it stands for in
+    /// snug's namespace.
     ///
     /// # Errors
     /// `EINVAL` when the fdinfo has no `Pid:` line (not a pidfd), `ESRCH` when the process

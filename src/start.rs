@@ -89,10 +89,10 @@ pub fn nest(
         argv: &arg_ptrs,
         envp: &env_ptrs,
     };
-    let pidfd = child::clone_nest(flags, &plan).map_err(clone_failure)?;
+    let (pidfd, pid) = child::clone_nest(flags, &plan).map_err(clone_failure)?;
     drop(err_w);
     drop(fds);
-    let pid1 = Pinned::adopt(pidfd).context("nest pidfd")?;
+    let pid1 = Pinned::cloned(pidfd, pid);
     let mut buf = Vec::new();
     let _ = std::fs::File::from(err_r).take(16).read_to_end(&mut buf);
     if !buf.is_empty() {

@@ -93,7 +93,7 @@ def breakdown(env, n, head, snug_ms, ref_ms):
     ]
     empty = trivial_rust(env.work, len(parts))
     parts += empty
-    std = ([3], [], "the empty dynamic Rust program") if empty else ([0], [], "harness floor")
+    std = ([4], [], "the empty static Rust program") if empty else ([0], [], "harness floor")
     parts.append(("snug's exec, std and clap start-up: `snug --version`", [env.snug, "--version"], std))
     parts.append(("snug's CLI, profile and policy, bwrap argv (no seccomp build): `snug --dry-run -- true`",
                   [env.snug, "--dry-run", "--", "true"], ([len(parts) - 1], [], "`snug --version`")))
@@ -127,10 +127,11 @@ def breakdown(env, n, head, snug_ms, ref_ms):
 
 def cgroup_attach(at):
     """Rows for what K5's cgroup costs a run as root on a cgroup v1 `pids` hierarchy (this
-    host): a child cgroup made below the bench's own, a process moved into it by writing
-    `cgroup.procs` (as snug's nest does before it execs bwrap), the cgroup removed; against the
-    same without the move. The move waits for an RCU grace period in the kernel
-    (`cgroup_threadgroup_rwsem`), once per run. Skipped when not root or without v1 pids."""
+    host): a child cgroup made below the bench's own, a process moving itself into it, the
+    cgroup removed; against the same without the move. Writing a pid to `cgroup.procs` takes
+    `cgroup_threadgroup_rwsem` for writing, which waits for an RCU grace period; writing `0`
+    to `tasks` moves only the writing thread and skips that lock, which is how snug's nest
+    (one thread, before it execs bwrap) enters. Skipped when not root or without v1 pids."""
     if os.geteuid() != 0:
         return []
     own = next((l.split(":", 2)[2] for l in open("/proc/self/cgroup").read().splitlines()
@@ -142,23 +143,26 @@ def cgroup_attach(at):
     make = f"mkdir -p {d} && sh -c '%s' && rmdir {d}"
     return [
         ("a cgroup made and removed, nothing moved (baseline)", ["sh", "-c", make % "true"], None),
-        ("the same with a process moved into it (K5's `cgroup.procs` write, v1 `pids`)",
+        ("the same with a process moving in through `cgroup.procs` (v1 `pids`: an RCU grace period)",
          ["sh", "-c", make % f"echo $$ > {d}/cgroup.procs"], ([at], [], "the baseline")),
+        ("the same through `echo 0 > tasks` (the writing thread alone, as snug's nest enters K5's cgroup)",
+         ["sh", "-c", make % f"echo 0 > {d}/tasks"], ([at], [], "the baseline")),
     ]
 
 
 TRIVIAL = {
     "std": ("fn main() {}\n", []),
+    "static": ("fn main() {}\n", ["-C", "target-feature=+crt-static"]),
     "bare": ('#![no_main]\n#[no_mangle]\npub extern "C" fn main(_: i32, _: *const *const u8) -> i32 { 0 }\n',
              ["-C", "target-feature=+crt-static"]),
 }
 
 
 def trivial_rust(work, at):
-    """Rows for two empty Rust programs built here with rustc (skipped without it): how much of
-    an exec of snug (snug itself, then again as init) is the dynamic loader and std's runtime
-    set-up (which reads /proc/self/maps twice for the main thread's stack guard), i.e. what a
-    static `#![no_main]` build would save per exec."""
+    """Rows for three empty Rust programs built here with rustc (skipped without it): how much of
+    an exec of snug (snug itself, then again as init) is the dynamic loader (what `make build`'s
+    static link saves per exec) and what is left of std's runtime set-up (what `#![no_main]`
+    would save on top)."""
     rustc = shutil.which("rustc")
     if not rustc:
         return []
@@ -173,10 +177,11 @@ def trivial_rust(work, at):
             return []
         built[name] = path
     return [
-        ("an empty Rust program, dynamic, std's `main` (as snug is built)", [built["std"]],
+        ("an empty Rust program, dynamic, std's `main` (as `cargo build` links)", [built["std"]],
          ([0], [], "harness floor")),
-        ("an empty Rust program, static (`crt-static`) and `#![no_main]`", [built["bare"]],
-         ([at], [], "the dynamic std one")),
+        ("an empty Rust program, static (`crt-static`), std's `main` (as `make build` links snug)",
+         [built["static"]], ([at], [], "the dynamic one")),
+        ("an empty Rust program, static and `#![no_main]`", [built["bare"]], ([at + 1], [], "the static std one")),
     ]
 
 

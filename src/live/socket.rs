@@ -52,14 +52,18 @@ pub fn listen(path: &Path) -> std::io::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// A connection to the socket at `path`, non-blocking (a full backlog gives `EAGAIN`, never a
-/// wait). `ECONNREFUSED` means nobody listens: the snug that made it is gone.
+/// A connection to the socket at `path`. The `connect(2)` itself is non-blocking: a listener
+/// whose backlog is full (a stopped snug, which accepts nothing) gives `EAGAIN` at once
+/// instead of a wait without end (every run's start-up sweep connects to every socket); the
+/// connection is then blocking, as the callers use it. `ECONNREFUSED` means nobody listens:
+/// the snug that made it is gone.
 ///
 /// # Errors
 /// The failing call's error.
 pub fn connect(path: &Path) -> Result<OwnedFd, Errno> {
-    let fd = net::socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
+    let fd = seqpacket(SocketFlags::NONBLOCK).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
     net::connect(&fd, &SocketAddrUnix::new(path)?)?;
+    rustix::fs::fcntl_setfl(&fd, rustix::fs::OFlags::empty())?;
     Ok(fd)
 }
 
@@ -169,4 +173,35 @@ pub fn recv_within(fd: BorrowedFd<'_>, ms: i32) -> Got {
         return Got::Empty;
     }
     recv(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// L5, B1: connecting to a listener that accepts nothing (a stopped snug) never waits:
+    /// once its backlog is full, `connect` says `EAGAIN` at once, so a run's start-up sweep
+    /// cannot hang behind it. Positive control: with the old blocking `connect(2)` the 18th
+    /// connection here waited without end and this test failed at its 5 s bound.
+    #[test]
+    fn l5_connect_to_a_full_backlog_does_not_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("full.sock");
+        let _listener = listen(&path).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            for _ in 0..64 {
+                match connect(&path) {
+                    Ok(fd) => kept.push(fd),
+                    Err(e) => return tx.send((kept.len(), Some(e))),
+                }
+            }
+            tx.send((kept.len(), None))
+        });
+        let (queued, err) = rx.recv_timeout(Duration::from_secs(5)).expect("connect waited on a full backlog");
+        assert_eq!(err, Some(Errno::AGAIN), "after {queued} queued connections");
+        assert!((1..64).contains(&queued), "{queued}");
+    }
 }

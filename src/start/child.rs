@@ -29,7 +29,8 @@ pub struct Plan<'a> {
     /// Sources for fds 3, 4, 5, 2 and 6 (channel, caller's stderr, seccomp, bwrap's stderr
     /// pipe, payload_args), all at 10 or above.
     pub fds: [RawFd; 5],
-    /// cgroup.procs descriptors to write `0` to, and RLIMIT_NPROC (SPEC K5).
+    /// Descriptors of each cgroup's `tasks` (v1) or `cgroup.procs` (v2) to write `0` to, and
+    /// RLIMIT_NPROC (SPEC K5).
     pub bounds: ([RawFd; 2], Option<u64>),
     /// NULL-terminated argv of bwrap.
     pub argv: &'a [*const libc::c_char],
@@ -52,11 +53,11 @@ struct CloneArgs {
 }
 
 /// `clone3(2)` with `flags` (which include `CLONE_PIDFD`) and `SIGCHLD`; the child carries
-/// out `plan` and execs bwrap, and never returns. The parent gets the child's pidfd.
+/// out `plan` and execs bwrap, and never returns. The parent gets the child's pidfd and pid.
 ///
 /// # Errors
 /// The `clone3(2)` error.
-pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<OwnedFd> {
+pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)> {
     let mut pidfd: RawFd = -1;
     let args = CloneArgs {
         flags,
@@ -88,7 +89,9 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<OwnedFd> {
                 libc::_exit(INTERNAL);
             }
             // SPEC K5: enter this run's cgroups before anything else is forked, so every
-            // sandbox process is born inside them (`0` means the writer, `cgroups(7)`).
+            // sandbox process is born inside them (`0` means the writer, `cgroups(7)`; on v1
+            // the writing thread, which is all of this fork child, without an RCU grace
+            // period).
             for fd in p.bounds.0 {
                 if fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
                     fail(BOUNDS, nestproc::errno());
@@ -123,6 +126,6 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<OwnedFd> {
         if pid < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(OwnedFd::from_raw_fd(pidfd))
+        Ok((OwnedFd::from_raw_fd(pidfd), pid as i32))
     }
 }
