@@ -52,13 +52,17 @@ pub fn listen(path: &Path) -> std::io::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// A connection to the socket at `path`, non-blocking (a full backlog gives `EAGAIN`, never a
-/// wait). `ECONNREFUSED` means nobody listens: the snug that made it is gone.
+/// A connection to the socket at `path`, non-blocking: a full backlog gives `EAGAIN`, never a
+/// wait (a blocking `connect(2)` waits for room there, `unix(7)`, and a snug stopped by ^Z
+/// makes none: every client that connected and gave up stays in its queue until it runs
+/// again). `ECONNREFUSED` means nobody listens: the snug that made it is gone. Every read and
+/// write on the connection is bounded already ([`send`], [`recv_within`]).
 ///
 /// # Errors
 /// The failing call's error.
 pub fn connect(path: &Path) -> Result<OwnedFd, Errno> {
-    let fd = net::socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
+    let flags = SocketFlags::CLOEXEC | SocketFlags::NONBLOCK;
+    let fd = net::socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, flags, None)?;
     net::connect(&fd, &SocketAddrUnix::new(path)?)?;
     Ok(fd)
 }
