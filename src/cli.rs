@@ -274,9 +274,18 @@ where
         Some(Sub::Ps { json }) => return Ok(Command::Ps { json }),
         Some(Sub::Stop { name, now }) => return Ok(Command::Stop { name, now }),
         Some(Sub::Signal { name, sig }) => {
-            let Some(n) = crate::live::wire::parse_signal(&sig) else {
-                return Err(failure(USAGE, format!("unknown signal {sig:?} (examples: TERM, SIGUSR1, 15)")));
+            let Some(n) = crate::signals::parse(&sig) else {
+                return Err(failure(USAGE, format!("unknown signal {sig:?} (examples: TERM, SIGUSR1, 15, RTMIN+2)")));
             };
+            // L2: a run relays what G6 relays; KILL and STOP cannot be caught, so its snug
+            // never receives them as a signal to pass on (it would drop them and say ok).
+            if n == libc::SIGKILL {
+                return Err(failure(USAGE, format!("KILL cannot be relayed: use snug stop --now {name}")));
+            }
+            if n == libc::SIGSTOP {
+                let hint = "use TSTP, which stops the sandbox with its snug";
+                return Err(failure(USAGE, format!("STOP cannot be relayed: {hint} (snug signal {name} TSTP)")));
+            }
             return Ok(Command::Signal { name, sig: n });
         }
         Some(Sub::Exec { name, mut cmd }) => {

@@ -1,14 +1,18 @@
 //! Live sandboxes (SPEC L1–L5): every run has a name and one control socket,
 //! `$XDG_RUNTIME_DIR/snug/NAME.sock` (root: `/run/snug/NAME.sock`; a user without
-//! `XDG_RUNTIME_DIR`: `/tmp/snug-UID/`), mode 0600 in a 0700 directory the user owns.
-//! `snug ps`, `stop`, `signal` and `exec` reach a run through it; the run's side is
-//! [`server::Server`], one more descriptor in the supervisor's poll loop (no thread).
+//! `XDG_RUNTIME_DIR`: `/tmp/snug-UID/`), mode 0600 in a 0700 directory the user owns, with
+//! a lock file beside it ([`lockfile`]: how a stopped run is reached). `snug ps`, `stop`,
+//! `signal` and `exec` reach a run through them; the run's side is [`server::Server`], one
+//! more descriptor in the supervisor's poll loop (no thread).
 
 pub mod client;
 pub mod exec;
+pub mod lockfile;
+pub mod ps;
 mod pty;
 pub mod server;
 pub mod socket;
+pub mod stop;
 pub mod wire;
 
 use crate::error::{failure, OS_ERROR, USAGE};
@@ -96,7 +100,7 @@ pub fn own_dir() -> PathBuf {
 
 /// Whether `dir` is a real directory (no symlink) owned by `uid` that nobody else may write
 /// to (so no one else can plant or replace a socket in it). snug creates it 0700.
-fn private_dir(dir: &Path, uid: u32) -> bool {
+pub(crate) fn private_dir(dir: &Path, uid: u32) -> bool {
     std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0)
 }
 
@@ -142,6 +146,11 @@ pub fn dirs_to_scan() -> Vec<(PathBuf, Option<u32>)> {
 
 /// The control sockets in `dir` that `uid` owns (and are private), as (name, path).
 pub fn sockets_in(dir: &Path, uid: Option<u32>) -> Vec<(String, PathBuf)> {
+    files_in(dir, uid, ".sock")
+}
+
+/// The files `NAME` + `suffix` in `dir` (private to `uid` when given), as (name, path).
+pub fn files_in(dir: &Path, uid: Option<u32>, suffix: &str) -> Vec<(String, PathBuf)> {
     if uid.is_some_and(|u| !private_dir(dir, u)) {
         return Vec::new();
     }
@@ -151,7 +160,7 @@ pub fn sockets_in(dir: &Path, uid: Option<u32>) -> Vec<(String, PathBuf)> {
         .flatten()
         .filter_map(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
-            let name = n.strip_suffix(".sock")?.to_string();
+            let name = n.strip_suffix(suffix)?.to_string();
             valid_name(&name).then(|| (name, e.path()))
         })
         .collect();

@@ -109,8 +109,8 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         Command::ProfileShow(name) => return print(policy::show(&name)?),
         Command::Completions(shell) => return print(manual::completions(shell)),
         Command::Manpage => return print(manual::manpage()?),
-        Command::Ps { json } => return print(live::client::ps(json)?),
-        Command::Stop { name, now } => return live::client::stop(&name, now),
+        Command::Ps { json } => return print(live::ps::ps(json)?),
+        Command::Stop { name, now } => return live::stop::stop(&name, now),
         Command::Signal { name, sig } => return live::client::signal(&name, sig),
         Command::Exec { name, cmd } => return live::exec::run(&name, &cmd),
     };

@@ -1,20 +1,20 @@
-//! `snug ps`, `snug stop`, `snug signal` (SPEC L1, L2, L5): the client side of a run's
-//! control socket.
+//! The client side of a run's control socket (SPEC L1, L2, L5), shared by `ps`, `stop`,
+//! `signal` and `exec`, and `snug signal` itself.
 //!
 //! Identity is exact: the socket's peer is read with `SO_PEERCRED` (its pid as the kernel
 //! recorded it at `listen(2)`), pinned with a pidfd before anything it says is trusted, and
 //! the answer must name that same pid while the pidfd shows it alive. A pid that was reused
 //! cannot show a stranger: a dead snug's socket refuses connections (and is removed here).
+//! A run whose snug is stopped (^Z, TSTP) cannot accept nor answer: it is found and pinned
+//! through its lock file instead ([`super::lockfile`]), never waited for.
 
+use super::lockfile::{self, Holder};
 use super::socket::{self, Got};
 use super::wire;
 use crate::end::Outcome;
 use crate::error::{failure, OS_ERROR, POLICY, USAGE};
 use rustix::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-
-/// How long `ps` waits for one run's answer: a run stopped by ^Z cannot answer.
-const ANSWER_MS: i32 = 500;
 
 /// A verified connection to a live run's snug.
 pub struct Conn {
@@ -34,6 +34,8 @@ pub enum Refused {
     NotARun,
     /// Not this user's (`EACCES` from the socket's mode, or the run's own peer check).
     Denied,
+    /// Its backlog is full (`EAGAIN`): its snug accepts nothing now (stopped, most likely).
+    Busy,
     /// Anything else, in words.
     Other(String),
 }
@@ -65,9 +67,13 @@ pub fn open(path: &Path) -> Result<Conn, Refused> {
     let fd = match socket::connect(path) {
         Ok(fd) => fd,
         // SPEC L5: a dead snug leaves nothing live; a file that is no socket is not ours.
-        Err(rustix::io::Errno::CONNREFUSED) if socket::remove_stale(path) => return Err(Refused::Stale),
+        Err(rustix::io::Errno::CONNREFUSED) if socket::remove_stale(path) => {
+            lockfile::remove_stale(&lockfile::path_for(path));
+            return Err(Refused::Stale);
+        }
         Err(rustix::io::Errno::CONNREFUSED) => return Err(Refused::NotARun),
         Err(rustix::io::Errno::ACCESS | rustix::io::Errno::PERM) => return Err(Refused::Denied),
+        Err(rustix::io::Errno::AGAIN) => return Err(Refused::Busy),
         Err(e) => return Err(Refused::Other(crate::error::strerror(e.raw_os_error()))),
     };
     let peer = socket::peer(fd.as_fd()).map_err(|e| Refused::Other(e.to_string()))?;
@@ -89,6 +95,11 @@ impl Conn {
         !socket::readable(self.pidfd.as_fd(), 0)
     }
 
+    /// Whether the pinned snug is stopped (it reads nothing until continued).
+    pub fn stopped(&self) -> bool {
+        lockfile::stopped(self.pid)
+    }
+
     /// Send `req` and wait up to `ms` for one reply packet.
     pub fn ask(&self, req: &[u8], ms: i32) -> Got {
         // A refusal (`err permission denied`) may already wait, sent before the run closed
@@ -98,18 +109,52 @@ impl Conn {
     }
 }
 
-/// [`find`] and [`open`] for a command naming one run; a refusal is the matching error.
+/// A run as a command reaches it.
+pub enum Reached {
+    /// Connected (its snug may still stop before it answers: see [`Conn::stopped`]).
+    Live(Conn),
+    /// Its snug is stopped: pinned through its lock file, not connected.
+    Stopped(Holder),
+}
+
+/// [`find`], then the run's snug: through its lock file when it is stopped, else [`open`];
+/// a refusal is the matching error.
 ///
 /// # Errors
 /// 64 no such run, 77 not this user's (SPEC L5), 71 otherwise.
-pub fn connect_named(name: &str) -> anyhow::Result<Conn> {
+pub fn reach(name: &str) -> anyhow::Result<(PathBuf, Reached)> {
     let path = find(name)?;
-    open(&path).map_err(|r| match r {
+    if let Some(h) = lockfile::holder(&lockfile::path_for(&path)).filter(Holder::stopped) {
+        if h.uid != euid() && euid() != 0 {
+            return Err(failure(POLICY, format!("{name}: permission denied")));
+        }
+        return Ok((path, Reached::Stopped(h)));
+    }
+    let conn = open(&path).map_err(|r| match r {
         Refused::Stale => failure(USAGE, format!("no live sandbox named {name} (its snug is gone)")),
         Refused::NotARun => failure(USAGE, format!("{name}: not a live sandbox's socket (see snug ps)")),
         Refused::Denied => failure(POLICY, format!("{name}: permission denied")),
+        Refused::Busy => failure(OS_ERROR, format!("{name}: no answer from its snug (it accepts no connection now)")),
         Refused::Other(why) => failure(OS_ERROR, format!("{name}: {why}")),
-    })
+    })?;
+    Ok((path, Reached::Live(conn)))
+}
+
+/// The error for a command that needs an answer from a stopped run.
+pub fn stopped_error(name: &str) -> anyhow::Error {
+    failure(OS_ERROR, format!("{name}: its snug is stopped (^Z); continue it first: fg, or snug signal {name} CONT"))
+}
+
+/// [`reach`] for a command that needs a connection: a stopped run is an error.
+///
+/// # Errors
+/// As [`reach`]; 71 when the run is stopped.
+pub fn connect_named(name: &str) -> anyhow::Result<Conn> {
+    match reach(name)?.1 {
+        Reached::Live(c) if c.stopped() => Err(stopped_error(name)),
+        Reached::Live(c) => Ok(c),
+        Reached::Stopped(_) => Err(stopped_error(name)),
+    }
 }
 
 /// A run's reply as a result: `err permission denied` is 77 (L5), any other `err` 71.
@@ -130,118 +175,26 @@ pub fn expect_ok(name: &str, got: Got) -> anyhow::Result<(Vec<u8>, Vec<OwnedFd>)
     }
 }
 
-/// `snug signal NAME SIG`: as if SIG were sent to that snug by a process (G1–G6).
+/// `snug signal NAME SIG`: as if SIG were sent to that snug by a process (G1–G6). A stopped
+/// snug gets SIG as from `kill`, through its pidfd: it waits there until snug continues (CONT
+/// itself continues it, and with it the sandbox).
 ///
 /// # Errors
-/// As [`connect_named`] and [`expect_ok`].
+/// As [`reach`] and [`expect_ok`].
 pub fn signal(name: &str, sig: i32) -> anyhow::Result<Outcome> {
-    let c = connect_named(name)?;
-    expect_ok(name, c.ask(&wire::tagged(wire::SIGNAL, sig), 2000))?;
-    Ok(Outcome::Status(0))
-}
-
-/// `snug stop NAME [--now]`: TERM as `kill -TERM` of that snug would be (relay and grace),
-/// or a teardown; waits until that snug is gone and prints how it ended (SPEC L2).
-///
-/// # Errors
-/// As [`connect_named`] and [`expect_ok`].
-pub fn stop(name: &str, now: bool) -> anyhow::Result<Outcome> {
-    let c = connect_named(name)?;
-    expect_ok(name, c.ask(&[wire::STOP, u8::from(now)], 2000))?;
-    // The run writes `end …` just before it exits; its pidfd says when it is gone.
-    let end = loop {
-        let mut p = [
-            rustix::event::PollFd::new(&c.fd, rustix::event::PollFlags::IN),
-            rustix::event::PollFd::new(&c.pidfd, rustix::event::PollFlags::IN),
-        ];
-        match rustix::event::poll(&mut p, None) {
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(failure(OS_ERROR, format!("poll: {e}"))),
-            Ok(_) => {}
+    let pidfd = match reach(name)?.1 {
+        Reached::Live(c) if !c.stopped() => {
+            match c.ask(&wire::tagged(wire::SIGNAL, sig), 2000) {
+                // It stopped before reading the request, which waits for it as a kill's
+                // signal would.
+                Got::Empty if c.alive() && c.stopped() => {}
+                got => drop(expect_ok(name, got)?),
+            }
+            return Ok(Outcome::Status(0));
         }
-        match socket::recv(c.fd.as_fd()) {
-            Got::Packet(b, _) if b.starts_with(b"end ") => break Some(String::from_utf8_lossy(&b[4..]).into_owned()),
-            Got::Packet(..) | Got::TooLong | Got::Empty if c.alive() => continue,
-            _ => break None,
-        }
+        Reached::Live(c) => c.pidfd,
+        Reached::Stopped(h) => h.pidfd,
     };
-    // Its pid must be gone before stop returns: wait on the pidfd (bounded by the run's own
-    // bounds, G3: at most the grace and a teardown).
-    socket::readable(c.pidfd.as_fd(), -1);
-    let words = end.as_deref().map_or("ended".to_string(), wire::end_words);
-    crate::log::print(&format!("{name}: {words}")).map_err(|e| failure(OS_ERROR, format!("stdout: {e}")))?;
+    crate::signals::send_pidfd(pidfd.as_fd(), sig).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))?;
     Ok(Outcome::Status(0))
-}
-
-/// One row of `ps`.
-struct Row {
-    name: String,
-    info: serde_json::Value,
-}
-
-fn stopped(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    matches!(stat.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next()), Some('T' | 't'))
-}
-
-fn row(name: &str, path: &Path) -> Option<Row> {
-    let c = open(path).ok()?;
-    let info = match c.ask(&[wire::INFO], ANSWER_MS) {
-        Got::Packet(b, _) if b.first() == Some(&b'J') => serde_json::from_slice::<serde_json::Value>(&b[1..]).ok()?,
-        // A snug stopped by ^Z cannot answer; its pid is pinned and it is alive.
-        Got::Empty if c.alive() && stopped(c.pid) => serde_json::json!({ "pid": c.pid, "state": "stopped" }),
-        _ => return None,
-    };
-    // Exact: the answer names the pinned pid, which is still alive after answering.
-    if info.get("pid").and_then(serde_json::Value::as_i64) != Some(i64::from(c.pid)) || !c.alive() {
-        return None;
-    }
-    Some(Row { name: name.to_string(), info })
-}
-
-/// `snug ps [--json]`: the caller's live sandboxes (root: everyone's), SPEC L1.
-///
-/// # Errors
-/// None today; the signature leaves room.
-pub fn ps(json: bool) -> anyhow::Result<String> {
-    let mut rows = Vec::new();
-    for (dir, uid) in super::dirs_to_scan() {
-        for (name, path) in super::sockets_in(&dir, uid) {
-            rows.extend(row(&name, &path));
-        }
-    }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-    let age = |r: &Row| r.info.get("started").and_then(serde_json::Value::as_f64).map(|s| (now - s).max(0.0));
-    if json {
-        let list: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|r| {
-                let mut v = r.info.clone();
-                v["name"] = r.name.clone().into();
-                v["age_seconds"] = age(r).map_or(serde_json::Value::Null, |a| ((a * 10.0).round() / 10.0).into());
-                v
-            })
-            .collect();
-        return Ok(serde_json::to_string_pretty(&list).unwrap_or_default() + "\n");
-    }
-    let mut out = format!(
-        "{:<20} {:>8} {:<9} {:<12} {:>7} {:>5}  {}\n",
-        "NAME", "PID", "STATE", "MODE", "AGE", "PROCS", "COMMAND"
-    );
-    for r in &rows {
-        let s = |k: &str| r.info.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_string();
-        let procs = r.info.get("processes").and_then(serde_json::Value::as_u64).map_or("-".into(), |n| n.to_string());
-        let age = age(r).map_or("-".into(), |a| format!("{a:.0}s"));
-        out.push_str(&format!(
-            "{:<20} {:>8} {:<9} {:<12} {:>7} {:>5}  {}\n",
-            r.name,
-            r.info.get("pid").and_then(serde_json::Value::as_i64).unwrap_or(0),
-            s("state"),
-            s("mode"),
-            age,
-            procs,
-            s("command")
-        ));
-    }
-    Ok(out)
 }

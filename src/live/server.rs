@@ -42,12 +42,14 @@ struct Conn {
     refused: bool,
 }
 
-/// The socket path this run bound, removed at exit ([`cleanup`]).
-static BOUND: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The socket and lock file this run made, removed at exit ([`cleanup`]).
+static BOUND: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// The control socket of one run.
 pub struct Server {
     listener: OwnedFd,
+    /// `NAME.lock`, locked while the run lives ([`super::lockfile`]).
+    lock: super::lockfile::Held,
     name: String,
     conns: Vec<Conn>,
     started: f64,
@@ -60,11 +62,14 @@ fn now_secs() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// Remove the sockets in `dir` whose snug is gone (`connect(2)` refused): SPEC L5, a SIGKILLed
-/// snug leaves nothing that looks live.
+/// Remove the sockets in `dir` whose snug is gone (`connect(2)` refused) and the lock files
+/// nobody holds: SPEC L5, a SIGKILLed snug leaves nothing that looks live.
 pub fn sweep(dir: &Path) {
     for (_, path) in super::sockets_in(dir, None) {
         socket::remove_stale(&path);
+    }
+    for (_, path) in super::files_in(dir, None, ".lock") {
+        super::lockfile::remove_stale(&path);
     }
 }
 
@@ -103,16 +108,25 @@ impl Server {
             }
             Err(e) => return Err(os("cannot create", e)),
         }
-        *BOUND.lock().unwrap_or_else(|e| e.into_inner()) = Some(path.clone());
+        BOUND.lock().unwrap_or_else(|e| e.into_inner()).push(path.clone());
         crate::log::log!("name: {name} (control socket {})", path.display());
+        let (started, jobs) = (now_secs(), jobs.word());
+        let fixed = fixed_info(name, cmd, mode, jobs, started);
+        let lock_path = super::lockfile::path_for(&path);
+        let lock = super::lockfile::create(&lock_path, &fixed.to_string()).map_err(|e| {
+            let why = crate::error::io_text(&e);
+            failure(crate::error::OS_ERROR, format!("cannot create {}: {why}", lock_path.display()))
+        })?;
+        BOUND.lock().unwrap_or_else(|e| e.into_inner()).push(lock_path);
         Ok(Server {
             listener,
+            lock,
             name: name.to_string(),
             conns: Vec::new(),
-            started: now_secs(),
+            started,
             cmd: cmd.to_string(),
             mode,
-            jobs: jobs.word(),
+            jobs,
         })
     }
 
@@ -124,8 +138,19 @@ impl Server {
         }
     }
 
-    /// Act on what poll found (`ready` is what [`Server::poll_fds`] added, with revents).
+    /// Act on what poll found (`ready` is what [`Server::poll_fds`] added, with revents);
+    /// called on every round of snug's loop. First the stops of this run made while it was
+    /// stopped ([`super::lockfile::Held::requests`]): such a stop wrote its request before it
+    /// sent TERM and CONT to snug itself, so it is here in the round snug reads them in.
     pub fn on_ready(&mut self, ready: &[libc::pollfd], host: &mut dyn Host) {
+        for (from, now) in self.lock.requests() {
+            crate::log::log!("control: stop{} of the stopped run from pid {from}", if now { " --now" } else { "" });
+            host.stopping();
+            if now {
+                // The second TERM: G4's teardown, after the caller's own.
+                host.signal(libc::SIGTERM, from);
+            }
+        }
         let mut gone = Vec::new();
         for (i, p) in ready.iter().enumerate().skip(1) {
             if p.revents != 0 && !self.serve(i - 1, host) {
@@ -218,18 +243,10 @@ impl Server {
     }
 
     fn info(&self, host: &dyn Host) -> String {
-        serde_json::json!({
-            "name": self.name,
-            "pid": std::process::id(),
-            "uid": rustix::process::geteuid().as_raw(),
-            "command": self.cmd,
-            "mode": self.mode,
-            "jobs": self.jobs,
-            "state": host.state(),
-            "started": self.started,
-            "processes": host.init_pid().map_or(0, count_below),
-        })
-        .to_string()
+        let mut info = fixed_info(&self.name, &self.cmd, self.mode, self.jobs, self.started);
+        info["state"] = host.state().into();
+        info["processes"] = host.init_pid().map_or(0, count_below).into();
+        info.to_string()
     }
 
     /// Tell every stop caller how the run ended (just before snug exits) and remove the socket.
@@ -238,6 +255,8 @@ impl Server {
         for c in self.conns.iter().filter(|c| c.waiting) {
             let _ = socket::send(c.fd.as_fd(), text.as_bytes(), &[]);
         }
+        self.lock.end(&text);
+        // (the lock file is removed below; a stop caller that has it open still reads it)
         cleanup();
     }
 }
@@ -247,9 +266,23 @@ enum Reply {
     Fd(OwnedFd),
 }
 
-/// Remove this run's socket (idempotent): at the end of the run and on any exit path.
+/// What `ps` shows of a run that never changes: its answer to `I` and its lock file.
+fn fixed_info(name: &str, cmd: &str, mode: &str, jobs: &str, started: f64) -> serde_json::Value {
+    serde_json::json!({
+        "name": name,
+        "pid": std::process::id(),
+        "uid": rustix::process::geteuid().as_raw(),
+        "command": cmd,
+        "mode": mode,
+        "jobs": jobs,
+        "started": started,
+    })
+}
+
+/// Remove this run's socket and lock file (idempotent): at the end of the run and on any
+/// exit path.
 pub fn cleanup() {
-    if let Some(p) = BOUND.lock().unwrap_or_else(|e| e.into_inner()).take() {
+    for p in std::mem::take(&mut *BOUND.lock().unwrap_or_else(|e| e.into_inner())) {
         let _ = std::fs::remove_file(p);
     }
 }

@@ -67,28 +67,12 @@ pub fn end_words(text: &str) -> String {
     }
 }
 
-/// A signal by name or number: `TERM`, `SIGTERM`, `term`, `15`, `RTMIN+2`.
-pub fn parse_signal(s: &str) -> Option<i32> {
-    if let Ok(n) = s.parse::<i32>() {
-        return (1..=64).contains(&n).then_some(n);
-    }
-    let up = s.to_ascii_uppercase();
-    let bare = up.strip_prefix("SIG").unwrap_or(&up);
-    (1..=64).find(|n| crate::signals::signame(*n).strip_prefix("SIG") == Some(bare))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn l2_signal_names() {
-        assert_eq!(parse_signal("TERM"), Some(libc::SIGTERM));
-        assert_eq!(parse_signal("sigusr1"), Some(libc::SIGUSR1));
-        assert_eq!(parse_signal("9"), Some(9));
-        assert_eq!(parse_signal("RTMIN+2"), Some(34));
-        assert_eq!(parse_signal("0"), None);
-        assert_eq!(parse_signal("NOPE"), None);
+    fn l2_wire_values_and_end_words() {
         assert_eq!(value(&tagged(EXITED, 0x700), EXITED), Some(0x700));
         assert_eq!(value(b"X12", EXITED), None);
         assert_eq!(end_words("exit 7"), "exited 7");

@@ -116,8 +116,13 @@ impl Status {
     }
 }
 
-/// `TERM`, `RTMIN+3` (the kernel's numbering, as `-v` logs it), or the number as text.
+/// `TERM`, `RTMIN+3` (37: bash's numbering, as `-v` logs it), `SIG32` for the two glibc
+/// keeps nameless, or the number as text.
 pub(super) fn short_name(sig: i32) -> String {
     let long = crate::signals::signame(sig);
-    long.strip_prefix("SIG").map_or_else(|| sig.to_string(), str::to_string)
+    match long.strip_prefix("SIG") {
+        Some(short) if !short.starts_with(|c: char| c.is_ascii_digit()) => short.to_string(),
+        Some(_) => long,
+        None => sig.to_string(),
+    }
 }

@@ -92,5 +92,6 @@ fn o5_signal_list_is_bounded() {
     let v: Value = serde_json::from_str(&r.to_json(EndedBy::Payload, Exit::Status(0))).unwrap();
     assert_eq!(v["signals"].as_array().map(Vec::len), Some(MAX_SIGNALS));
     assert_eq!(v["signals_omitted"], 5);
-    assert_eq!((short_name(35), short_name(libc::SIGTERM)), ("RTMIN+3".into(), "TERM".into()));
+    assert_eq!((short_name(37), short_name(libc::SIGTERM)), ("RTMIN+3".into(), "TERM".into()));
+    assert_eq!((short_name(32), short_name(64), short_name(0)), ("SIG32".into(), "RTMAX".into(), "0".into()));
 }

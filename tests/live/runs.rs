@@ -67,7 +67,7 @@ fn l1_name_clash_is_a_usage_error() {
 }
 
 /// L5: a snug killed with SIGKILL leaves nothing `ps` shows as live, and `ps` (or another
-/// run's sweep) removes its socket. Positive control: a second link to the dead snug's socket
+/// run's sweep) removes its socket and its lock file. Positive control: a second link to the dead snug's socket
 /// (a hidden name nothing sweeps) is still there and refuses connections: the stale entry a
 /// listing by file would show.
 #[test]
@@ -82,6 +82,8 @@ fn l5_sigkilled_snug_is_not_listed() {
             .map(|e| e.path())
             .find(|p| p.file_name().is_some_and(|f| f.to_string_lossy() == format!("{}.sock", a.name)))
             .expect("socket file");
+        let lock = sock.with_extension("lock");
+        assert!(lock.exists(), "{who:?}: control: a live run has its lock file");
         let keep = sock.with_file_name(format!(".keep-{}", a.name));
         std::fs::hard_link(&sock, &keep).expect("link");
         crate::common::kill(a.pid() as u32, libc::SIGKILL);
@@ -91,6 +93,7 @@ fn l5_sigkilled_snug_is_not_listed() {
         assert_eq!(refused, libc::ECONNREFUSED, "control: the dead snug's socket is there and refuses");
         assert!(!listed(who, dir.path(), &a.name), "{who:?}: a SIGKILLed run is listed");
         assert!(!sock.exists(), "{who:?}: ps left the stale socket");
+        assert!(!lock.exists(), "{who:?}: ps left the stale lock file");
         let (st, _, err, _) = run(who, dir.path(), &["stop", &a.name]);
         assert_eq!(code(st), 64, "{err}");
     }
