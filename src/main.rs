@@ -130,6 +130,16 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     }
     let name = args.name.clone().unwrap_or_else(|| live::generated_name(&cmd));
     record.name(&name);
+    // A variable passed by name whose value is not text cannot be carried (profiles and the
+    // bwrap command line hold UTF-8): refuse rather than leave it out unsaid (P5).
+    for name in args.grants.env.iter().filter(|e| !e.contains('=')) {
+        if std::env::var_os(name).is_some_and(|v| v.to_str().is_none()) {
+            return Err(error::failure(
+                error::USAGE,
+                format!("-e {name}: its value is not UTF-8, which snug cannot pass"),
+            ));
+        }
+    }
     let request = policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), args.grants.clone());
     let mut policy = policy::resolve(&request)?;
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
