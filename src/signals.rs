@@ -222,7 +222,8 @@ fn orphaned() -> bool {
 }
 
 /// The named signals of `signal(7)` and their names without `SIG`, as bash's `kill -l` gives
-/// them; one table for [`signame`] and [`parse`].
+/// them; one table for [`signame`] and [`parse`]. Not signal-hook's `low_level::signal_name`:
+/// it maps one way only, and `snug signal` parses names as `kill -s` does.
 const NAMED: [(i32, &str); 31] = [
     (libc::SIGHUP, "HUP"),
     (libc::SIGINT, "INT"),
