@@ -109,7 +109,8 @@ fn open_ro(path: &Path) -> Option<std::fs::File> {
 }
 
 /// The pid holding a write lock on `file` (`F_GETLK`: the first lock that would block ours,
-/// its `l_pid` in our pid namespace, 0 when not visible here); `None` when nobody holds one.
+/// its `l_pid` in our pid namespace, 0 when the holder is not visible here: a snug in
+/// another pid namespace, alive all the same); `None` when nobody holds one.
 fn locker(file: &std::fs::File) -> Option<i32> {
     let mut lk = libc::flock {
         l_type: libc::F_WRLCK as libc::c_short,
@@ -119,7 +120,7 @@ fn locker(file: &std::fs::File) -> Option<i32> {
         l_pid: 0,
     };
     nix::fcntl::fcntl(file.as_fd(), nix::fcntl::FcntlArg::F_GETLK(&mut lk)).ok()?;
-    (lk.l_type != libc::F_UNLCK as libc::c_short && lk.l_pid > 0).then_some(lk.l_pid)
+    (lk.l_type != libc::F_UNLCK as libc::c_short).then_some(lk.l_pid)
 }
 
 /// Remove the lock file at `path` if its snug is gone: a regular file nobody holds a lock on.
@@ -153,7 +154,7 @@ pub fn holder(path: &Path) -> Option<Holder> {
     if !super::private_dir(path.parent()?, meta.uid()) {
         return None;
     }
-    let pid = locker(&f)?;
+    let pid = locker(&f).filter(|p| *p > 0)?; // 0: held from another pid namespace
     let pidfd = crate::pidfd::open(pid).ok()?;
     if locker(&f) != Some(pid) || euid_of(pid) != Some(meta.uid()) {
         return None;

@@ -148,3 +148,33 @@ fn l2_stop_of_a_stopped_run_ends_it_as_kill_term_cont() {
         assert!(b.end(Duration::from_secs(5)).code().is_none(), "{who:?}: died of its signal");
     }
 }
+
+/// L1/L5: a run started in a pid namespace where a live run's snug is not visible sweeps
+/// stale control files at its start (`F_GETLK` names its holder 0 there: a container, or `make test`'s own pid
+/// namespace sharing /run/snug) leaves that run's lock file alone, and the run's own `ps` row
+/// stays whole. Root only (a pid namespace needs CAP_SYS_ADMIN). Positive control: main@8c0a1f1
+/// (before this fix) took holder 0 for nobody and removed the lock file (found by a newcomer's
+/// run, which removed a CI job's lock files).
+#[test]
+fn l1_l5_a_lock_held_from_another_pid_namespace_is_not_stale() {
+    let who = Who::Root;
+    let dir = workdir(who);
+    let run = Live::start(who, dir.path(), &[], &["sleep", &marker()]);
+    run.ready(dir.path(), "running");
+    let lock = crate::runs::socket_dir(who).join(format!("{}.lock", run.name));
+    assert!(lock.exists(), "{}: no lock file", run.name);
+    let snug = crate::common::snug();
+    let o = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "--"])
+        .arg(&snug)
+        .args(["--", "true"])
+        .current_dir(dir.path())
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .expect("unshare");
+    assert!(o.status.success(), "a run in another pid namespace: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(lock.exists(), "{}: a run's sweep from another pid namespace removed a live run's lock file", run.name);
+    let (rc, out, err, _) = quick(who, dir.path(), &["ps"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.lines().any(|l| l.starts_with(&run.name) && l.contains("sleep")), "{out}");
+}
