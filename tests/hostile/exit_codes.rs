@@ -38,17 +38,16 @@ fn r4_exit_categories() {
     }
 }
 
-/// R4: a policy whose own mounts do not fit (a tmpfs over /lib hides the dynamic loader and
-/// init; the caller's /etc as DIR, read-only, leaves no room for the files bwrap binds into
-/// it) is a policy error, 77, not a missing host capability. Positive control: main@e2d2c5e
-/// (before this) said 69 for all three.
+/// R4: a policy whose own mounts do not fit (the caller's /etc as DIR, read-only, leaves no
+/// room for the files bwrap binds into it) is a policy error, 77, not a missing host
+/// capability. Only bwrap's own failures: with a tmpfs over /lib a static snug (`make build`)
+/// still runs its init, and the payload's exec fails instead (127, its loader is missing).
+/// Positive control: main@369c315 (before this) said 69.
 #[test]
 fn r4_mounts_that_do_not_fit_are_a_policy_error() {
     for who in everyone() {
         let dir = workdir(who);
-        for args in
-            [&["--tmpfs", "/lib", "--", "true"][..], &["--tmpfs", "/usr", "--", "true"], &["/etc", "--", "true"]]
-        {
+        for args in [&["/etc", "--", "true"][..], &["/etc/ssl", "--", "true"]] {
             let o = run_bounded(&mut snug_cmd(who, dir.path(), args), LIMIT);
             one_line(&o, 77, &format!("{who:?} {args:?}"));
             assert!(o.err.contains("--dry-run"), "{who:?} {args:?}: {}", o.err);

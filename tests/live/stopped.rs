@@ -149,10 +149,10 @@ fn l2_stop_of_a_stopped_run_ends_it_as_kill_term_cont() {
     }
 }
 
-/// L1/L5: a run started in a pid namespace where a live run's snug is not visible sweeps
-/// stale control files at its start (`F_GETLK` names its holder 0 there: a container, or `make test`'s own pid
-/// namespace sharing /run/snug) leaves that run's lock file alone, and the run's own `ps` row
-/// stays whole. Root only (a pid namespace needs CAP_SYS_ADMIN). Positive control: main@8c0a1f1
+/// L1/L5: every run sweeps stale control files at its start; one started in a pid namespace
+/// where a live run's snug is not visible (`F_GETLK` names the holder 0 there: a container,
+/// or `make test`'s own pid namespace sharing /run/snug) leaves that run's lock file alone,
+/// and the run's `ps` row stays whole. Root only (a pid namespace needs CAP_SYS_ADMIN). Positive control: main@8c0a1f1
 /// (before this fix) took holder 0 for nobody and removed the lock file (found by a newcomer's
 /// run, which removed a CI job's lock files).
 #[test]
