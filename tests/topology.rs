@@ -272,6 +272,30 @@ fn r3_a_script_without_a_shebang_runs_through_sh() {
     }
 }
 
+/// R4: an executable whose ELF interpreter is not in the sandbox exits 127 with what is
+/// missing, not "command not found" for a file that is there (`execve(2)` says ENOENT for
+/// both). The file: `true` with its PT_INTERP renamed. In-test control: sh without snug
+/// also gives 127. Positive control: main@5958039 (before this) said "command not found".
+#[test]
+fn r4_a_missing_elf_interpreter_is_named() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let elf = std::fs::read("/usr/bin/true").unwrap();
+        let interp = b"/lib64/ld-linux-x86-64.so.2";
+        let at = elf.windows(interp.len()).position(|w| w == interp).expect("x86-64 true names its loader");
+        let mut patched = elf.clone();
+        patched[at + interp.len() - 1] = b'9'; // ld-linux-x86-64.so.9: nowhere
+        let prog = dir.path().join("noloader");
+        std::fs::write(&prog, &patched).unwrap();
+        std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let o = run_bounded(&mut snug_cmd(who, dir.path(), &["--", "./noloader"]), LIMIT);
+        assert_eq!(o.status.code(), Some(127), "{who:?}: {}", o.err);
+        assert_eq!(o.err, "snug: ./noloader: its ELF interpreter (the dynamic loader) is not in the sandbox\n");
+        let sh = std::process::Command::new("sh").args(["-c", "./noloader"]).current_dir(dir.path()).output().unwrap();
+        assert_eq!(sh.status.code(), Some(127), "control: sh");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // R5, K3 — daemons die with the payload
 

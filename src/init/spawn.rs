@@ -94,6 +94,13 @@ pub fn fork_exec(plan: &Plan<'_>) -> Result<i32, i32> {
         if errno == libc::ENOEXEC && sh_argv.len() > 2 {
             libc::execve(SH.as_ptr(), sh_argv.as_ptr(), plan.envp.as_ptr());
         }
+        // ENOENT for a file that is there: its ELF interpreter (the dynamic loader) is not in
+        // the sandbox (`execve(2)`); say so rather than "not found".
+        let errno = if errno == libc::ENOENT && libc::access(plan.program.as_ptr(), libc::F_OK) == 0 {
+            libc::ELIBACC
+        } else {
+            errno
+        };
         let e = errno.to_le_bytes();
         libc::write(plan.err, e.as_ptr().cast(), 4);
         libc::_exit(127)

@@ -125,6 +125,9 @@ impl Supervisor {
             Some(End::ExecFailed(e)) => {
                 let (code, what) = if e == libc::ENOENT {
                     (NOT_FOUND, crate::hints::not_found(&self.cmd))
+                } else if e == libc::ELIBACC {
+                    // As sh(1) says "required file not found": 127.
+                    (NOT_FOUND, "its ELF interpreter (the dynamic loader) is not in the sandbox".to_string())
                 } else {
                     (NOT_EXECUTABLE, crate::error::strerror(e))
                 };
