@@ -40,7 +40,7 @@ pub enum Report {
     Interrupt(bool),
     /// Every sandbox process was stopped on [`Order::Stop`] (T12).
     Halted,
-    /// The terminal sent a key (^C: SIGINT, ^\\: SIGQUIT; value: the signal) to the sandbox's
+    /// The terminal sent a key (^C: SIGINT, ^\: SIGQUIT; value: the signal) to the sandbox's
     /// foreground group, which init belongs to. Without snug the caller's job would have got
     /// it too, so snug sends it to its own process group (a script's loop, `make`, R3).
     Typed(i32),

@@ -96,7 +96,7 @@ impl Supervisor {
         log!("continued the sandbox ({how:?})");
     }
 
-    /// The terminal sent a key (^C, ^\\) to the sandbox, which holds the foreground from
+    /// The terminal sent a key (^C, ^\) to the sandbox, which holds the foreground from
     /// snug's hand: without snug it would have reached the caller's job too, snug's process
     /// group (a script's loop, `make` and its other jobs, a `bash -c` wrapper). Send it there
     /// as well, so that a non-interactive shell sees its own SIGINT and ends its loop when the
