@@ -24,9 +24,10 @@ pub enum Who {
     User,
 }
 
-/// Path of the snug binary cargo built for these tests.
+/// The snug binary under test: `SNUG_UNDER_TEST` when set (`make test` points it at the
+/// static binary `make build` ships), else the one cargo built for these tests.
 pub fn snug() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_snug"))
+    std::env::var_os("SNUG_UNDER_TEST").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_snug")), PathBuf::from)
 }
 
 /// uid and gid of [`TEST_USER`], creating the account when missing (needs root).
