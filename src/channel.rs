@@ -23,6 +23,9 @@ pub const INIT_FD: RawFd = 3;
 pub const STDERR_FD: RawFd = 4;
 /// Descriptor number of the seccomp program bwrap loads (`--seccomp 5`).
 pub const SECCOMP_FD: RawFd = 5;
+/// Descriptor number of the sandbox's pty slave in bwrap and init, in terminal mode: init
+/// makes it its controlling terminal (SPEC T1) and holds it for the pty's foreground.
+pub const PTY_FD: RawFd = 7;
 
 /// Messages init sends to snug.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,21 +35,13 @@ pub enum Report {
     /// The payload was forked; value: its pid in the sandbox; carries a pidfd of it.
     Started(i32),
     /// The payload stopped (terminal mode only: detached, nothing acts on it, B5); value: the
-    /// stop signal. Init refuses every terminal change from then until snug hands the
-    /// terminal over again (T11).
+    /// stop signal. SIGTTIN or SIGTTOU while the hand-over is deferred: it needs its terminal.
     Stopped(i32),
     /// A ^C reached the sandbox; true when it reached no handler: every process it was sent
     /// to ignored or blocked SIGINT, so a second one within 1 s is a force-quit (SPEC T3).
     Interrupt(bool),
     /// Every sandbox process was stopped on [`Order::Stop`] (T12).
     Halted,
-    /// The terminal sent a key (^C: SIGINT, ^\: SIGQUIT; value: the signal) to the sandbox's
-    /// foreground group, which init belongs to. Without snug the caller's job would have got
-    /// it too, so snug sends it to its own process group (a script's loop, `make`, R3).
-    Typed(i32),
-    /// Init refused a sandbox process a change of the caller's terminal (T11); value: the
-    /// ioctl request.
-    Refused(i32),
     /// The payload's main process ended; value: its raw wait status (`waitpid(2)`).
     Exited(i32),
     /// After [`Report::Exited`] during a grace: the sandbox has no process left.
@@ -82,8 +77,9 @@ pub enum Order {
     /// nothing outside (`kill(2)`, `pid_namespaces(7)`). Simpler than tracking groups, and it
     /// never names a pid.
     Signal(i32),
-    /// A terminal key snug got because the sandbox did not hold the foreground (T13): relay
-    /// it as [`Order::Signal`]; for SIGINT, say [`Report::Interrupt`] whether anything caught it.
+    /// A key the caller's terminal sent snug's job while the hand-over is deferred (T2, T13):
+    /// init sends it to the payload's process group; for SIGINT it says [`Report::Interrupt`]
+    /// whether anything caught it.
     Key(i32),
     /// Stop every sandbox process (SIGSTOP, which a payload cannot ignore; TSTP would be
     /// discarded for the sandbox's orphaned group in detached mode), then say
@@ -91,9 +87,13 @@ pub enum Order {
     Stop,
     /// Continue after a stop, or relay a CONT (T5, T12, G6).
     Continue(Resume),
-    /// snug handed the caller's terminal to the sandbox (true) or did not (false): whether
-    /// init may carry out a sandbox process's change of the foreground, settings or size (T11).
-    Handed(bool),
+    /// Give the pty's foreground to the payload's side (true: the group that had it when init
+    /// took it, else the payload's group) or take it for init's own group (false), so that a
+    /// payload reading its terminal while snug's job is in the background stops (T1, T5, T8).
+    Front(bool),
+    /// A key snug copied to the pty that its line discipline turns into this signal (T2); for
+    /// SIGINT init says [`Report::Interrupt`] whether the pty's foreground caught it (T3).
+    Typed(i32),
     /// Run a command in the sandbox for `snug exec` (SPEC L3): the packet carries one end of
     /// a socket on which the client sends CMD and its descriptors and init reports its end.
     Exec,
@@ -116,9 +116,7 @@ impl Report {
             Report::Empty => encode(7, 0),
             Report::ExecFailed(e) => encode(8, e),
             Report::InitFailed(e) => encode(9, e),
-            Report::Refused(r) => encode(10, r),
             Report::Leaving(n) => encode(11, n),
-            Report::Typed(s) => encode(12, s),
         }
     }
 
@@ -134,9 +132,7 @@ impl Report {
             7 => Report::Empty,
             8 => Report::ExecFailed(v),
             9 => Report::InitFailed(v),
-            10 => Report::Refused(v),
             11 => Report::Leaving(v),
-            12 => Report::Typed(v),
             _ => return None,
         })
     }
@@ -152,7 +148,8 @@ impl Order {
             Order::Continue(Resume::All) => encode(4, 1),
             Order::Key(sig) => encode(5, sig),
             Order::Stop => encode(6, 0),
-            Order::Handed(h) => encode(7, h as i32),
+            Order::Front(f) => encode(7, f as i32),
+            Order::Typed(sig) => encode(9, sig),
             Order::Exec => encode(8, 0),
         }
     }
@@ -166,7 +163,8 @@ impl Order {
             4 => Order::Continue(if v == 0 { Resume::Job } else { Resume::All }),
             5 => Order::Key(v),
             6 => Order::Stop,
-            7 => Order::Handed(v != 0),
+            7 => Order::Front(v != 0),
+            9 => Order::Typed(v),
             8 => Order::Exec,
             _ => return None,
         })
@@ -222,12 +220,6 @@ impl Channel {
     /// The `sendmsg(2)` error (`EPIPE` when snug is gone).
     pub fn report(&self, r: Report, pass: Option<BorrowedFd<'_>>) -> io::Result<()> {
         self.send(r.to_bytes(), pass)
-    }
-
-    /// Send a report only if there is room now (init side): for news that snug can do without
-    /// (a refusal it only logs), so a stopped snug never makes init wait.
-    pub fn report_if_room(&self, r: Report) {
-        let _ = self.send_with(r.to_bytes(), None, SendFlags::DONTWAIT);
     }
 
     /// Send an order (snug side) without blocking: `Ok(false)` when the socket buffer is

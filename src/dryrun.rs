@@ -187,7 +187,7 @@ mod tests {
         if policy.net {
             extra.push(("pasta", pasta));
         }
-        render(Mode::Terminal { foreground: true }, &policy, &argv, &extra, json)
+        render(Mode::Terminal { immediate: true }, &policy, &argv, &extra, json)
     }
 
     #[test]

@@ -10,12 +10,10 @@ use crate::signals::SignalFd;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 mod exec;
-mod guard;
 mod held;
 mod procfs;
 mod serve;
 mod spawn;
-mod unotify;
 
 /// The first argument that selects init mode in snug's own binary.
 pub const FLAG: &str = "--snug-init";
@@ -45,7 +43,7 @@ pub fn main(args: &[String]) -> ! {
 }
 
 fn run(chan: &Channel, args: &[String], stderr: OwnedFd, spec: OwnedFd) -> Result<i32, i32> {
-    use rustix::process::{set_dumpable_behavior, setpgid, setsid, DumpableBehavior};
+    use rustix::process::{set_dumpable_behavior, setsid, DumpableBehavior};
     let mode = args.first().map(String::as_str).unwrap_or("detached");
     let spec = crate::payload_args::receive_from(std::fs::File::from(spec))?;
     let os = |e: rustix::io::Errno| e.raw_os_error();
@@ -55,21 +53,25 @@ fn run(chan: &Channel, args: &[String], stderr: OwnedFd, spec: OwnedFd) -> Resul
     // fd 2 is bwrap's error pipe to snug: put the caller's stderr back (SPEC R2).
     rustix::stdio::dup2_stderr(&stderr).map_err(os)?;
     drop(stderr);
-    if mode == "detached" {
-        // Own session, led by init: no terminal can signal the sandbox (SPEC D1).
-        setsid().map_err(os)?;
-    } else {
-        // Own group in the caller's session, keeping the controlling terminal (SPEC T1).
-        // snug, not init, hands this group the foreground: only snug knows whether it is
-        // still in the foreground itself (a ^Z during start-up must not let the sandbox
-        // take the caller's terminal).
-        setpgid(None, None).map_err(os)?;
-    }
     let terminal = mode != "detached";
+    // Own session, led by init. Detached: no terminal at all, so no terminal can signal the
+    // sandbox (SPEC D1). Terminal mode: the sandbox's pty is its controlling terminal, so
+    // /dev/tty opens it and the payload's group is not orphaned: ^Z stops it (T1, T5).
+    setsid().map_err(os)?;
+    let pty = if terminal {
+        // SAFETY: the nest dup2'd the pty's slave to this number for this process, which
+        // takes it once, here; nothing else owns it.
+        let pty = unsafe { OwnedFd::from_raw_fd(crate::channel::PTY_FD) };
+        rustix::process::ioctl_tiocsctty(&pty).map_err(os)?;
+        let _ = rustix::io::fcntl_setfd(&pty, rustix::io::FdFlags::CLOEXEC);
+        Some(pty)
+    } else {
+        None
+    };
     let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP])
         .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-    // Init changes the caller's terminal for sandbox processes (T11) from whatever group holds
-    // the foreground: blocked, SIGTTOU lets it (`tty_check_change`). The payload's process
+    // Init gives and takes the pty's foreground from its own group, which may be in the
+    // background: blocked, SIGTTOU lets it (`tty_check_change`). The payload's process
     // clears its mask (S1).
     crate::signals::block(&[libc::SIGTTOU]);
     let program = match crate::payload_args::resolve(&spec) {
@@ -79,29 +81,15 @@ fn run(chan: &Channel, args: &[String], stderr: OwnedFd, spec: OwnedFd) -> Resul
             return Ok(127); // snug exits 126 or 127
         }
     };
-    // In terminal mode the payload's process installs the terminal guard's filter and sends
-    // its listener back on a socketpair.
-    let filter = guard::program();
-    let pair = if terminal {
-        Some(crate::live::socket::pair().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?)
-    } else {
-        None
-    };
-    let to_child = pair.as_ref().map(|(_, theirs)| (filter.as_slice(), theirs.as_raw_fd()));
     // The payload's process exists from here on, held before its exec until snug says go
-    // (the network is up, SPEC N3). Being in the sandbox group already, it takes a ^C or ^Z
-    // typed once snug has handed the sandbox the terminal, as the payload would.
-    let held = held::spawn_held(&program, &spec, to_child)?;
-    let guard = pair.and_then(|(ours, theirs)| {
-        drop(theirs);
-        guard::Guard::receive(&ours)
-    });
+    // (the network is up, SPEC N3).
+    let held = held::spawn_held(&program, &spec, pty.as_ref().map(|p| (p.as_raw_fd(), mode == "terminal-fg")))?;
     let me = crate::pidfd::open(std::process::id() as i32).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     chan.report(Report::Hello, Some(me.as_fd())).map_err(|_| libc::EPIPE)?;
     let payload = crate::pidfd::open(held.pid).ok();
     let _ = chan.report(Report::Started(held.pid), payload.as_ref().map(|p| p.as_fd()));
     // SPEC L3, L4: `snug exec` and what is left after the main process.
     let jobs = args.get(1).and_then(|w| crate::live::Jobs::from_word(w)).unwrap_or_default();
-    let execs = exec::Execs::new(spec.env.clone(), terminal);
-    serve::serve(chan, &signals, held, guard, terminal, (execs, jobs))
+    let execs = exec::Execs::new(spec.env.clone());
+    serve::serve(chan, &signals, held, pty, (execs, jobs))
 }

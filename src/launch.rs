@@ -119,6 +119,7 @@ pub struct Plan<'a> {
 /// snug's own failures before the sandbox runs (the outcome carries later ones).
 pub fn run(
     plan: &Plan<'_>,
+    tty: Option<crate::tty::CallerTty>,
     on_init: OnInit,
     record: &mut RunRecord,
     (bind, jobs): (impl FnOnce() -> Result<crate::live::server::Server>, crate::live::Jobs),
@@ -143,7 +144,15 @@ pub fn run(
     let args = crate::payload_args::memfd(cmd, env)?;
     let bounds = crate::bounds::apply(limits)?;
     log!("mode: {}", mode.describe());
-    let nest = crate::start::nest(argv, theirs.as_fd(), seccomp.as_fd(), args.as_fd(), &bounds)?;
+    // Terminal mode: the sandbox's own pty, with the caller's settings and size (SPEC T1).
+    let pty = match &tty {
+        Some(tty) => Some(crate::pty::open(tty).context("cannot open a pty for the sandbox (/dev/ptmx)")?),
+        None => None,
+    };
+    let mask = tty.as_ref().map_or(0, |t| t.stdio_mask());
+    let slave = pty.as_ref().map(|p| (p.slave.as_fd(), mask));
+    let nest = crate::start::nest(argv, theirs.as_fd(), seccomp.as_fd(), args.as_fd(), &bounds, slave)?;
+    let bridge = tty.zip(pty).map(|(tty, pty)| crate::bridge::Bridge::new(tty, pty.master));
     drop(bounds);
     drop(theirs);
     drop(seccomp);
@@ -157,8 +166,10 @@ pub fn run(
         }
     };
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-    let (outcome, filled) =
-        Supervisor::new(mode, nest, ours, signals, name, on_init).live(Some(control), jobs).run(std::mem::take(record));
+    let (outcome, filled) = Supervisor::new(mode, nest, ours, signals, name, on_init)
+        .terminal(bridge)
+        .live(Some(control), jobs)
+        .run(std::mem::take(record));
     *record = filled;
     Ok(outcome)
 }

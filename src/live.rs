@@ -9,7 +9,6 @@ pub mod client;
 pub mod exec;
 pub mod lockfile;
 pub mod ps;
-mod pty;
 pub mod server;
 pub mod socket;
 pub mod stop;

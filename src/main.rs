@@ -2,6 +2,7 @@
 //! it to stop. Reads top-down: parse → policy → bwrap command line → start → supervise → end.
 
 mod bounds;
+mod bridge;
 mod bwrap;
 mod channel;
 mod cli;
@@ -13,6 +14,7 @@ mod fdpoll;
 mod hints;
 mod host;
 mod init;
+mod keeper;
 mod launch;
 mod live;
 mod log;
@@ -23,6 +25,7 @@ mod payload_args;
 mod pidfd;
 mod policy;
 mod profiles;
+mod pty;
 mod quote;
 mod relay;
 mod report;
@@ -31,7 +34,7 @@ mod seccomp;
 mod signals;
 mod start;
 mod supervise;
-mod terminal;
+mod tty;
 
 use crate::cli::Command;
 use crate::end::Outcome;
@@ -144,7 +147,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     let mut policy = policy::resolve(&request)?;
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
-    let mode = mode::Mode::detect();
+    let (mode, tty) = mode::Mode::detect();
     let argv = launch::command_line(&policy, mode, args.jobs)?;
     let limits = bounds::Limits {
         max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
@@ -164,7 +167,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         None => Box::new(|_| Ok(None)),
     };
     let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &policy.env, limits: &limits };
-    launch::run(&plan, on_init, record, (control, jobs))
+    launch::run(&plan, tty, on_init, record, (control, jobs))
 }
 
 /// The dry-run plan with the run's name (SPEC L1).

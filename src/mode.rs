@@ -1,53 +1,51 @@
-//! Terminal or detached mode, decided once before the fork from snug's own state (SPEC T, D).
+//! Terminal or detached mode, decided once before the fork from snug's own state (SPEC T, D1).
 
+use crate::tty::CallerTty;
 use serde::Serialize;
 
 /// How the sandbox relates to the terminal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// fd 0 is snug's controlling terminal: the sandbox keeps the session and gets its own
-    /// process group; `foreground` says whether snug's group held the terminal's foreground
-    /// at start, so the sandbox group takes it (SPEC T1, T8).
+    /// snug has a controlling terminal: the sandbox gets a pty of its own (SPEC T1).
     Terminal {
-        /// snug's process group was the terminal's foreground group (tcgetpgrp(3)).
-        foreground: bool,
+        /// The hand-over is immediate: snug's job held the caller's foreground at start and
+        /// both stdin and stdout are the caller's terminal, so the payload holds the pty's
+        /// foreground from the start. Otherwise it is deferred until the payload reads its
+        /// terminal or changes its settings (pipelines, redirections, `&`; T1, T13).
+        immediate: bool,
     },
-    /// fd 0 is not snug's controlling terminal: the sandbox runs in its own session (SPEC D1).
+    /// snug has no controlling terminal: the sandbox runs in its own session (SPEC D1).
     Detached,
 }
 
 impl Mode {
-    /// Look at fd 0: it is snug's controlling terminal when tcgetsid(3) on it names snug's
-    /// own session (a terminal that is some other session's gives no job control to snug).
-    pub fn detect() -> Mode {
-        use rustix::{process, stdio::stdin, termios};
-        match (termios::tcgetsid(stdin()), process::getsid(None)) {
-            (Ok(tty), Ok(own)) if tty == own => {
-                Mode::Terminal { foreground: termios::tcgetpgrp(stdin()).ok() == Some(process::getpgrp()) }
-            }
-            _ => Mode::Detached,
-        }
+    /// `open("/dev/tty")`: snug has a controlling terminal exactly when it opens (`tty(4)`),
+    /// whatever fds 0–2 are. The terminal comes back open for the run.
+    pub fn detect() -> (Mode, Option<CallerTty>) {
+        let Some(tty) = CallerTty::open() else { return (Mode::Detached, None) };
+        let both = tty.stdio_mask() & 0b011 == 0b011;
+        (Mode::Terminal { immediate: both && tty.in_front() }, Some(tty))
     }
 
     /// One line for `--dry-run` and `-v`: the mode and why.
     pub fn describe(&self) -> &'static str {
         match self {
-            Mode::Terminal { foreground: true } => {
-                "terminal (fd 0 is snug's controlling terminal; the sandbox takes the foreground)"
+            Mode::Terminal { immediate: true } => {
+                "terminal (snug has a controlling terminal; the payload gets a pty of its own, in front from the start)"
             }
-            Mode::Terminal { foreground: false } => {
-                "terminal (fd 0 is snug's controlling terminal; started in the background)"
+            Mode::Terminal { immediate: false } => {
+                "terminal (snug has a controlling terminal; the payload gets a pty of its own, handed over when it reads it)"
             }
-            Mode::Detached => "detached (fd 0 is not snug's controlling terminal; own session)",
+            Mode::Detached => "detached (snug has no controlling terminal; own session)",
         }
     }
 
     /// The word used on init's command line and in `--json`.
     pub fn word(&self) -> &'static str {
         match self {
-            Mode::Terminal { foreground: true } => "terminal-fg",
-            Mode::Terminal { foreground: false } => "terminal-bg",
+            Mode::Terminal { immediate: true } => "terminal-fg",
+            Mode::Terminal { immediate: false } => "terminal-bg",
             Mode::Detached => "detached",
         }
     }

@@ -103,7 +103,7 @@ mod tests {
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             assert_eq!(decide(&got(sig, 0), Mode::Detached, false), Action::RelayWithGrace);
             assert_eq!(decide(&got(sig, 0), Mode::Detached, true), Action::Teardown);
-            assert_eq!(decide(&got(sig, 0), Mode::Terminal { foreground: true }, false), Action::RelayWithGrace);
+            assert_eq!(decide(&got(sig, 0), Mode::Terminal { immediate: true }, false), Action::RelayWithGrace);
         }
     }
 
@@ -115,15 +115,15 @@ mod tests {
     #[test]
     fn t2_t13_terminal_key_in_terminal_mode_sets_no_deadline() {
         for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGWINCH] {
-            assert_eq!(decide(&got(sig, SI_KERNEL), Mode::Terminal { foreground: true }, false), Action::Key);
+            assert_eq!(decide(&got(sig, SI_KERNEL), Mode::Terminal { immediate: true }, false), Action::Key);
         }
     }
 
     #[test]
     fn t10_a_hangup_is_never_a_key() {
         let hup = got(libc::SIGHUP, SI_KERNEL);
-        assert_eq!(decide(&hup, Mode::Terminal { foreground: true }, false), Action::RelayWithGrace);
-        assert_eq!(decide(&hup, Mode::Terminal { foreground: true }, true), Action::Teardown);
+        assert_eq!(decide(&hup, Mode::Terminal { immediate: true }, false), Action::RelayWithGrace);
+        assert_eq!(decide(&hup, Mode::Terminal { immediate: true }, true), Action::Teardown);
     }
 
     /// G6: every signal 1–64 has a deliberate answer; none but the listed ones is dropped.

@@ -164,17 +164,6 @@ pub fn unblock(sig: i32) {
     let _ = set_mask(libc::SIG_UNBLOCK, mask_of(&[sig]));
 }
 
-/// Run `f` with `sig` blocked, then restore the mask as it was (`tcsetpgrp(3)` from a
-/// background group would otherwise stop us with SIGTTOU).
-pub fn with_blocked<T>(sig: i32, f: impl FnOnce() -> T) -> T {
-    let old = set_mask(libc::SIG_BLOCK, mask_of(&[sig]));
-    let r = f();
-    if let Ok(old) = old {
-        let _ = set_mask(libc::SIG_SETMASK, old);
-    }
-    r
-}
-
 /// Stop this process with job-control signal `sig`, as the terminal's ^Z would, so the
 /// caller's shell reports the job stopped with the right word ("Stopped", "Stopped (tty
 /// input)"); `group` stops snug's whole process group (`kill(0, sig)`), so a wrapper between

@@ -42,7 +42,8 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 
 /// Clone nest and have it exec `argv` (bwrap) with an empty environment, with the channel at
 /// fd 3, the caller's stderr at fd 4, `seccomp` at fd 5, the `payload_args` memfd at fd 6
-/// ([`crate::payload_args::ARGS_FD`]) and a pipe to snug at fd 2.
+/// ([`crate::payload_args::ARGS_FD`]) and a pipe to snug at fd 2; in terminal mode the pty's
+/// slave at fd 7 ([`crate::channel::PTY_FD`]) and on each of fds 0–2 that `pty`'s mask names.
 ///
 /// Between clone and exec the child makes only raw system calls (async-signal-safe):
 /// `setpgid`, `prctl(PR_SET_PDEATHSIG)`, `poll` on snug's own pidfd (a snug killed before
@@ -58,6 +59,7 @@ pub fn nest(
     seccomp: BorrowedFd<'_>,
     payload_args: BorrowedFd<'_>,
     bounds: &crate::bounds::ForChild,
+    pty: Option<(BorrowedFd<'_>, u32)>,
 ) -> Result<Nest> {
     use rustix::process::{getgid, getuid};
     let root = rustix::process::geteuid().is_root();
@@ -69,7 +71,14 @@ pub fn nest(
     let own = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
     let (err_r, err_w) = pipe()?; // nest's setup errors; EOF once bwrap is exec'd
     let (bw_r, bw_w) = pipe()?; // bwrap's stderr
-    let fds = [high(channel)?, high(rustix::stdio::stderr())?, high(seccomp)?, high(&bw_w)?, high(payload_args)?];
+                                // The caller's stderr reaches init at fd 4; in terminal mode the pty's slave instead when
+                                // it was the caller's terminal (SPEC R2).
+    let stderr = match pty {
+        Some((slave, mask)) if mask & 0b100 != 0 => slave,
+        _ => rustix::stdio::stderr(),
+    };
+    let fds = [high(channel)?, high(stderr)?, high(seccomp)?, high(&bw_w)?, high(payload_args)?];
+    let slave = pty.map(|(s, m)| high(s).map(|h| (h, m))).transpose()?;
     drop(bw_w);
     let raw: [RawFd; 5] =
         [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd(), fds[3].as_raw_fd(), fds[4].as_raw_fd()];
@@ -85,6 +94,7 @@ pub fn nest(
         parent_pidfd: own.as_fd(),
         err: err_w.as_raw_fd(),
         fds: raw,
+        pty: slave.as_ref().map(|(s, m)| (s.as_raw_fd(), *m)),
         bounds: bounds_for_child,
         argv: &arg_ptrs,
         envp: &env_ptrs,
@@ -92,6 +102,7 @@ pub fn nest(
     let (pidfd, pid) = child::clone_nest(flags, &plan).map_err(clone_failure)?;
     drop(err_w);
     drop(fds);
+    drop(slave);
     let pid1 = Pinned::cloned(pidfd, pid);
     let mut buf = Vec::new();
     let _ = std::fs::File::from(err_r).take(16).read_to_end(&mut buf);

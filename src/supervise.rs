@@ -2,6 +2,7 @@
 //! with the grace as the poll timeout from a monotonic deadline. No threads, no sleeps: snug
 //! is blocked in the kernel while the payload runs (SPEC B5).
 
+use crate::bridge::Bridge;
 use crate::channel::{Channel, Order, Outbox, Received, Report, Resume};
 use crate::error::{failure, INTERNAL};
 use crate::log::log;
@@ -12,7 +13,6 @@ use crate::report::{EndedBy, RunRecord};
 use crate::signals::signame;
 use crate::signals::SignalFd;
 use crate::start::Nest;
-use crate::terminal::Terminal;
 use ending::{End, Ending};
 use sandbox::{Sandbox, Start};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -22,6 +22,7 @@ mod ending;
 mod jobs;
 mod live;
 mod sandbox;
+mod terminal;
 
 /// The grace: a constant, no flag, no profile key (SPEC G2).
 pub const GRACE: Duration = Duration::from_millis(1000);
@@ -46,8 +47,12 @@ mod slot {
     pub const BWRAP: usize = 3;
     /// pasta's watch descriptor, with `@net`.
     pub const PASTA: usize = 4;
+    /// The caller's terminal, in terminal mode.
+    pub const TTY: usize = 5;
+    /// The sandbox pty's master, in terminal mode.
+    pub const MASTER: usize = 6;
     /// How many slots come before the control socket's.
-    pub const FIXED: usize = 5;
+    pub const FIXED: usize = 7;
 }
 
 /// Everything the loop watches, and what it learned.
@@ -64,7 +69,14 @@ pub struct Supervisor {
     /// Orders waiting for room in init's socket.
     outbox: Outbox,
     signals: SignalFd,
-    terminal: Terminal,
+    /// The caller's terminal and the sandbox's pty, in terminal mode (SPEC T).
+    bridge: Option<Bridge>,
+    /// The payload's side holds the pty's foreground (by snug's decision): the hand-over
+    /// happened, immediately or deferred (T1).
+    handed: bool,
+    /// The payload stopped reading or setting its terminal while snug's job was in the
+    /// background: `fg` hands it over (T1, T8).
+    wants_terminal: bool,
     on_init: OnInit,
     cmd: String,
     /// From init's hello on.
@@ -104,7 +116,9 @@ impl Supervisor {
             chan_open: true,
             outbox: Outbox::default(),
             signals,
-            terminal: Terminal::new(mode),
+            bridge: None,
+            handed: matches!(mode, Mode::Terminal { immediate: true }),
+            wants_terminal: false,
             on_init,
             cmd,
             sandbox: None,
@@ -130,7 +144,11 @@ impl Supervisor {
             pasta.stop();
         }
         self.bwrap.reap();
-        self.terminal.restore();
+        // Every sandbox process is gone: the pty's last bytes, then the caller's own settings
+        // back before snug says anything or dies of a signal (T7, T14).
+        if let Some(b) = self.bridge.as_mut() {
+            b.drain();
+        }
         let outcome = self.outcome();
         self.finish_control(&outcome);
         (outcome, self.record)
@@ -154,6 +172,11 @@ impl Supervisor {
         fds[slot::BWRAP_ERR] = watch(self.bwrap_err.as_ref().map_or(-1, |f| f.as_raw_fd()), libc::POLLIN);
         fds[slot::BWRAP] = watch(self.bwrap.raw(), libc::POLLIN);
         fds[slot::PASTA] = watch(self.pasta.as_ref().map_or(-1, |p| p.watch_fd()), libc::POLLIN);
+        if let Some(b) = &self.bridge {
+            let [tty, master] = b.poll_fds();
+            fds[slot::TTY] = tty;
+            fds[slot::MASTER] = master;
+        }
         let control_at = self.control_fds(&mut fds);
         if crate::fdpoll::poll_raw(&mut fds, timeout).is_err() {
             return false; // EINTR
@@ -180,6 +203,13 @@ impl Supervisor {
         }
         if let (true, Some(pasta)) = (fds[slot::PASTA].revents != 0, self.pasta.as_mut()) {
             pasta.on_readable();
+        }
+        if let Some(b) = self.bridge.as_mut() {
+            let mut events = Vec::new();
+            b.on_ready(&[fds[slot::TTY], fds[slot::MASTER]], &mut events);
+            for e in events {
+                self.on_bridge(e);
+            }
         }
         // `--timeout` (O6): what a TERM from a process does, unless a grace runs or the payload ended.
         if self.record.timeout_due(Instant::now()) && self.grace.is_none() && !self.ending.payload_ended() {
@@ -253,8 +283,6 @@ impl Supervisor {
             Report::Stopped(sig) => self.on_stopped(sig),
             Report::Halted => self.on_halted(),
             Report::Interrupt(unanswered) => self.on_interrupt(unanswered),
-            Report::Refused(req) => self.on_refused(req),
-            Report::Typed(sig) => self.on_typed(sig),
             Report::Exited(status) => {
                 log!("payload ended: {}", describe(status));
                 self.ending.note(End::Payload(status));
@@ -280,9 +308,6 @@ impl Supervisor {
             "tree: bwrap pid {} (pid 1 of the outer namespace), init pid {pid} (pid 1 of the sandbox, leads its group)",
             self.bwrap.host_pid
         );
-        let handed = self.terminal.hand_over(pid);
-        // Before Go: init carries out the payload's terminal changes only once it knows (T11).
-        self.order(Order::Handed(handed));
         let net = (self.on_init)(&init);
         self.sandbox = Some(Sandbox { init, payload: None });
         match net {
@@ -295,6 +320,14 @@ impl Supervisor {
     fn on_signal(&mut self, got: crate::signals::Delivered) {
         let origin = if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
         log!("received {} from {origin} (si_code {})", signame(got.sig), got.code);
+        if got.sig == libc::SIGWINCH && got.by_terminal() {
+            if let Some(b) = &self.bridge {
+                // The caller's window changed: the pty's size follows, and the kernel tells
+                // the pty's foreground itself (T1).
+                b.resize();
+                return log!("window size copied to the sandbox's terminal");
+            }
+        }
         let action = decide(&got, self.mode, self.grace.is_some());
         self.record.signal(&got, action);
         if got.sig == libc::SIGHUP && got.by_terminal() {
@@ -335,7 +368,7 @@ impl Supervisor {
             Action::Key => {
                 self.order(Order::Key(sig));
                 log!(
-                    "relayed the terminal's {} to every sandbox process (it does not hold the foreground)",
+                    "relayed the terminal's {} to the payload's process group (the hand-over is deferred)",
                     signame(sig)
                 );
             }

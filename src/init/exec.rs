@@ -2,13 +2,12 @@
 //! every namespace of the sandbox and under its bounds, under bwrap's seccomp filter
 //! (inherited), without capabilities (init has none), with the payload's environment and
 //! working directory (init's own, which bwrap set), and `kill(-1)` from init (relays, the
-//! grace) reaches it; it dies with the sandbox. In terminal mode it also gets the terminal
-//! guard's filter (T11), answered by init like the payload's.
+//! grace) reaches it; it dies with the sandbox. At a terminal the client sends a pty's slave
+//! of its own, which CMD makes its controlling terminal (T1, T11).
 //!
 //! Each `exec` has its own socket (from snug, [`crate::channel::Order::Exec`]) on which the
 //! client sends CMD and its descriptors, and signals, and init reports the start and the end.
 
-use super::guard::{self, Guard};
 use crate::live::socket::{self, Got};
 use crate::live::wire;
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
@@ -25,40 +24,31 @@ struct Entry {
     err: Option<OwnedFd>,
     /// The client's end is still open (a hung-up socket would poll readable forever).
     open: bool,
+    /// CMD has a pty: its stops are reported.
+    tty: bool,
 }
 
 /// The `exec`s of one sandbox.
 pub struct Execs {
     /// The payload's environment.
     env: Vec<CString>,
-    /// The terminal guard's program, in terminal mode.
-    filter: Option<Vec<libc::sock_filter>>,
     entries: Vec<Entry>,
-    guards: Vec<Guard>,
-    handed: bool,
+    /// A CMD with a pty ran: init waits for stops too.
+    pub stops: bool,
 }
 
 impl Execs {
     /// No exec yet; `env` is the payload's environment.
-    pub fn new(env: Vec<CString>, terminal: bool) -> Execs {
-        let filter = terminal.then(guard::program);
-        Execs { env, filter, entries: Vec::new(), guards: Vec::new(), handed: false }
+    pub fn new(env: Vec<CString>) -> Execs {
+        Execs { env, entries: Vec::new(), stops: false }
     }
 
     /// snug sent a new exec socket.
     pub fn add(&mut self, sock: OwnedFd) {
-        self.entries.push(Entry { sock, pid: None, err: None, open: true });
+        self.entries.push(Entry { sock, pid: None, err: None, open: true, tty: false });
     }
 
-    /// Whether snug handed the caller's terminal to the sandbox (T11), for the guards.
-    pub fn set_handed(&mut self, h: bool) {
-        self.handed = h;
-        for g in &mut self.guards {
-            g.handed = h;
-        }
-    }
-
-    /// Descriptors to poll: each entry's socket and error pipe, then each guard.
+    /// Descriptors to poll: each entry's socket and error pipe.
     pub fn poll_fds(&self, out: &mut Vec<libc::pollfd>) {
         for e in &self.entries {
             let sock = if e.open { e.sock.as_raw_fd() } else { -1 };
@@ -66,27 +56,11 @@ impl Execs {
             let err = e.err.as_ref().map_or(-1, |f| f.as_raw_fd());
             out.push(libc::pollfd { fd: err, events: libc::POLLIN, revents: 0 });
         }
-        for g in &self.guards {
-            out.push(libc::pollfd { fd: g.raw(), events: libc::POLLIN, revents: 0 });
-        }
     }
 
     /// Act on what poll found in [`Execs::poll_fds`]'s descriptors.
-    pub fn on_ready(&mut self, ready: &[libc::pollfd], chan: &crate::channel::Channel) {
+    pub fn on_ready(&mut self, mine: &[libc::pollfd]) {
         let n = self.entries.len();
-        let (mine, guards) = ready.split_at((2 * n).min(ready.len()));
-        // Guards first (their indices do not move when entries go).
-        let mut hung = Vec::new();
-        for (i, p) in guards.iter().enumerate().take(self.guards.len()) {
-            if p.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
-                hung.push(i); // every process under that filter is gone
-            } else if p.revents != 0 {
-                self.guards[i].serve(chan);
-            }
-        }
-        for i in hung.into_iter().rev() {
-            self.guards.remove(i);
-        }
         let mut gone = Vec::new();
         for i in 0..n {
             if mine.get(2 * i + 1).is_some_and(|p| p.revents != 0) {
@@ -103,6 +77,13 @@ impl Execs {
 
     /// A child of init was reaped: if it was an exec'd CMD, tell its client how it ended.
     pub fn reaped(&mut self, pid: i32, status: i32) {
+        if libc::WIFSTOPPED(status) {
+            // Its client stops its own job and continues CMD on `fg` (T5).
+            if let Some(e) = self.entries.iter().find(|e| e.pid == Some(pid) && e.tty) {
+                let _ = socket::send(e.sock.as_fd(), &wire::tagged(wire::STOPPED, libc::WSTOPSIG(status)), &[]);
+            }
+            return;
+        }
         if !(libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) {
             return;
         }
@@ -131,7 +112,9 @@ impl Execs {
             let got = socket::recv(self.entries[i].sock.as_fd());
             let pid = self.entries[i].pid;
             match (got, pid) {
-                (Got::Packet(b, fds), None) if b.first() == Some(&wire::RUN) && b.len() == 2 && fds.len() == 4 => {
+                (Got::Packet(b, fds), None)
+                    if b.first() == Some(&wire::RUN) && b.len() == 2 && (fds.len() == 4 || fds.len() == 5) =>
+                {
                     if let Err(e) = self.start(i, b[1] & wire::FLAG_TTY != 0, fds) {
                         let _ = socket::send(self.entries[i].sock.as_fd(), &wire::tagged(wire::FAILED, e), &[]);
                         return false;
@@ -160,7 +143,8 @@ impl Execs {
         }
     }
 
-    /// Fork CMD with the client's descriptors `[stdin, stdout, stderr, argv memfd]`.
+    /// Fork CMD with the client's descriptors `[stdin, stdout, stderr, argv memfd, pty slave?]`;
+    /// the slave, sent at a terminal, becomes CMD's controlling terminal.
     fn start(&mut self, i: usize, tty: bool, fds: Vec<OwnedFd>) -> Result<(), i32> {
         let args = std::fs::File::from(fds[3].try_clone().map_err(|_| libc::EBADF)?);
         let meta = args.metadata().map_err(|_| libc::EBADF)?;
@@ -176,35 +160,31 @@ impl Execs {
         }
         let program = crate::payload_args::resolve(&spec)?;
         let (ptrs, envp) = spec.pointers();
-        let pair = match self.filter {
-            Some(_) => Some(socket::pair().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?),
-            None => None,
-        };
+        let ctty = if tty { fds.get(4).map(|f| f.as_raw_fd()) } else { None };
         let (err_r, err_w) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)
                 .map_err(|e| e.raw_os_error())?;
-        let guard_to = pair.as_ref().zip(self.filter.as_deref()).map(|((_, theirs), prog)| (prog, theirs.as_raw_fd()));
         let pid = super::spawn::fork_exec(&super::spawn::Plan {
             program: &program,
             argv: &ptrs,
             envp: &envp,
             close: None,
-            session: Some(([fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd()], tty)),
-            guard: guard_to,
+            session: Some(([fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd()], ctty)),
+            group: None,
             go: None,
             closed: 0,
             err: err_w.as_raw_fd(),
         });
         drop(err_w);
         let pid = pid?;
-        if let Some((ours, theirs)) = pair {
-            drop(theirs);
-            if let Some(mut g) = Guard::receive(&ours) {
-                g.handed = self.handed;
-                self.guards.push(g);
-            }
+        if ctty.is_some() && !self.stops {
+            // Stops of a CMD with a pty are news from now on, also in detached mode (B5 spares
+            // a run without one).
+            crate::signals::default_with(libc::SIGCHLD, 0);
+            self.stops = true;
         }
         let e = &mut self.entries[i];
+        e.tty = ctty.is_some();
         e.pid = Some(pid);
         e.err = Some(err_r);
         let _ = socket::send(e.sock.as_fd(), &wire::tagged(wire::STARTED, pid), &[]);

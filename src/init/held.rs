@@ -16,16 +16,16 @@ pub struct Held {
     pub err: OwnedFd,
 }
 
-/// Fork the payload's process in the sandbox group, sealed (SPEC S1), under the terminal
-/// guard's filter when `guard` is given (its program and the socket for the listener, T11),
-/// waiting for a byte on the go pipe before it execs `program` with `spec`'s argv and
+/// Fork the payload's process, sealed (SPEC S1), in a process group of its own on the
+/// sandbox's pty when `pty` is given (its descriptor, and whether the payload takes the pty's
+/// foreground at once, T1), waiting for a byte on the go pipe before it execs `program` with `spec`'s argv and
 /// environment. Init never blocks on it: a stop or a ^C that hits
 /// it before its exec is seen by `waitpid` like any other, and an exec failure arrives on
 /// the error pipe, which init polls.
 pub fn spawn_held(
     program: &CString,
     spec: &crate::payload_args::Spec,
-    guard: Option<(&[libc::sock_filter], RawFd)>,
+    pty: Option<(RawFd, bool)>,
 ) -> Result<Held, i32> {
     let (ptrs, envp) = spec.pointers();
     let (go_r, go_w) = pipe_with(PipeFlags::CLOEXEC).map_err(|e| e.raw_os_error())?;
@@ -36,11 +36,16 @@ pub fn spawn_held(
         envp: &envp,
         close: Some(go_w.as_raw_fd()),
         session: None,
-        guard,
+        group: pty,
         go: Some(go_r.as_raw_fd()),
         closed: spec.closed,
         err: err_w.as_raw_fd(),
     });
     drop((go_r, err_w)); // the child's ends
-    Ok(Held { pid: pid?, go: go_w, err: err_r })
+    let pid = pid?;
+    if pty.is_some() {
+        // Also here, so the group exists whichever of the two runs first (`setpgid(2)`).
+        let _ = rustix::process::setpgid(rustix::process::Pid::from_raw(pid), rustix::process::Pid::from_raw(pid));
+    }
+    Ok(Held { pid, go: go_w, err: err_r })
 }

@@ -1,13 +1,12 @@
-//! Init's loop: snug's orders, the payload's stops and end, orphans to reap, and the
-//! terminal guard's requests (T11), all in one `poll(2)`.
+//! Init's loop: snug's orders, the payload's stops and end, orphans to reap, and who holds
+//! the sandbox pty's foreground (T1, T5), all in one `poll(2)`.
 
-use super::guard::Guard;
 use super::held::Held;
 use super::procfs;
 use crate::channel::{Channel, Order, Received, Report, Resume};
 use crate::signals::SignalFd;
 use rustix::process::{wait, WaitOptions};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// Send `sig` to every sandbox process but init (see [`Order::Signal`] for why `kill(-1)`).
 fn relay(sig: i32) {
@@ -31,16 +30,50 @@ fn int_unanswered(group: Option<i32>) -> bool {
     procfs::int_unanswered(&pids)
 }
 
+/// The sandbox's pty as init holds it: init leads its session; the payload's side holds its
+/// foreground while snug copies keys, init's own group otherwise (T1, T5, T8).
+struct Pty {
+    fd: OwnedFd,
+    /// The group that held the foreground when init took it (an interactive shell payload
+    /// may have given it to one of its jobs): `fg` gives it back.
+    taken_from: Option<i32>,
+}
+
+impl Pty {
+    fn front(&self) -> Option<i32> {
+        rustix::termios::tcgetpgrp(&self.fd).ok().map(|p| p.as_raw_nonzero().get())
+    }
+
+    /// Give the foreground to the payload's side (`give`) or take it for init's group.
+    fn set(&mut self, give: bool, payload: i32) {
+        use rustix::process::{getpgrp, Pid};
+        let mine = getpgrp().as_raw_nonzero().get();
+        let target = if give {
+            let back = self.taken_from.take().filter(|g| procfs::pids().iter().any(|p| procfs::pgrp(*p) == Some(*g)));
+            back.or_else(|| procfs::pgrp(payload)).unwrap_or(mine)
+        } else {
+            if let Some(g) = self.front().filter(|g| *g != mine) {
+                self.taken_from = Some(g);
+            }
+            mine
+        };
+        if let Some(p) = Pid::from_raw(target) {
+            let _ = rustix::termios::tcsetpgrp(&self.fd, p);
+        }
+    }
+}
+
 /// Wait for the payload; report stops, continues and its end; reap orphans.
 pub fn serve(
     chan: &Channel,
     signals: &SignalFd,
     held: Held,
-    mut guard: Option<Guard>,
-    terminal: bool,
+    pty: Option<OwnedFd>,
     (mut execs, jobs): (super::exec::Execs, crate::live::Jobs),
 ) -> Result<i32, i32> {
     let payload = held.pid;
+    let terminal = pty.is_some();
+    let mut pty = pty.map(|fd| Pty { fd, taken_from: None });
     let mut go = Some(held.go);
     let mut exec_err = Some(held.err);
     // `--jobs wait` (L4): outlive the main process until the sandbox is empty, as in a grace.
@@ -59,7 +92,6 @@ pub fn serve(
             libc::pollfd { fd: chan.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: signals.raw(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: exec_err.as_ref().map_or(-1, |f| f.as_raw_fd()), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: guard.as_ref().map_or(-1, Guard::raw), events: libc::POLLIN, revents: 0 },
         ];
         execs.poll_fds(&mut fds);
         if crate::fdpoll::poll_raw(&mut fds, -1).is_err() {
@@ -77,17 +109,29 @@ pub fn serve(
                 Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
                 Ok(Received::Packet(Some(Order::Signal(sig)), _)) => relay(sig),
                 Ok(Received::Packet(Some(Order::Key(sig)), _)) => {
-                    relay(sig);
+                    // As the caller's terminal would have sent it: to the payload's group.
+                    let group = procfs::pgrp(payload).filter(|g| *g > 1);
+                    match group {
+                        Some(g) => procfs::signal_group(g, sig),
+                        None => relay(sig),
+                    }
                     if sig == libc::SIGINT {
-                        let _ = chan.report(Report::Interrupt(int_unanswered(None)), None);
+                        let _ = chan.report(Report::Interrupt(int_unanswered(group)), None);
+                    }
+                }
+                Ok(Received::Packet(Some(Order::Typed(sig)), _)) => {
+                    // The pty signalled its foreground group; did anything there catch it (T3)?
+                    if sig == libc::SIGINT {
+                        let front = pty.as_ref().and_then(Pty::front);
+                        let _ = chan.report(Report::Interrupt(int_unanswered(front)), None);
+                    }
+                }
+                Ok(Received::Packet(Some(Order::Front(give)), _)) => {
+                    if let Some(p) = pty.as_mut() {
+                        p.set(give, payload);
                     }
                 }
                 Ok(Received::Packet(Some(Order::Stop), _)) => {
-                    // No terminal change from here on: snug takes the terminal back on Halted.
-                    if let Some(g) = guard.as_mut() {
-                        g.handed = false;
-                    }
-                    execs.set_handed(false);
                     relay(libc::SIGSTOP);
                     halted = true;
                     let _ = chan.report(Report::Halted, None);
@@ -98,12 +142,6 @@ pub fn serve(
                         Resume::Job => resume_job(payload),
                         Resume::All => relay(libc::SIGCONT),
                     }
-                }
-                Ok(Received::Packet(Some(Order::Handed(h)), _)) => {
-                    if let Some(g) = guard.as_mut() {
-                        g.handed = h;
-                    }
-                    execs.set_handed(h);
                 }
                 Ok(Received::Packet(Some(Order::Exec), Some(fd))) => execs.add(fd),
                 Ok(Received::Packet(..)) => {}
@@ -124,25 +162,12 @@ pub fn serve(
                 exec_err = None;
             }
         }
-        while let Some(got) = signals.read() {
-            // A ^C or ^\: the terminal sent it to its foreground group, which init belongs to.
-            let front = super::guard::foreground();
-            if matches!(got.sig, libc::SIGINT | libc::SIGQUIT) && got.by_terminal() && front > 0 {
-                let _ = chan.report(Report::Typed(got.sig), None);
-                if got.sig == libc::SIGINT {
-                    let _ = chan.report(Report::Interrupt(int_unanswered(Some(front))), None);
-                }
-            }
-        }
-        if fds[3].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
-            guard = None; // no process under the payload's filter is left (`--jobs`, exec)
-        } else if fds[3].revents != 0 {
-            if let Some(g) = &guard {
-                g.serve(chan);
-            }
-        }
-        execs.on_ready(&fds[4..], chan);
+        // Drained only: init acts on no signal of its own (a namespace init gets only what it
+        // handles; the pty's keys are snug's to report, T2).
+        while signals.read().is_some() {}
+        execs.on_ready(&fds[3..]);
         loop {
+            let stops = if execs.stops { WaitOptions::UNTRACED | WaitOptions::CONTINUED } else { stops };
             let (pid, status) = match wait(WaitOptions::NOHANG | stops) {
                 Ok(Some((pid, status))) => (pid.as_raw_nonzero().get(), status.as_raw()),
                 Ok(None) => (0, 0),
@@ -164,10 +189,6 @@ pub fn serve(
                 // it, and a payload that stops and continues itself costs snug nothing (B5).
                 // The stop of snug's own Order::Stop is no news: snug stops once, on Halted.
                 if terminal && !halted {
-                    // No terminal change from here on: snug takes the terminal back on this report.
-                    if let Some(g) = guard.as_mut() {
-                        g.handed = false;
-                    }
                     let _ = chan.report(Report::Stopped(libc::WSTOPSIG(status)), None);
                 }
             } else if libc::WIFCONTINUED(status) {

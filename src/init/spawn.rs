@@ -18,12 +18,13 @@ pub struct Plan<'a> {
     pub envp: &'a [*const libc::c_char],
     /// Closed first: init's end of the go pipe, so that init's death shows as EOF.
     pub close: Option<RawFd>,
-    /// A new session (`setsid(2)`) with these as fds 0, 1 and 2, and fd 0 as its controlling
-    /// terminal (`TIOCSCTTY`, `ioctl_tty(2)`) when true: `snug exec`.
-    pub session: Option<([RawFd; 3], bool)>,
-    /// The terminal guard's program and the socket its listener goes to (T11); the socket is
-    /// closed once the listener is sent.
-    pub guard: Option<(&'a [libc::sock_filter], RawFd)>,
+    /// A new session (`setsid(2)`) with these as fds 0, 1 and 2, and the second as its
+    /// controlling terminal (`TIOCSCTTY`, `ioctl_tty(2)`) when given: `snug exec`.
+    pub session: Option<([RawFd; 3], Option<RawFd>)>,
+    /// A process group of its own (`setpgid(2)`) in init's session, and the foreground of
+    /// init's controlling terminal, this descriptor, when true (`tcsetpgrp(3)`, with SIGTTOU
+    /// still blocked from init): the payload in terminal mode (SPEC T1).
+    pub group: Option<(RawFd, bool)>,
     /// Wait for one byte here before the exec (SPEC N3); EOF means init is gone.
     pub go: Option<RawFd>,
     /// Bit n: close fd n of 0–2 right before the exec, as the caller had it (SPEC R2).
@@ -42,10 +43,11 @@ pub fn fork_exec(plan: &Plan<'_>) -> Result<i32, i32> {
     // /bin/sh with its path as the first argument, as `execvp(3)`, `env` and bwrap itself do.
     let mut sh_argv: Vec<*const libc::c_char> = vec![SH.as_ptr(), plan.program.as_ptr()];
     sh_argv.extend(plan.argv.iter().skip(1)); // the rest of argv and its NULL
-                                              // SAFETY: fork in single-threaded init. The child makes only async-signal-safe calls
-                                              // (close, setsid, dup2, ioctl, read, the seal's rt_sigaction/rt_sigprocmask, the guard's
-                                              // prctl/seccomp/sendmsg, execve, write, _exit) on integers and on memory `plan` points
-                                              // at, built before the fork, and never returns.
+
+    // SAFETY: fork in single-threaded init. The child makes only async-signal-safe calls
+    // (close, setsid, dup2, ioctl, setpgid, tcsetpgrp, getpid, read, the seal's
+    // rt_sigaction/rt_sigprocmask, execve, write, _exit) on integers and on memory `plan`
+    // points at, built before the fork, and never returns.
     unsafe {
         let pid = libc::fork();
         if pid != 0 {
@@ -61,16 +63,18 @@ pub fn fork_exec(plan: &Plan<'_>) -> Result<i32, i32> {
                     libc::_exit(127);
                 }
             }
-            if ctty {
-                libc::ioctl(0, libc::TIOCSCTTY, 0);
+            if let Some(tty) = ctty {
+                libc::ioctl(tty, libc::TIOCSCTTY, 0);
+            }
+        }
+        if let Some((tty, front)) = plan.group {
+            libc::setpgid(0, 0);
+            if front {
+                libc::tcsetpgrp(tty, libc::getpid());
             }
         }
         if sigseal::seal().is_err() {
             libc::_exit(127);
-        }
-        if let Some((prog, sock)) = plan.guard {
-            super::guard::install(prog, sock);
-            libc::close(sock);
         }
         if let Some(go) = plan.go {
             let mut byte = 0u8;

@@ -1,7 +1,8 @@
 //! `snug exec NAME [--] CMD…` (SPEC L3), the client side: ask the run for a socket to its
 //! init, send CMD (in a memfd, as the payload's argv travels, R7) with this process's stdin,
-//! stdout and stderr (or a pty's slave at a terminal, see [`super::pty`]), relay the
-//! signals this process gets to CMD's group, and end as CMD ended (R3).
+//! stdout and stderr (each that is the caller's terminal replaced by a pty's slave, as for a
+//! run's payload, [`crate::pty`]), relay the signals this process gets to CMD's group, and
+//! end as CMD ended (R3).
 //!
 //! The socket goes from the run's snug straight to init, so snug's loop carries no bytes of
 //! it and needs no state per exec; snug checked the caller's credentials (L5) before handing
@@ -12,8 +13,7 @@ use super::{client, wire};
 use crate::end::Outcome;
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND, OS_ERROR};
 use crate::signals::SignalFd;
-use rustix::event::{PollFd, PollFlags};
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::ffi::OsString;
 
 /// How long `exec` waits for a run that is still starting.
@@ -43,94 +43,116 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
     };
     let sock = fds.pop().ok_or_else(|| failure(INTERNAL, format!("{name}: no exec socket in the answer")))?;
     let args = crate::payload_args::memfd(cmd, &[])?;
+    // At a terminal CMD gets a pty of its own, as a run's payload does (L3, T11): each of fds
+    // 0–2 that is the caller's terminal becomes its slave; pipes and files stay as they are.
+    let tty = crate::tty::CallerTty::open();
+    let pty = match &tty {
+        Some(t) => Some(crate::pty::open(t).map_err(|e| failure(OS_ERROR, format!("pty: {e}")))?),
+        None => None,
+    };
+    let mask = tty.as_ref().map_or(0, |t| t.stdio_mask());
     let mut sigs: Vec<i32> = RELAYED.to_vec();
-    let pty = super::pty::open().map_err(|e| failure(OS_ERROR, format!("pty: {e}")))?;
     if pty.is_some() {
-        sigs.push(libc::SIGWINCH);
+        sigs.extend([libc::SIGWINCH, libc::SIGCONT]);
     }
     let signals = SignalFd::new(&sigs).map_err(|e| failure(OS_ERROR, format!("signalfd: {e}")))?;
-    let stdio: [BorrowedFd<'_>; 3] = match pty.as_ref().and_then(|p| p.slave.as_ref()) {
-        Some(s) => [s.as_fd(), s.as_fd(), s.as_fd()],
-        None => [rustix::stdio::stdin(), rustix::stdio::stdout(), rustix::stdio::stderr()],
-    };
-    let flags = if pty.is_some() { wire::FLAG_TTY } else { 0 };
-    socket::send(sock.as_fd(), &[wire::RUN, flags], &[stdio[0], stdio[1], stdio[2], args.as_fd()])
-        .map_err(|e| failure(OS_ERROR, format!("{name}: cannot hand CMD to the sandbox: {e}")))?;
-    let mut pty = pty;
-    if let Some(p) = pty.as_mut() {
-        p.slave = None; // CMD holds it now; the master reads EIO once CMD's side is all closed
+    let own = [rustix::stdio::stdin(), rustix::stdio::stdout(), rustix::stdio::stderr()];
+    let mut fds: Vec<BorrowedFd<'_>> = own.to_vec();
+    if let Some(p) = &pty {
+        for (i, fd) in fds.iter_mut().enumerate() {
+            if mask & (1 << i) != 0 {
+                *fd = p.slave.as_fd();
+            }
+        }
     }
-    let outcome = relay(&sock, &signals, pty.as_ref(), cmd);
-    drop(pty); // the caller's terminal settings back before anything is printed (T7)
+    fds.push(args.as_fd());
+    if let Some(p) = &pty {
+        fds.push(p.slave.as_fd());
+    }
+    let flags = if pty.is_some() { wire::FLAG_TTY } else { 0 };
+    socket::send(sock.as_fd(), &[wire::RUN, flags], &fds)
+        .map_err(|e| failure(OS_ERROR, format!("{name}: cannot hand CMD to the sandbox: {e}")))?;
+    drop(fds);
+    // CMD holds the slave now; the master reads EIO once CMD's side is all closed.
+    let mut bridge = tty.zip(pty).map(|(t, p)| crate::bridge::Bridge::new(t, p.master));
+    if let Some(b) = bridge.as_mut() {
+        if mask & 0b011 == 0b011 {
+            b.set_input(true);
+        }
+    }
+    let outcome = relay(&sock, &signals, bridge.as_mut(), cmd);
+    drop(bridge); // the caller's terminal settings back before anything is printed (T7)
     outcome
 }
 
-/// Copy bytes, relay signals, until init reports CMD's end.
+/// Copy bytes, relay signals, follow CMD's stops, until init reports CMD's end.
 fn relay(
     sock: &OwnedFd,
     signals: &SignalFd,
-    pty: Option<&super::pty::Pty>,
+    mut bridge: Option<&mut crate::bridge::Bridge>,
     cmd: &[OsString],
 ) -> anyhow::Result<Outcome> {
-    let sigfd = signals.as_fd();
-    let stdin = std::io::stdin();
-    let mut stdin_open = pty.is_some();
-    let mut master_open = pty.is_some();
-    let mut buf = [0u8; 8192];
+    let wanted_input = bridge.as_ref().is_some_and(|b| b.input());
     loop {
-        let master = pty.map(|p| p.master.as_fd());
-        let mut fds = vec![PollFd::new(sock, PollFlags::IN), PollFd::from_borrowed_fd(sigfd, PollFlags::IN)];
-        if let (Some(m), true) = (master, master_open) {
-            fds.push(PollFd::from_borrowed_fd(m, PollFlags::IN));
+        let mut fds = vec![
+            libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: signals.raw(), events: libc::POLLIN, revents: 0 },
+        ];
+        if let Some(b) = bridge.as_ref() {
+            fds.extend(b.poll_fds());
         }
-        if stdin_open {
-            fds.push(PollFd::from_borrowed_fd(stdin.as_fd(), PollFlags::IN));
+        if crate::fdpoll::poll_raw(&mut fds, -1).is_err() {
+            continue; // EINTR
         }
-        match rustix::event::poll(&mut fds, None) {
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(failure(OS_ERROR, format!("poll: {e}"))),
-            Ok(_) => {}
-        }
-        let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
-        drop(fds);
-        let mut at = 2;
-        if let (Some(m), true) = (master, master_open) {
-            if ready[at] {
-                master_open = copy(m, std::io::stdout().as_fd(), &mut buf);
-            }
-            at += 1;
-        }
-        if stdin_open && ready[at] {
-            if let Some(m) = master {
-                stdin_open = copy(stdin.as_fd(), m, &mut buf);
+        if let Some(b) = bridge.as_mut() {
+            let mut events = Vec::new();
+            b.on_ready(&[fds[2], fds[3]], &mut events);
+            if events.contains(&crate::bridge::Event::HungUp) {
+                b.close_pty();
+                let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, libc::SIGHUP), &[]);
             }
         }
-        if ready[1] {
+        if fds[1].revents != 0 {
             while let Some(got) = signals.read() {
-                if got.sig == libc::SIGWINCH {
-                    pty.inspect(|p| p.resize());
-                } else {
-                    let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, got.sig), &[]);
+                match (got.sig, bridge.as_mut()) {
+                    (libc::SIGWINCH, Some(b)) => b.resize(),
+                    (libc::SIGCONT, _) => {}
+                    _ => {
+                        let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, got.sig), &[]);
+                    }
                 }
             }
         }
-        if ready[0] {
-            match socket::recv(sock.as_fd()) {
-                Got::Packet(b, _) => {
-                    if let Some(status) = wire::value(&b, wire::EXITED) {
-                        if let (Some(m), true) = (master, master_open) {
-                            drain(m, &mut buf);
-                        }
-                        return Ok(Outcome::Status(status));
+        if fds[0].revents == 0 {
+            continue;
+        }
+        match socket::recv(sock.as_fd()) {
+            Got::Packet(b, _) => {
+                if let Some(status) = wire::value(&b, wire::EXITED) {
+                    if let Some(b) = bridge.as_mut() {
+                        b.drain();
                     }
-                    if let Some(e) = wire::value(&b, wire::FAILED) {
-                        return Err(exec_failed(e, cmd));
-                    }
+                    return Ok(Outcome::Status(status));
                 }
-                Got::Empty | Got::TooLong => {}
-                // Init is gone: the sandbox ended and took CMD with it (its namespace's SIGKILL).
-                Got::Closed => return Ok(Outcome::Signal(libc::SIGKILL)),
+                if let Some(e) = wire::value(&b, wire::FAILED) {
+                    return Err(exec_failed(e, cmd));
+                }
+                if let (Some(sig), Some(br)) = (wire::value(&b, wire::STOPPED), bridge.as_mut()) {
+                    // CMD stopped at its pty (^Z): this job stops as it would have, and `fg`
+                    // continues CMD in front, raw again (T5).
+                    br.set_input(false);
+                    crate::signals::stop_with(sig, true);
+                    br.stopped();
+                    if wanted_input && br.tty.in_front() {
+                        br.set_input(true);
+                        br.resize();
+                    }
+                    let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, libc::SIGCONT), &[]);
+                }
             }
+            Got::Empty | Got::TooLong => {}
+            // Init is gone: the sandbox ended and took CMD with it (its namespace's SIGKILL).
+            Got::Closed => return Ok(Outcome::Signal(libc::SIGKILL)),
         }
     }
 }
@@ -142,27 +164,4 @@ fn exec_failed(e: i32, cmd: &[OsString]) -> anyhow::Error {
         libc::EINVAL => failure(INTERNAL, format!("{what}: the sandbox refused the request")),
         _ => failure(NOT_EXECUTABLE, format!("{what}: {}", crate::error::strerror(e))),
     }
-}
-
-/// Copy one read's worth from `from` to `to`; false at end of file or on an error (a pty
-/// master reads EIO once no slave is open).
-fn copy(from: BorrowedFd<'_>, to: BorrowedFd<'_>, buf: &mut [u8]) -> bool {
-    let n = match rustix::io::read(from, &mut *buf) {
-        Ok(0) | Err(_) => return false,
-        Ok(n) => n,
-    };
-    let mut rest = &buf[..n];
-    while !rest.is_empty() {
-        match rustix::io::write(to, rest) {
-            Ok(w) => rest = &rest[w..],
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return false,
-        }
-    }
-    true
-}
-
-/// What CMD wrote just before it ended, still in the pty (bounded: 100 ms of quiet).
-fn drain(master: BorrowedFd<'_>, buf: &mut [u8]) {
-    while socket::readable(master, 100) && copy(master, std::io::stdout().as_fd(), buf) {}
 }

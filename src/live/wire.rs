@@ -7,8 +7,9 @@
 //!
 //! `exec` socket, between `snug exec` and the sandbox init: `R` + u8 flags with stdin,
 //! stdout, stderr and a memfd of CMD's argv (`payload_args` layout), then `K` + i32 signal;
-//! init answers `P` + i32 pid (started), `F` + i32 errno (exec failed), `X` + i32 raw wait
-//! status (ended).
+//! init answers `P` + i32 pid (started), `F` + i32 errno (exec failed), `Z` + i32 signal
+//! (stopped, with a pty), `X` + i32 raw wait status (ended). With a pty a fifth descriptor,
+//! its slave, follows the memfd.
 
 /// Control request: describe the run (for `ps`).
 pub const INFO: u8 = b'I';
@@ -28,7 +29,9 @@ pub const STARTED: u8 = b'P';
 pub const FAILED: u8 = b'F';
 /// Exec report: CMD ended; its raw wait status.
 pub const EXITED: u8 = b'X';
-/// Run flag: the descriptors are a pty's slave; CMD takes it as its controlling terminal.
+/// Exec report: CMD stopped (^Z at its pty, T5); the stop signal.
+pub const STOPPED: u8 = b'Z';
+/// Run flag: a fifth descriptor is a pty's slave; CMD takes it as its controlling terminal.
 pub const FLAG_TTY: u8 = 1;
 
 /// A tag and an i32 (little-endian).

@@ -2,7 +2,7 @@
 //! libc on purpose: the child of a multi-threaded-capable process may make only
 //! async-signal-safe calls (`signal-safety(7)`), and every one here is a bare system call.
 
-use crate::channel::{INIT_FD, SECCOMP_FD, STDERR_FD};
+use crate::channel::{INIT_FD, PTY_FD, SECCOMP_FD, STDERR_FD};
 use crate::error::INTERNAL;
 use crate::payload_args::ARGS_FD;
 use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -29,6 +29,9 @@ pub struct Plan<'a> {
     /// Sources for fds 3, 4, 5, 2 and 6 (channel, caller's stderr, seccomp, bwrap's stderr
     /// pipe, payload_args), all at 10 or above.
     pub fds: [RawFd; 5],
+    /// In terminal mode, the sandbox's pty slave and which of fds 0–2 become it (bit n for
+    /// fd n: those that were the caller's terminal, SPEC R2); it also goes to [`PTY_FD`].
+    pub pty: Option<(RawFd, u32)>,
     /// Descriptors of each cgroup's `tasks` (v1) or `cgroup.procs` (v2) to write `0` to, and
     /// RLIMIT_NPROC (SPEC K5).
     pub bounds: ([RawFd; 2], Option<u64>),
@@ -115,8 +118,21 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             if p.fds.iter().zip(targets).any(|(&from, to)| libc::dup2(from, to) < 0) {
                 fail(DUP, nestproc::errno());
             }
-            // Nothing else the caller left open reaches the sandbox.
-            nestproc::cloexec_from(ARGS_FD as u32 + 1);
+            let mut last = ARGS_FD;
+            if let Some((slave, mask)) = p.pty {
+                for fd in (0..2).filter(|fd| mask & (1 << fd) != 0) {
+                    if libc::dup2(slave, fd) < 0 {
+                        fail(DUP, nestproc::errno());
+                    }
+                }
+                if libc::dup2(slave, PTY_FD) < 0 {
+                    fail(DUP, nestproc::errno());
+                }
+                last = PTY_FD;
+            }
+            // Nothing else the caller left open reaches the sandbox (in detached mode that
+            // includes whatever the caller had at PTY_FD).
+            nestproc::cloexec_from(last as u32 + 1);
             if let Err(e) = sigseal::seal() {
                 fail(SEAL, e.0);
             }

@@ -1,8 +1,7 @@
-//! Job control and the terminal keys that need snug (SPEC T3, T5, T8, T12, T13, G6's CONT):
-//! stopping the sandbox with snug, continuing both once, the lazy hand-over of the terminal,
-//! and the double-^C force-quit.
+//! Job control (SPEC T5, T8, T12, G6's CONT) and the hand-over of the sandbox's pty (T1):
+//! stopping the sandbox with snug, continuing both once, and who holds the pty's foreground.
 
-use super::{Supervisor, FORCE_QUIT};
+use super::Supervisor;
 use crate::channel::{Order, Resume};
 use crate::log::log;
 use crate::mode::Mode;
@@ -10,9 +9,9 @@ use crate::signals::signame;
 use std::time::Instant;
 
 impl Supervisor {
-    /// snug received TSTP, TTIN or TTOU (^Z at a terminal its group holds, or `kill` from a
-    /// process): stop every sandbox process first, then snug itself once init says they are
-    /// stopped, so a job the shell lists as stopped never runs on (T12).
+    /// snug received TSTP, TTIN or TTOU (^Z at the caller's terminal while the hand-over is
+    /// deferred, or `kill` from a process): stop every sandbox process first, then snug itself
+    /// once init says they are stopped, so a job the shell lists as stopped never runs on (T12).
     pub(super) fn halt(&mut self, sig: i32) {
         if self.halting.is_none() {
             self.halting = Some(sig);
@@ -21,12 +20,12 @@ impl Supervisor {
         }
     }
 
-    /// Init stopped every sandbox process: take the terminal back if the sandbox had it (init
-    /// refuses terminal changes since the order, T11), then stop snug alone with the signal
-    /// it got; its group got the terminal's ^Z already, and a `kill` named snug alone.
+    /// Init stopped every sandbox process: the caller's settings back, then stop snug alone
+    /// with the signal it got; its group got the terminal's ^Z already, and a `kill` named
+    /// snug alone.
     pub(super) fn on_halted(&mut self) {
         let Some(sig) = self.halting.take() else { return };
-        self.terminal.take_back();
+        self.set_input(false);
         self.stopped = Some(Resume::All);
         log!("sandbox stopped; stopping snug with {}", signame(sig));
         self.stop_self(sig, false);
@@ -42,6 +41,9 @@ impl Supervisor {
         if let Some((deadline, first)) = self.grace {
             self.grace = Some((deadline + paused, first));
         }
+        if let Some(b) = self.bridge.as_mut() {
+            b.stopped();
+        }
         log!("snug continued after {} ms", paused.as_millis());
     }
 
@@ -51,17 +53,17 @@ impl Supervisor {
         let state = self.payload().and_then(|p| p.state());
         log!("payload stopped by {} (state {state:?})", signame(sig));
         if !matches!(self.mode, Mode::Terminal { .. }) || !matches!(state, Some('T') | Some('t')) {
-            // Init stopped carrying out terminal changes on its report: tell it they stand.
-            return self.order(Order::Handed(self.terminal.handed()));
+            return;
         }
-        // T13: the payload needs the terminal (it read it, or changed its settings) while
-        // snug held it back for a pipeline's pager: hand it over now instead of stopping.
-        if matches!(sig, libc::SIGTTIN | libc::SIGTTOU) && self.terminal.hand_over_late() {
-            log!("the payload needs the terminal: handed it the foreground");
-            self.order(Order::Handed(true));
-            return self.order(Order::Continue(Resume::Job));
+        // The payload read its terminal or changed its settings before the hand-over (T1,
+        // T13): hand it over now if snug's job is in front, else stop as a background job.
+        if matches!(sig, libc::SIGTTIN | libc::SIGTTOU) && !self.handed {
+            if self.in_front() {
+                return self.hand_over(true);
+            }
+            self.wants_terminal = true;
         }
-        self.terminal.take_back();
+        self.set_input(false);
         self.stopped = Some(Resume::Job);
         // Stop the whole job, as the terminal's ^Z would: a wrapper between the shell and
         // snug (`bash -c`, make) must stop too, or the shell never sees the job stopped.
@@ -69,67 +71,62 @@ impl Supervisor {
         self.stop_self(sig, true);
     }
 
-    /// Init refused a sandbox process a change of the caller's terminal because the sandbox
-    /// did not hold it. If snug's own group holds the foreground now (the caller's shell moved
-    /// this job to the front while it ran), the refusal was wrong from then on: hand the
-    /// terminal over so the next change goes through (T1, T11).
-    pub(super) fn on_refused(&mut self, req: i32) {
-        if self.terminal.hand_over_late() {
-            log!("the job is in the foreground: handed the sandbox the terminal (after refusing ioctl {req:#x})");
-            return self.order(Order::Handed(true));
+    /// snug's job is in front: raw, the window size, the pty's foreground to the payload's
+    /// side, and (after a deferred stop) the payload continued.
+    fn hand_over(&mut self, cont: bool) {
+        if !self.set_input(true) {
+            return;
         }
-        log!("refused a sandbox process's change of the caller's terminal (ioctl {req:#x}): the caller holds the foreground");
+        if let Some(b) = &self.bridge {
+            b.resize();
+        }
+        if !self.handed {
+            self.order(Order::Front(true));
+            self.handed = true;
+        }
+        self.wants_terminal = false;
+        log!("hand-over: the payload holds its terminal's foreground; snug copies the caller's keys");
+        if cont {
+            self.order(Order::Continue(Resume::Job));
+        }
     }
 
-    /// snug was continued (`fg`, `bg`, or a CONT from a process): give the terminal back to
-    /// the sandbox if snug's group now holds it, and continue the sandbox once (G6): what a
-    /// job stop stopped, or every process after a whole stop or when nothing was stopped.
+    /// Whether snug's job is the caller's terminal's foreground (terminal mode).
+    pub(super) fn in_front(&self) -> bool {
+        self.bridge.as_ref().is_some_and(|b| b.tty.in_front())
+    }
+
+    /// Copy the caller's keys (raw) or leave the terminal unread in its own settings.
+    pub(super) fn set_input(&mut self, on: bool) -> bool {
+        self.bridge.as_mut().is_some_and(|b| b.set_input(on))
+    }
+
+    /// snug was continued (`fg`, `bg`, or a CONT from a process): in front, hand the pty
+    /// over again if the payload had it or wants it; in the background, stay cooked and let
+    /// init take the pty's foreground, so that a read stops the job (T5, T8). Then continue
+    /// the sandbox once (G6): what a job stop stopped, or every process after a whole stop or
+    /// when nothing was stopped.
     pub(super) fn resume(&mut self) {
         let how = self.stopped.take().unwrap_or(Resume::All);
-        let handed = self.terminal.resume();
+        if self.bridge.is_some() {
+            if self.in_front() {
+                if self.handed || self.wants_terminal {
+                    self.hand_over(false);
+                }
+            } else {
+                self.set_input(false);
+                if self.handed {
+                    self.order(Order::Front(false));
+                    self.handed = false;
+                    log!("take-back: snug's job is in the background; init holds the pty's foreground");
+                }
+            }
+        }
         // Wake init alone, should someone have stopped it: it relays the CONT exactly once.
         if let Some(init) = self.init() {
             let _ = init.signal(libc::SIGCONT);
         }
-        self.order(Order::Handed(handed));
         self.order(Order::Continue(how));
         log!("continued the sandbox ({how:?})");
-    }
-
-    /// The terminal sent a key (^C, ^\) to the sandbox, which holds the foreground from
-    /// snug's hand: without snug it would have reached the caller's job too, snug's process
-    /// group (a script's loop, `make` and its other jobs, a `bash -c` wrapper). Send it there
-    /// as well, so that a non-interactive shell sees its own SIGINT and ends its loop when the
-    /// payload dies of it, as it would without snug (R3, T2). snug's own copy is dropped on
-    /// receipt. Checked first: only while snug handed the sandbox the terminal and its own
-    /// group is not in front, as a ^C typed then must be.
-    pub(super) fn on_typed(&mut self, sig: i32) {
-        if !matches!(sig, libc::SIGINT | libc::SIGQUIT) || !self.terminal.sandbox_in_front() {
-            return log!("ignored a key report for {} (the sandbox does not hold the terminal)", signame(sig));
-        }
-        let own = rustix::process::getpgrp().as_raw_nonzero().get();
-        let _ = crate::signals::kill(-own, sig);
-        log!("sent the terminal's {} to snug's own process group {own} too (R3)", signame(sig));
-    }
-
-    /// A ^C reached the sandbox. One that reached no handler followed by another within
-    /// [`FORCE_QUIT`] tears down (T3); a payload that answers ^C (a REPL, an editor) is never
-    /// ended by keys alone.
-    pub(super) fn on_interrupt(&mut self, unanswered: bool) {
-        if !unanswered {
-            self.last_unanswered = None;
-            return log!("^C caught by the foreground: no force-quit");
-        }
-        let now = Instant::now();
-        match self.last_unanswered {
-            Some(t) if now.duration_since(t) <= FORCE_QUIT => {
-                log!("second unanswered ^C within {} ms: force-quit", FORCE_QUIT.as_millis());
-                self.teardown(libc::SIGINT, crate::report::EndedBy::ForceQuit);
-            }
-            _ => {
-                log!("^C reached no handler (the foreground ignores or blocks SIGINT)");
-                self.last_unanswered = Some(now);
-            }
-        }
     }
 }

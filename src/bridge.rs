@@ -1,0 +1,271 @@
+//! The bridge between the caller's terminal and the sandbox's pty (SPEC T2, T8, T10, T14):
+//! output copied as it comes, keys copied while snug's job is in front and the payload holds
+//! the pty, back-pressure by not reading (never by dropping), and the typed ^C and ^\ seen on
+//! the way for the rows that need snug (T2, T3). Used by a run's supervisor and by
+//! `snug exec` alike (L3).
+
+use crate::tty::CallerTty;
+use rustix::fd::{AsRawFd, OwnedFd};
+use rustix::io::Errno;
+use rustix::termios::{self, LocalModes, SpecialCodeIndex};
+use std::time::{Duration, Instant};
+
+/// Bytes read at once, each way (DESIGN: 64 KiB).
+const CHUNK: usize = 64 << 10;
+/// Longest the final drain may take (T14): a caller's terminal that never takes output (^S)
+/// must not keep a finished run alive.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// What the bridge saw that the supervisor acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A key the pty turns into this signal for its foreground group (^C: SIGINT, ^\:
+    /// SIGQUIT), under the payload's own settings.
+    Typed(i32),
+    /// The caller's terminal went away (EIO or a hangup on it, T10).
+    HungUp,
+    /// Output waits while snug's job is in the background and the caller set `tostop`: the
+    /// job must stop as a background writer does (T8).
+    Tostop,
+}
+
+/// Both ends and what waits to be written to each.
+pub struct Bridge {
+    /// The caller's terminal.
+    pub tty: CallerTty,
+    master: Option<OwnedFd>,
+    to_tty: Vec<u8>,
+    to_master: Vec<u8>,
+    /// Keys are copied (raw mode, the payload holds the pty's foreground).
+    input: bool,
+    /// The previous key was VLNEXT in canonical mode: the next one is literal.
+    lnext: bool,
+    hung_up: bool,
+    /// [`Event::Tostop`] was given and not yet answered by a stop.
+    tostop: bool,
+}
+
+impl Bridge {
+    /// A bridge for `tty` and the pty's `master`.
+    pub fn new(tty: CallerTty, master: OwnedFd) -> Bridge {
+        Bridge {
+            tty,
+            master: Some(master),
+            to_tty: Vec::new(),
+            to_master: Vec::new(),
+            input: false,
+            lnext: false,
+            hung_up: false,
+            tostop: false,
+        }
+    }
+
+    /// Copy keys from now on (true) or leave the caller's terminal unread (false). The
+    /// caller's settings are switched with it: raw while keys are copied (T1, T5).
+    pub fn set_input(&mut self, on: bool) -> bool {
+        if on && !self.hung_up {
+            self.input = self.tty.go_raw();
+        } else {
+            self.input = false;
+            self.tty.cooked();
+        }
+        self.input
+    }
+
+    /// Whether keys are being copied.
+    pub fn input(&self) -> bool {
+        self.input
+    }
+
+    /// The caller's window size to the pty; the kernel signals the pty's foreground group
+    /// with SIGWINCH when it changed (`tty_ioctl(4)`, TIOCSWINSZ).
+    pub fn resize(&self) {
+        if let (Some(ws), Some(m)) = (self.tty.size(), &self.master) {
+            let _ = termios::tcsetwinsize(m, ws);
+        }
+    }
+
+    /// The job was stopped (or continued): a pending [`Event::Tostop`] may be given again.
+    pub fn stopped(&mut self) {
+        self.tostop = false;
+    }
+
+    /// Two pollfds: the caller's terminal (keys; room for output; a hangup is always
+    /// reported) and the master (output; room for keys).
+    pub fn poll_fds(&self) -> [libc::pollfd; 2] {
+        let mut tty = 0;
+        if self.input && self.to_master.is_empty() {
+            tty |= libc::POLLIN;
+        }
+        if !self.to_tty.is_empty() && !self.tostop {
+            tty |= libc::POLLOUT;
+        }
+        let mut master = 0;
+        if self.to_tty.is_empty() {
+            master |= libc::POLLIN;
+        }
+        if !self.to_master.is_empty() {
+            master |= libc::POLLOUT;
+        }
+        let tty_fd = if self.hung_up { -1 } else { self.tty.fd().as_raw_fd() };
+        let master_fd = self.master.as_ref().map_or(-1, |m| m.as_raw_fd());
+        [
+            libc::pollfd { fd: tty_fd, events: tty, revents: 0 },
+            libc::pollfd { fd: master_fd, events: master, revents: 0 },
+        ]
+    }
+
+    /// Act on [`Bridge::poll_fds`]' results.
+    pub fn on_ready(&mut self, ready: &[libc::pollfd; 2], events: &mut Vec<Event>) {
+        let (tty, master) = (ready[0].revents, ready[1].revents);
+        if master & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && self.to_tty.is_empty() {
+            self.read_master();
+        }
+        if !self.to_tty.is_empty() {
+            self.write_tty(events);
+        }
+        if tty & libc::POLLIN != 0 && self.input && self.to_master.is_empty() {
+            self.read_tty(events);
+        }
+        if tty & (libc::POLLHUP | libc::POLLERR) != 0 && !self.hung_up {
+            self.hang_up(events);
+        }
+        if !self.to_master.is_empty() {
+            self.write_master();
+        }
+    }
+
+    fn read_master(&mut self) {
+        let Some(m) = &self.master else { return };
+        let mut buf = vec![0u8; CHUNK];
+        match rustix::io::read(m, &mut buf) {
+            Ok(n) if n > 0 => {
+                buf.truncate(n);
+                self.to_tty = buf;
+            }
+            Err(Errno::AGAIN | Errno::INTR) => {}
+            // EIO: no sandbox process holds the slave any more.
+            _ => self.master = None,
+        }
+    }
+
+    fn write_tty(&mut self, events: &mut Vec<Event>) {
+        if self.hung_up {
+            self.to_tty.clear();
+            return;
+        }
+        if !self.tty.in_front() && self.tty.settings().is_some_and(|t| t.local_modes.contains(LocalModes::TOSTOP)) {
+            if !self.tostop {
+                self.tostop = true;
+                events.push(Event::Tostop);
+            }
+            return;
+        }
+        match rustix::io::write(self.tty.fd(), &self.to_tty) {
+            Ok(n) => {
+                self.to_tty.drain(..n);
+            }
+            Err(Errno::AGAIN | Errno::INTR) => {}
+            Err(_) => self.hang_up(events),
+        }
+    }
+
+    fn read_tty(&mut self, events: &mut Vec<Event>) {
+        let mut buf = vec![0u8; CHUNK];
+        match rustix::io::read(self.tty.fd(), &mut buf) {
+            Ok(n) if n > 0 => {
+                buf.truncate(n);
+                self.keys(&buf, events);
+                self.to_master = buf;
+            }
+            Err(Errno::AGAIN | Errno::INTR) => {}
+            // EIO from the background (SIGTTIN is blocked): the job left the front, not a
+            // hangup; stop reading until snug hands the terminal over again.
+            Err(Errno::IO) if !self.tty.in_front() => self.input = false,
+            _ => self.hang_up(events),
+        }
+    }
+
+    fn write_master(&mut self) {
+        let Some(m) = &self.master else {
+            self.to_master.clear();
+            return;
+        };
+        match rustix::io::write(m, &self.to_master) {
+            Ok(n) => {
+                self.to_master.drain(..n);
+            }
+            Err(Errno::AGAIN | Errno::INTR) => {}
+            Err(_) => self.to_master.clear(),
+        }
+    }
+
+    /// The signals the pty's line discipline makes of `keys` (`termios(3)`: ISIG, VINTR,
+    /// VQUIT; VLNEXT under ICANON and IEXTEN quotes the next key).
+    fn keys(&mut self, keys: &[u8], events: &mut Vec<Event>) {
+        let Some(t) = self.master.as_ref().and_then(|m| termios::tcgetattr(m).ok()) else { return };
+        let lm = t.local_modes;
+        if !lm.contains(LocalModes::ISIG) {
+            return;
+        }
+        let cc = |i: SpecialCodeIndex| Some(t.special_codes[i]).filter(|c| *c != 0);
+        let (intr, quit, lnext) =
+            (cc(SpecialCodeIndex::VINTR), cc(SpecialCodeIndex::VQUIT), cc(SpecialCodeIndex::VLNEXT));
+        let quoting = lm.contains(LocalModes::ICANON) && lm.contains(LocalModes::IEXTEN);
+        for &k in keys {
+            if std::mem::take(&mut self.lnext) {
+                continue;
+            }
+            if Some(k) == intr {
+                events.push(Event::Typed(libc::SIGINT));
+            } else if Some(k) == quit {
+                events.push(Event::Typed(libc::SIGQUIT));
+            } else if quoting && Some(k) == lnext {
+                self.lnext = true;
+            }
+        }
+    }
+
+    /// The caller's terminal is gone: stop copying (the supervisor decides about the pty).
+    fn hang_up(&mut self, events: &mut Vec<Event>) {
+        self.hung_up = true;
+        self.input = false;
+        self.to_tty.clear();
+        events.push(Event::HungUp);
+    }
+
+    /// Hang the pty up (closing the master hangs up the slave, `pty(7)`): nothing in the
+    /// sandbox reads on from a terminal that is gone (T10).
+    pub fn close_pty(&mut self) {
+        self.master = None;
+    }
+
+    /// The sandbox is gone: copy what is left in the pty to the last byte (T14), bounded by
+    /// [`DRAIN`]; then the caller's own settings back.
+    pub fn drain(&mut self) {
+        let until = Instant::now() + DRAIN;
+        let mut events = Vec::new();
+        while !self.hung_up && (self.master.is_some() || !self.to_tty.is_empty()) && Instant::now() < until {
+            if self.to_tty.is_empty() {
+                self.read_master();
+                if self.to_tty.is_empty() && self.master.is_some() {
+                    // Nothing yet but the pty still open: wait a little for the last writer.
+                    let fds = self.poll_fds();
+                    let mut one = [fds[1]];
+                    let _ = crate::fdpoll::poll_raw(&mut one, 10);
+                }
+                continue;
+            }
+            self.tostop = false;
+            self.write_tty(&mut events);
+            if self.tostop || !self.to_tty.is_empty() {
+                let mut one = [libc::pollfd { fd: self.tty.fd().as_raw_fd(), events: libc::POLLOUT, revents: 0 }];
+                let _ = crate::fdpoll::poll_raw(&mut one, 10);
+                if self.tostop {
+                    break; // a background job with tostop never writes (T8)
+                }
+            }
+        }
+        self.set_input(false);
+    }
+}

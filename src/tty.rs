@@ -1,0 +1,137 @@
+//! The caller's terminal in terminal mode (SPEC R2, T1, T5, T7, T8, T11).
+//!
+//! Why the sandbox gets a pty of its own rather than the caller's terminal: the kernel applies
+//! job control to a terminal only inside its session (`__tty_check_change` returns 0 for a
+//! process whose controlling terminal is another), and a descriptor cannot be revoked. A
+//! sandbox process holding the caller's terminal that calls `setsid(2)` or `TIOCNOTTY` is
+//! then under no job control at all and reads what the person types to their shell, and no
+//! trap on ioctls closes that (it races, and misses what it does not list). So no sandbox
+//! process ever gets a descriptor of the caller's terminal: snug alone holds it, through a
+//! description of its own, and copies bytes to and from the sandbox's pty (`pty(7)`), as
+//! sudo's `use_pty`, ssh and `docker -t` do.
+//!
+//! snug never calls `tcsetpgrp(3)` on the caller's terminal: its job stays whatever the
+//! caller's shell made it. It reads the terminal only while its job is the foreground (and
+//! with SIGTTIN blocked, so a read that loses that race fails with EIO instead of stopping
+//! the job), and changes its settings only then.
+
+use crate::log::log;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{Mode, OFlags};
+use rustix::termios::{self, OptionalActions, Termios, Winsize};
+
+/// snug's own description of its controlling terminal, and what snug changed on it.
+pub struct CallerTty {
+    fd: OwnedFd,
+    /// The settings before snug went raw, and the raw ones snug set; `None` while cooked.
+    raw: Option<(Termios, Termios)>,
+    /// Keeps OPOST in raw mode: stdout is not the terminal, so other writers to it (the
+    /// caller's pipeline, snug's own `snug: ` lines) still get their newlines translated.
+    keep_opost: bool,
+    keeper: Option<crate::keeper::Keeper>,
+}
+
+impl CallerTty {
+    /// Open `/dev/tty` (`tty(4)`): it opens exactly when snug has a controlling terminal.
+    /// Its own description, non-blocking, so that no flag snug needs is ever set on the
+    /// caller's descriptions (a shared O_NONBLOCK would break the caller's shell).
+    pub fn open() -> Option<CallerTty> {
+        let flags = OFlags::RDWR | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rustix::fs::open("/dev/tty", flags, Mode::empty()).ok()?;
+        let keep_opost = !is_it(rustix::stdio::stdout());
+        Some(CallerTty { fd, raw: None, keep_opost, keeper: None })
+    }
+
+    /// Which of fds 0–2 are this terminal (bit n for fd n).
+    pub fn stdio_mask(&self) -> u32 {
+        let fds = [rustix::stdio::stdin(), rustix::stdio::stdout(), rustix::stdio::stderr()];
+        fds.iter().enumerate().filter(|(_, fd)| is_it(**fd)).map(|(i, _)| 1 << i).sum()
+    }
+
+    /// The descriptor, to poll, read and write.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// Whether snug's job is the terminal's foreground group now (`tcgetpgrp(3)`).
+    pub fn in_front(&self) -> bool {
+        termios::tcgetpgrp(&self.fd).is_ok_and(|p| p == rustix::process::getpgrp())
+    }
+
+    /// The terminal's settings now (`tcgetattr(3)`, allowed from the background).
+    pub fn settings(&self) -> Option<Termios> {
+        termios::tcgetattr(&self.fd).ok()
+    }
+
+    /// The terminal's window size.
+    pub fn size(&self) -> Option<Winsize> {
+        termios::tcgetwinsize(&self.fd).ok()
+    }
+
+    /// Raw mode (`cfmakeraw`, `termios(3)`), only while snug's job is in front; the settings
+    /// before are saved for [`CallerTty::cooked`] and for the keeper (T7). TCSADRAIN: output
+    /// the caller queued is written in the old settings. True when raw.
+    pub fn go_raw(&mut self) -> bool {
+        if self.raw.is_some() {
+            return true;
+        }
+        let Some(saved) = self.settings() else { return false };
+        if !self.in_front() {
+            return false; // a background job never changes the caller's terminal (T8)
+        }
+        let mut raw = saved.clone();
+        raw.make_raw();
+        if self.keep_opost {
+            raw.output_modes |= termios::OutputModes::OPOST;
+        }
+        if self.keeper.is_none() {
+            self.keeper = crate::keeper::Keeper::start(self.fd.as_fd());
+            log!("terminal keeper started (restores the terminal if snug is killed, T7)");
+        }
+        if termios::tcsetattr(&self.fd, OptionalActions::Drain, &raw).is_err() {
+            return false;
+        }
+        // What the kernel kept (it may drop flags it does not support): that is what the
+        // keeper and the restore compare with.
+        let raw = self.settings().unwrap_or(raw);
+        if let Some(k) = &self.keeper {
+            k.raw(&saved, &raw);
+        }
+        log!("caller's terminal: raw");
+        self.raw = Some((saved, raw));
+        true
+    }
+
+    /// The caller's settings back, if snug's raw settings are still in place (a program that
+    /// changed them since keeps its change, T7). Before stopping, dying, printing an error and
+    /// at exit.
+    pub fn cooked(&mut self) {
+        let Some((saved, raw)) = self.raw.take() else { return };
+        if let Some(k) = &self.keeper {
+            k.cooked();
+        }
+        if self.settings().is_some_and(|now| same(&now, &raw)) {
+            let _ = termios::tcsetattr(&self.fd, OptionalActions::Drain, &saved);
+        }
+        log!("caller's terminal: cooked (its own settings back)");
+    }
+}
+
+impl Drop for CallerTty {
+    fn drop(&mut self) {
+        self.cooked();
+    }
+}
+
+/// Whether `fd` is snug's controlling terminal (any description of it): `TIOCGSID` answers
+/// only for the caller's own controlling terminal (`tty_ioctl(4)`); a device number would
+/// not do, as `/dev/tty` itself is another node. Such an fd 0–2 becomes the sandbox
+/// terminal's slave (R2).
+fn is_it(fd: BorrowedFd<'_>) -> bool {
+    termios::tcgetsid(fd).is_ok()
+}
+
+/// Whether two settings agree on every flag and control character (speeds aside).
+pub fn same(a: &Termios, b: &Termios) -> bool {
+    crate::keeper::encode(a) == crate::keeper::encode(b)
+}
