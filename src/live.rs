@@ -8,8 +8,10 @@
 pub mod client;
 pub mod exec;
 pub mod lockfile;
+mod peer;
 pub mod ps;
 mod pty;
+pub mod runtime;
 pub mod server;
 pub mod socket;
 pub mod stop;
