@@ -13,6 +13,8 @@ mod pty;
 mod exec;
 #[path = "live/runs.rs"]
 mod runs;
+#[path = "live/sandboxes.rs"]
+mod sandboxes;
 #[path = "live/stop.rs"]
 mod stop;
 #[path = "live/stopped.rs"]
