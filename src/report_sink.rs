@@ -139,9 +139,15 @@ fn open_path(path: &std::path::Path) -> Result<File, Opened> {
     };
     let dir = rustix::fs::open(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(&dir, name, flags, Mode::from_raw_mode(0o666)).map_err(|e| match e {
-        rustix::io::Errno::LOOP => Opened::Refused("it is a symbolic link (snug does not follow one there)".into()),
-        e => e.into(),
+    let fd = rustix::fs::openat(&dir, name, flags, Mode::from_raw_mode(0o666)).map_err(|e| {
+        // ELOOP, or EACCES from the kernel's own sticky-directory rule: say what is there.
+        let st = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
+        match st.map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode)) {
+            Ok(rustix::fs::FileType::Symlink) => {
+                Opened::Refused("it is a symbolic link (snug does not follow one there)".into())
+            }
+            _ => e.into(),
+        }
     })?;
     let (d, f) = (rustix::fs::fstat(&dir)?, rustix::fs::fstat(&fd)?);
     let me = rustix::process::geteuid().as_raw();
