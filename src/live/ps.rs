@@ -191,7 +191,7 @@ pub fn ps(json: bool) -> anyhow::Result<String> {
         "NAME", "PID", "STATE", "MODE", "AGE", "PROCS", "COMMAND"
     );
     for r in &rows {
-        let s = |k: &str| r.info.get(k).and_then(|v| v.as_str()).map_or("-".into(), |v| escaped(v));
+        let s = |k: &str| r.info.get(k).and_then(|v| v.as_str()).map_or("-".into(), escaped);
         let procs = r.info.get("processes").and_then(serde_json::Value::as_u64).map_or("-".into(), |n| n.to_string());
         let age = age(r).map_or("-".into(), |a| format!("{a:.0}s"));
         out.push_str(&format!(
