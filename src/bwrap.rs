@@ -23,6 +23,10 @@ pub struct Launch {
     pub seccomp_fd: Option<i32>,
     /// Arguments after init's path, verbatim (the init flag and mode; CMD travels in a memfd).
     pub init_args: Vec<String>,
+    /// Paths inside the sandbox where snug's runtime directory would show through a policy
+    /// bind: each gets an empty tmpfs after every policy mount (SPEC X4,
+    /// [`crate::live::runtime::masks`]).
+    pub masks: Vec<PathBuf>,
 }
 
 /// The namespace and privilege options, before the environment and mounts. Each
@@ -67,6 +71,10 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
         };
         argv.extend(words);
     }
+    // Before init's bind: root's runtime directory is /run/snug, where init goes.
+    for m in &launch.masks {
+        argv.extend(["--tmpfs".to_string(), s(m)]);
+    }
     argv.extend(["--ro-bind".to_string(), s(&launch.init_exe), INIT_PATH.to_string()]);
     for lib in &launch.init_libs {
         if !covered_by_bind(policy, lib) {
@@ -91,7 +99,7 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
 /// it, following `@sys` symlinks on the way (`/lib64/ld-linux-x86-64.so.2` is provided by
 /// the /usr bind when /lib64 -> usr/lib64), a few levels at most. Also returns `path` as
 /// resolved through those symlinks.
-fn provider<'a>(policy: &'a Policy, path: &Path) -> Option<(&'a Mount, PathBuf)> {
+pub(crate) fn provider<'a>(policy: &'a Policy, path: &Path) -> Option<(&'a Mount, PathBuf)> {
     let mut path = path.to_path_buf();
     for _ in 0..8 {
         let m =
@@ -172,6 +180,7 @@ pub(crate) mod golden {
                 .to_vec(),
             seccomp_fd: Some(5),
             init_args: ["--snug-init", "detached"].map(String::from).to_vec(),
+            masks: vec![],
         }
     }
 
@@ -285,6 +294,7 @@ mod tests {
             init_libs: vec![],
             seccomp_fd: None,
             init_args: vec!["-c".into(), script.into()],
+            masks: vec![],
         };
         let argv = command_line(&policy, &launch);
         let out = std::process::Command::new(&argv[0]).args(&argv[1..]).env_clear().output().expect("run");

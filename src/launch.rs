@@ -75,11 +75,18 @@ fn interpreter(exe: &std::path::Path) -> Option<PathBuf> {
     })
 }
 
-/// The bwrap command line for `policy` running `cmd` in `mode`.
+/// The bwrap command line for `policy` running `cmd` in `mode`; `runtime` is snug's runtime
+/// directory for this run ([`crate::live::runtime::prepare`]), hidden inside (SPEC X4).
 ///
 /// # Errors
-/// 69 when bwrap is missing; 70 when snug cannot find its own executable.
-pub fn command_line(policy: &Policy, mode: Mode, jobs: crate::live::Jobs) -> Result<Vec<String>> {
+/// 69 when bwrap is missing; 70 when snug cannot find its own executable; 77 when a bind
+/// would show what is inside the runtime directory.
+pub fn command_line(
+    policy: &Policy,
+    mode: Mode,
+    jobs: crate::live::Jobs,
+    runtime: Option<&std::path::Path>,
+) -> Result<Vec<String>> {
     // CMD and the environment travel in a memfd (SPEC R7), not on this line.
     let mut init_args = vec![crate::init::FLAG.to_string(), mode.word().to_string()];
     if jobs != crate::live::Jobs::Kill {
@@ -91,6 +98,7 @@ pub fn command_line(policy: &Policy, mode: Mode, jobs: crate::live::Jobs) -> Res
         init_libs: libraries(),
         seccomp_fd: Some(SECCOMP_FD),
         init_args,
+        masks: crate::live::runtime::masks(policy, &crate::live::runtime::hidden(runtime))?,
     };
     Ok(bwrap::command_line(policy, &launch))
 }
@@ -122,7 +130,7 @@ pub fn run(
     tty: Option<crate::tty::CallerTty>,
     on_init: OnInit,
     record: &mut RunRecord,
-    (bind, jobs): (impl FnOnce() -> Result<crate::live::server::Server>, crate::live::Jobs),
+    (bind, jobs): (impl FnOnce() -> Result<Option<crate::live::server::Server>>, crate::live::Jobs),
 ) -> Result<Outcome> {
     let Plan { argv, mode, cmd, env, limits } = *plan;
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
@@ -168,7 +176,7 @@ pub fn run(
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
     let (outcome, filled) = Supervisor::new(mode, nest, ours, signals, name, on_init)
         .terminal(bridge)
-        .live(Some(control), jobs)
+        .live(control, jobs)
         .run(std::mem::take(record));
     *record = filled;
     Ok(outcome)

@@ -8,7 +8,9 @@
 pub mod client;
 pub mod exec;
 pub mod lockfile;
+mod peer;
 pub mod ps;
+pub mod runtime;
 pub mod server;
 pub mod socket;
 pub mod stop;

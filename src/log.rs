@@ -38,10 +38,13 @@ macro_rules! log {
 pub(crate) use log;
 
 /// Write one line to stderr and ignore failure: a closed or broken stderr must neither abort
-/// snug (`eprintln!` panics) nor change the payload's status.
+/// snug (`eprintln!` panics) nor change the payload's status. Control characters in it
+/// (a name, a path, a command line, what another run answered) are escaped
+/// ([`crate::quote::controls_escaped`]): a `snug: ` line never drives the terminal (SPEC R4).
 pub fn say_line(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
+    let text = line.to_string();
+    let _ = writeln!(std::io::stderr(), "{}", crate::quote::controls_escaped(&text));
 }
 
 /// `say!(...)`: [`say_line`] with `format_args!`.

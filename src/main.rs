@@ -148,7 +148,9 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let (mode, tty) = mode::Mode::detect();
-    let argv = launch::command_line(&policy, mode, args.jobs)?;
+    // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).
+    let runtime = live::runtime::prepare(args.dry_run);
+    let argv = launch::command_line(&policy, mode, args.jobs, runtime.as_deref())?;
     let limits = bounds::Limits {
         max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
         memory: args.memory.or(policy.memory),
@@ -161,7 +163,8 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     }
     let cmd_text = payload_args::lossy(&cmd).join(" ");
     let jobs = args.jobs;
-    let control = move || live::server::Server::bind(&name, &cmd_text, mode.word(), jobs);
+    let control =
+        move || runtime.map(|dir| live::server::Server::bind(&dir, &name, &cmd_text, mode.word(), jobs)).transpose();
     let on_init: supervise::OnInit = match net {
         Some(mut net) => Box::new(move |init| net.attach(init).map(Some)),
         None => Box::new(|_| Ok(None)),

@@ -5,7 +5,6 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::BorrowedFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 use crate::error::{failure, strerror, REPORT};
@@ -34,7 +33,7 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// Create (or truncate) the file, mode 0666 less the umask, or check that descriptor N
+    /// Create (or truncate) the file ([`open_path`]), or check that descriptor N
     /// is open for writing (`fcntl(2)` `F_GETFL`) and mark it close-on-exec, so no sandbox
     /// process inherits it. Reserves [`RESERVE`] bytes of a regular file.
     ///
@@ -44,19 +43,10 @@ impl Sink {
         let sink = match to {
             ReportTo::Path(p) => {
                 let label = p.display().to_string();
-                // O_NONBLOCK: a FIFO with no reader fails now (ENXIO, exit 74) instead of
-                // hanging snug before anything starts; cleared once open.
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(true)
-                    .mode(0o666)
-                    .custom_flags(libc::O_NONBLOCK)
-                    .open(p)
-                    .map_err(|e| cannot(&label, e.raw_os_error()))?;
-                let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| cannot(&label, Some(e.raw_os_error())))?;
-                rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)
-                    .map_err(|e| cannot(&label, Some(e.raw_os_error())))?;
+                let file = open_path(p).map_err(|e| match e {
+                    Opened::Errno(n) => cannot(&label, Some(n)),
+                    Opened::Refused(why) => failure(REPORT, format!("cannot write the report to {label}: {why}")),
+                })?;
                 Sink { file, label }
             }
             ReportTo::Fd(n) => {
@@ -116,6 +106,64 @@ fn caller_fd(n: i32) -> Option<BorrowedFd<'static>> {
     // snug never closes a descriptor its caller passed (it works on a copy), so the borrow
     // stays valid for the process's life.
     unsafe { (libc::fcntl(n, libc::F_GETFD) != -1).then(|| BorrowedFd::borrow_raw(n)) }
+}
+
+/// Why a report path was not opened.
+enum Opened {
+    /// The call's errno.
+    Errno(i32),
+    /// snug's own refusal, in words.
+    Refused(String),
+}
+
+impl From<rustix::io::Errno> for Opened {
+    fn from(e: rustix::io::Errno) -> Opened {
+        Opened::Errno(e.raw_os_error())
+    }
+}
+
+/// Open (or create) the report file at `path` the way a file another user may have planted
+/// must be opened (SPEC O5, X4): relative to its directory, opened first (`openat(2)`);
+/// never through a symbolic link as the last component (`O_NOFOLLOW`: `ELOOP`); and an
+/// existing file in a sticky world-writable directory (`/tmp`) that neither snug's user nor
+/// the directory's owner owns is refused before it is truncated, as `fs.protected_regular`
+/// and `fs.protected_fifos` would refuse it (`proc_sys_fs(5)`), whatever they are set to.
+/// `O_NONBLOCK`: a FIFO with no reader fails now (ENXIO) instead of hanging snug before
+/// anything starts; cleared once open. Created mode 0666 less the umask.
+fn open_path(path: &std::path::Path) -> Result<File, Opened> {
+    use rustix::fs::{Mode, OFlags};
+    let name = path.file_name().ok_or(Opened::Refused("not a file name".into()))?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    let dir = rustix::fs::open(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(&dir, name, flags, Mode::from_raw_mode(0o666)).map_err(|e| {
+        // ELOOP, or EACCES from the kernel's own sticky-directory rule: say what is there.
+        let st = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
+        match st.map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode)) {
+            Ok(rustix::fs::FileType::Symlink) => {
+                Opened::Refused("it is a symbolic link (snug does not follow one there)".into())
+            }
+            _ => e.into(),
+        }
+    })?;
+    let (d, f) = (rustix::fs::fstat(&dir)?, rustix::fs::fstat(&fd)?);
+    let me = rustix::process::geteuid().as_raw();
+    let sticky_shared = d.st_mode & 0o1002 == 0o1002;
+    if sticky_shared && f.st_uid != me && f.st_uid != d.st_uid {
+        return Err(Opened::Refused(format!(
+            "it belongs to uid {} in a sticky directory anyone may write to (it may have been planted there)",
+            f.st_uid
+        )));
+    }
+    if rustix::fs::FileType::from_raw_mode(f.st_mode) == rustix::fs::FileType::RegularFile {
+        rustix::fs::ftruncate(&fd, 0)?;
+    }
+    let fl = rustix::fs::fcntl_getfl(&fd)?;
+    rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK)?;
+    Ok(File::from(fd))
 }
 
 fn cannot(label: &str, errno: Option<i32>) -> anyhow::Error {

@@ -11,8 +11,12 @@ mod pty;
 
 #[path = "live/exec.rs"]
 mod exec;
+#[path = "live/others.rs"]
+mod others;
 #[path = "live/runs.rs"]
 mod runs;
+#[path = "live/sandboxes.rs"]
+mod sandboxes;
 #[path = "live/stop.rs"]
 mod stop;
 #[path = "live/stopped.rs"]
@@ -53,7 +57,15 @@ pub struct Live {
 
 impl Live {
     pub fn start(who: Who, dir: &Path, extra: &[&str], payload: &[&str]) -> Live {
-        let name = name();
+        Live::start_with(who, dir, name(), extra, payload)
+    }
+
+    /// [`Live::start`] with the name given.
+    pub fn start_named(who: Who, dir: &Path, name: &str, payload: &[&str]) -> Live {
+        Live::start_with(who, dir, name.to_string(), &[], payload)
+    }
+
+    fn start_with(who: Who, dir: &Path, name: String, extra: &[&str], payload: &[&str]) -> Live {
         let mut args = vec!["--name", name.as_str()];
         args.extend(extra);
         args.push("--");

@@ -22,6 +22,8 @@ mod endings;
 mod force_quit;
 #[path = "report/grants.rs"]
 mod grants;
+#[path = "report/planted.rs"]
+mod planted;
 #[path = "report/sinks.rs"]
 mod sinks;
 

@@ -44,26 +44,58 @@ fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
-/// The socket of the run named `name` (or a socket path given with a `/`).
+/// Where a run's name leads: its socket and whose run it must be.
+pub struct Found {
+    /// The control socket.
+    pub path: PathBuf,
+    /// The uid the run's snug must run as: the caller's for a bare name, USER's for
+    /// `USER/NAME`; `None` for a socket path (whoever it is, as the path said).
+    pub owner: Option<u32>,
+}
+
+/// The uid of login name `user` (getpwnam_r(3)).
+fn uid_of(user: &str) -> Option<u32> {
+    nix::unistd::User::from_name(user).ok().flatten().map(|u| u.uid.as_raw())
+}
+
+/// The directories where `uid`'s sockets may be: as [`super::dirs_to_scan`] finds them.
+fn dirs_of(uid: u32) -> Vec<PathBuf> {
+    if uid == euid() {
+        return vec![super::own_dir()];
+    }
+    super::dirs_to_scan().into_iter().filter(|(_, u)| *u == Some(uid)).map(|(d, _)| d).collect()
+}
+
+/// The socket of the run `name` addresses (SPEC L5): a bare NAME is one of the caller's own
+/// runs (root's too: never another user's); `USER/NAME` is that user's run; a path (starting
+/// with `/` or `.`) is that socket.
 ///
 /// # Errors
-/// 64 when no live sandbox has the name.
-pub fn find(name: &str) -> anyhow::Result<PathBuf> {
-    if name.contains('/') {
-        return Ok(PathBuf::from(name));
+/// 64 when no live sandbox has the name, or USER is no user.
+pub fn find(name: &str) -> anyhow::Result<Found> {
+    if name.starts_with(['/', '.']) {
+        return Ok(Found { path: PathBuf::from(name), owner: None });
     }
-    super::check_name(name)?;
-    for (dir, _) in super::dirs_to_scan() {
-        let p = dir.join(format!("{name}.sock"));
+    let (owner, run) = match name.split_once('/') {
+        Some((user, run)) => {
+            let uid = uid_of(user).ok_or_else(|| failure(USAGE, format!("{name}: no user named {user:?}")))?;
+            (uid, run)
+        }
+        None => (euid(), name),
+    };
+    super::check_name(run)?;
+    for dir in dirs_of(owner) {
+        let p = dir.join(format!("{run}.sock"));
         if std::fs::symlink_metadata(&p).is_ok() {
-            return Ok(p);
+            return Ok(Found { path: p, owner: Some(owner) });
         }
     }
     Err(failure(USAGE, format!("no live sandbox named {name} (see snug ps)")))
 }
 
-/// Connect to `path` and check who answers (see the module doc).
-pub fn open(path: &Path) -> Result<Conn, Refused> {
+/// Connect to `path` and check who answers (see the module doc); with `owner`, the run's
+/// snug must run as that uid.
+pub fn open(path: &Path, owner: Option<u32>) -> Result<Conn, Refused> {
     let fd = match socket::connect(path) {
         Ok(fd) => fd,
         // SPEC L5: a dead snug leaves nothing live; a file that is no socket is not ours.
@@ -81,6 +113,9 @@ pub fn open(path: &Path) -> Result<Conn, Refused> {
     // request with `err permission denied`; root's socket can be asked).
     if peer.uid != euid() && euid() != 0 && peer.uid != 0 {
         return Err(Refused::Denied);
+    }
+    if owner.is_some_and(|u| u != peer.uid) {
+        return Err(Refused::Other(format!("the socket's snug runs as uid {}, not the run's user", peer.uid)));
     }
     let Some(pid) = rustix::process::Pid::from_raw(peer.pid) else {
         return Err(Refused::Other("the socket's owner is not in this pid namespace".into()));
@@ -123,14 +158,15 @@ pub enum Reached {
 /// # Errors
 /// 64 no such run, 77 not this user's (SPEC L5), 71 otherwise.
 pub fn reach(name: &str) -> anyhow::Result<(PathBuf, Reached)> {
-    let path = find(name)?;
-    if let Some(h) = lockfile::holder(&lockfile::path_for(&path)).filter(Holder::stopped) {
+    let Found { path, owner } = find(name)?;
+    let holder = lockfile::holder(&lockfile::path_for(&path)).filter(|h| owner.is_none_or(|u| u == h.uid));
+    if let Some(h) = holder.filter(Holder::stopped) {
         if h.uid != euid() && euid() != 0 {
             return Err(failure(POLICY, format!("{name}: permission denied")));
         }
         return Ok((path, Reached::Stopped(h)));
     }
-    let conn = open(&path).map_err(|r| match r {
+    let conn = open(&path, owner).map_err(|r| match r {
         Refused::Stale => failure(USAGE, format!("no live sandbox named {name} (its snug is gone)")),
         Refused::NotARun => failure(USAGE, format!("{name}: not a live sandbox's socket (see snug ps)")),
         Refused::Denied => failure(POLICY, format!("{name}: permission denied")),

@@ -1,7 +1,7 @@
 //! The run's end of its control socket (SPEC L1, L2, L5): one listening descriptor and a
 //! few connections, all polled by the supervisor's single loop, never waited on. Each
-//! connection's peer is checked (`SO_PEERCRED`: the same uid, or root) before any request
-//! is read; a request is one packet of at most 4 KiB; garbage gets `err` and the loop goes on.
+//! connection's peer is checked (`SO_PEERCRED`: the same uid, or root; and not inside a
+//! sandbox, [`super::peer`]) before any request is read; a request is one packet of at most 4 KiB; garbage gets `err` and the loop goes on.
 
 use super::socket::{self, Got, Peer};
 use super::wire;
@@ -74,13 +74,13 @@ pub fn sweep(dir: &Path) {
 }
 
 impl Server {
-    /// Bind `NAME.sock` in this user's directory, mode 0600.
+    /// Bind `NAME.sock` in `dir`, this user's runtime directory
+    /// ([`super::runtime::prepare`]), mode 0600.
     ///
     /// # Errors
-    /// 64 when a live run already has the name; 71 when the directory or socket cannot be made.
-    pub fn bind(name: &str, cmd: &str, mode: &'static str, jobs: super::Jobs) -> anyhow::Result<Server> {
-        let dir = super::ensure_own_dir()?;
-        sweep(&dir);
+    /// 64 when a live run already has the name; 71 when the socket cannot be made.
+    pub fn bind(dir: &Path, name: &str, cmd: &str, mode: &'static str, jobs: super::Jobs) -> anyhow::Result<Server> {
+        sweep(dir);
         let path = dir.join(format!("{name}.sock"));
         let os = |what: &str, e: std::io::Error| {
             failure(crate::error::OS_ERROR, format!("{what} {}: {}", path.display(), crate::error::io_text(&e)))
@@ -169,11 +169,15 @@ impl Server {
         while let Some(fd) = socket::accept(self.listener.as_fd()) {
             let Ok(peer) = socket::peer(fd.as_fd()) else { continue };
             let me = rustix::process::geteuid().as_raw();
-            // SPEC L5: only the same user, or root.
-            let refused = peer.uid != me && peer.uid != 0;
-            if refused {
+            // SPEC L5: only the same user, or root; X4: never from inside a sandbox.
+            let other_user = peer.uid != me && peer.uid != 0;
+            let sandboxed = !other_user && !super::peer::in_own_pid_namespace(fd.as_fd(), peer.pid);
+            if other_user {
                 crate::log::log!("control: refused a connection from uid {} (pid {})", peer.uid, peer.pid);
+            } else if sandboxed {
+                crate::log::log!("control: refused a connection from inside a sandbox (pid {})", peer.pid);
             }
+            let refused = other_user || sandboxed;
             if self.conns.len() >= MAX_CONNS {
                 match self.conns.iter().position(|c| !c.waiting) {
                     Some(i) => drop(self.conns.remove(i)),

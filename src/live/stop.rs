@@ -26,7 +26,7 @@ pub fn stop(name: &str, now: bool) -> anyhow::Result<Outcome> {
                 Some(h) => stop_stopped(name, &path, &h, now)?,
                 None => {
                     term_cont(name, c.pidfd.as_fd())?;
-                    wait_end(None, c.pidfd.as_fd())?
+                    wait_end(name, None, c.pidfd.as_fd())?
                 }
             }
         }
@@ -37,11 +37,12 @@ pub fn stop(name: &str, now: bool) -> anyhow::Result<Outcome> {
                 Got::Empty if c.alive() && c.stopped() => send(name, c.pidfd.as_fd(), libc::SIGCONT)?,
                 got => drop(client::expect_ok(name, got)?),
             }
-            wait_end(Some(c.fd.as_fd()), c.pidfd.as_fd())?
+            wait_end(name, Some(c.fd.as_fd()), c.pidfd.as_fd())?
         }
     };
     let words = end.as_deref().map_or("ended".to_string(), wire::end_words);
-    crate::log::print(&format!("{name}: {words}")).map_err(|e| failure(OS_ERROR, format!("stdout: {e}")))?;
+    crate::log::print(&crate::quote::controls_escaped(&format!("{name}: {words}")))
+        .map_err(|e| failure(OS_ERROR, format!("stdout: {e}")))?;
     Ok(Outcome::Status(0))
 }
 
@@ -57,7 +58,7 @@ fn stop_stopped(name: &str, path: &Path, h: &Holder, now: bool) -> anyhow::Resul
         return Err(failure(OS_ERROR, format!("{name}: cannot write to its lock file")));
     }
     term_cont(name, h.pidfd.as_fd())?;
-    Ok(wait_end(None, h.pidfd.as_fd())?.or_else(|| h.end()))
+    Ok(wait_end(name, None, h.pidfd.as_fd())?.or_else(|| h.end()))
 }
 
 /// TERM, then CONT, to a stopped snug, as bash's `kill %1` sends them to a stopped job; a snug
@@ -76,16 +77,30 @@ fn send(name: &str, pidfd: BorrowedFd<'_>, sig: i32) -> anyhow::Result<()> {
     crate::signals::send_pidfd(pidfd, sig).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))
 }
 
-/// Wait until the run's snug is gone; the end's text (`exit 7`) when `sock` brought it.
-fn wait_end(sock: Option<BorrowedFd<'_>>, pidfd: BorrowedFd<'_>) -> anyhow::Result<Option<String>> {
+/// How long a stop waits for the run's snug to be gone once asked: its end takes the 1.0 s
+/// grace and a teardown (G3); a snug past this bound does not end (or is no snug), and the
+/// stop says so rather than wait without end (SPEC L5).
+const END_MS: u64 = 10_000;
+
+/// Wait until the run's snug is gone, at most [`END_MS`]; the end's text (`exit 7`) when
+/// `sock` brought it.
+///
+/// # Errors
+/// 71 when it is still there past the bound.
+fn wait_end(name: &str, sock: Option<BorrowedFd<'_>>, pidfd: BorrowedFd<'_>) -> anyhow::Result<Option<String>> {
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(END_MS);
+    let left = || until.saturating_duration_since(std::time::Instant::now()).as_millis() as i32;
     let alive = || !socket::readable(pidfd, 0);
     let mut end = None;
     // The run writes `end …` just before it exits; its pidfd says when it is gone.
     while let Some(sock) = sock {
         let mut p = [PollFd::new(&sock, PollFlags::IN), PollFd::new(&pidfd, PollFlags::IN)];
-        match rustix::event::poll(&mut p, None) {
+        let wait =
+            rustix::event::Timespec { tv_sec: i64::from(left() / 1000), tv_nsec: i64::from(left() % 1000) * 1_000_000 };
+        match rustix::event::poll(&mut p, Some(&wait)) {
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(failure(OS_ERROR, format!("poll: {e}"))),
+            Ok(0) => break,
             Ok(_) => {}
         }
         match socket::recv(sock) {
@@ -93,12 +108,13 @@ fn wait_end(sock: Option<BorrowedFd<'_>>, pidfd: BorrowedFd<'_>) -> anyhow::Resu
                 end = Some(String::from_utf8_lossy(&b[4..]).into_owned());
                 break;
             }
-            Got::Packet(..) | Got::TooLong | Got::Empty if alive() => continue,
+            Got::Packet(..) | Got::TooLong | Got::Empty if alive() && left() > 0 => continue,
             _ => break,
         }
     }
-    // Its pid must be gone before stop returns: wait on the pidfd (bounded by the run's own
-    // bounds, G3: at most the grace and a teardown).
-    socket::readable(pidfd, -1);
+    // Its pid must be gone before stop returns: wait on the pidfd.
+    if !socket::readable(pidfd, left()) {
+        return Err(failure(OS_ERROR, format!("{name}: its snug is still there {} s after the stop", END_MS / 1000)));
+    }
     Ok(end)
 }
