@@ -8,8 +8,8 @@ use crate::{chown_to, each, fresh_dir, run, snug_with};
 /// N1: `https_proxy` and a CA file outside every default view (/var/tmp) reach a `-p @net`
 /// payload: the variable with the caller's value, the file readable at the same path.
 /// Control: without `@net` neither is there.
-/// Fails without the fix: an empty line for `$https_proxy` and `cat: …/ca.pem: No such file
-/// or directory` (exit 1).
+/// Fails without the fix: `|` (both variables dropped) and `cat: '': No such file or
+/// directory`, exit 1.
 #[test]
 fn n1_net_carries_proxy_and_ca_variables_and_their_files() {
     each(&|who: Who| {
