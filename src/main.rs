@@ -155,6 +155,11 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
             }
         }
     }
+    if !args.dry_run {
+        for note in policy::create_missing(&mut policy) {
+            log::say!("snug: {note}");
+        }
+    }
     let mode = mode::Mode::detect();
     let argv = launch::command_line(&policy, mode, args.jobs)?;
     let limits = bounds::Limits {
@@ -167,7 +172,6 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
         return print(with_name(with_bounds(text, &limits, args.json), &name, args.json));
     }
-    policy::create_missing(&policy)?;
     if let Some(note) = cmd.first().filter(|_| !args.default_shell()).and_then(|c| c.to_str()) {
         if let Some(note) = hints::other_program(note, &policy) {
             log::say!("snug: {note}");

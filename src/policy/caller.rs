@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use super::values::normalise;
 use super::{ask, io_text, Mount, MountKind, Policy};
-use crate::error::{failure, POLICY};
 use crate::host::{Entry, Host};
 use crate::profiles::Profile;
 
@@ -36,14 +35,18 @@ pub(super) fn passed(
 
 /// Create the toolchain caches [`Policy::create`] lists (`mkdir -p`, mode 0755 less the
 /// umask, `mkdir(2)`), so the run can bind them and what is cached there persists (SPEC O8).
-///
-/// # Errors
-/// A [`POLICY`] failure naming the directory that cannot be created.
-pub fn create_missing(policy: &Policy) -> anyhow::Result<()> {
-    for dir in &policy.create {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| failure(POLICY, format!("cannot create the cache {}: {}", dir.display(), io_text(&e))))?;
-        crate::log::log!("created the missing cache {}", dir.display());
+/// One that cannot be created (a read-only `$HOME`) loses its mount, as before the cache
+/// existed, and is named in the returned notes: the run goes on without keeping that cache.
+pub fn create_missing(policy: &mut Policy) -> Vec<String> {
+    let mut notes = Vec::new();
+    for dir in std::mem::take(&mut policy.create) {
+        match std::fs::create_dir_all(&dir) {
+            Ok(()) => crate::log::log!("created the missing cache {}", dir.display()),
+            Err(e) => {
+                notes.push(format!("cannot create the cache {}: {}; it is not kept", dir.display(), io_text(&e)));
+                policy.mounts.retain(|m| m.dest != dir);
+            }
+        }
     }
-    Ok(())
+    notes
 }
