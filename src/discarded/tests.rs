@@ -25,17 +25,23 @@ fn policy(home: &Path) -> Policy {
 fn o8_summary_groups_by_place_with_the_grant_and_skips_mountpoints() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("h");
-    for f in [".local/lib/python3/site-packages/x.py", ".local/bin/x", ".cache/pip/http/a", ".cache/foo/b/c", ".gitconfig"] {
+    for f in
+        [".local/lib/python3/site-packages/x.py", ".local/bin/x", ".cache/pip/http/a", ".cache/foo/b/c", ".gitconfig"]
+    {
         let p = home.join(f);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
         std::fs::write(&p, "x").expect("write");
     }
     std::fs::create_dir_all(home.join("empty/dirs")).expect("mkdir");
+    // A symlink is one file, never followed (it leads to the whole of /usr).
+    std::os::unix::fs::symlink("/usr", home.join(".link")).expect("symlink");
     let mut w = Watch::new(&policy(&home));
     assert_eq!(w.roots.len(), 2);
-    w.roots[0].dir = rustix::fs::open(&home, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()).ok();
+    w.roots[0].dir =
+        rustix::fs::open(&home, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty())
+            .ok();
     let s = w.summary().expect("something discarded");
-    assert_eq!((s.files, s.complete), (4, true), "{s:?}");
+    assert_eq!((s.files, s.complete), (5, true), "{s:?}");
     let h = home.display();
     let got: Vec<(String, u64, String)> = s.places.iter().map(|p| (p.path.clone(), p.files, p.keep.clone())).collect();
     assert_eq!(
@@ -44,11 +50,13 @@ fn o8_summary_groups_by_place_with_the_grant_and_skips_mountpoints() {
             (format!("{h}/.local"), 2, "--rw ~/.local".to_string()),
             (format!("{h}/.cache/foo"), 1, "--rw ~/.cache/foo".to_string()),
             (format!("{h}/.cache/pip"), 1, "-p @python".to_string()),
+            (format!("{h}/.link"), 1, "--rw ~/.link".to_string()),
         ]
     );
     let line = s.line(&home);
-    assert!(line.starts_with("the payload wrote 4 files where the sandbox discards them"), "{line}");
+    assert!(line.starts_with("the payload wrote 5 files where the sandbox discards them"), "{line}");
     assert!(line.contains("~/.local 2 files (keep: --rw ~/.local), ~/.cache/foo 1 file"), "{line}");
+    assert!(line.ends_with(", and 1 more"), "{line}");
     w.close();
     assert_eq!(w.summary(), None, "nothing open: no summary");
 }
@@ -63,7 +71,9 @@ fn o8_walk_is_bounded() {
         std::fs::write(home.join("many").join(i.to_string()), "").expect("write");
     }
     let mut w = Watch::new(&policy(&home));
-    w.roots[0].dir = rustix::fs::open(&home, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()).ok();
+    w.roots[0].dir =
+        rustix::fs::open(&home, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty())
+            .ok();
     let s = w.summary().expect("summary");
     assert!(!s.complete && s.files < MAX_ENTRIES as u64, "{} {}", s.files, s.complete);
     assert!(s.line(&home).contains("wrote at least"), "{}", s.line(&home));

@@ -29,7 +29,7 @@ fn r1_default_shell_prompt_names_the_run() {
 }
 
 /// `@shell`: the caller's ~/.bashrc and ~/.vimrc are readable, read-only; one that does not
-/// exist (~/.zshrc) is simply not there. Control: without `@shell`, ~/.bashrc is not there.
+/// exist (~/.zshrc) is simply not there; `EDITOR` passes. Control: without `@shell`, ~/.bashrc is not there.
 /// Fails without the fix: `unknown profile @shell`, exit 77.
 #[test]
 fn o8_shell_profile_shows_rc_files_read_only() {
@@ -40,9 +40,11 @@ fn o8_shell_profile_shows_rc_files_read_only() {
             std::fs::write(home.join(f), text).expect("rc");
             chown_to(who, &home.join(f));
         }
-        let read = "cat ~/.bashrc ~/.vimrc && ! test -e ~/.zshrc && ! (echo x >> ~/.bashrc) 2>/dev/null";
-        let out = run(&mut snug_with(who, dir.path(), &home, &[], &["-p", "@shell", "--", "sh", "-c", read]));
-        assert_eq!((code(out.status), out.out.as_str()), (0, "PS1=mine\nset nu\n"), "{who:?}: {}", out.err);
+        let read =
+            "cat ~/.bashrc ~/.vimrc && ! test -e ~/.zshrc && ! (echo x >> ~/.bashrc) 2>/dev/null && echo $EDITOR";
+        let env = [("EDITOR", "vi")];
+        let out = run(&mut snug_with(who, dir.path(), &home, &env, &["-p", "@shell", "--", "sh", "-c", read]));
+        assert_eq!((code(out.status), out.out.as_str()), (0, "PS1=mine\nset nu\nvi\n"), "{who:?}: {}", out.err);
         let without = run(&mut snug_with(who, dir.path(), &home, &[], &["--", "sh", "-c", "cat ~/.bashrc"]));
         assert_ne!(code(without.status), 0, "{who:?}: control");
         let _ = std::fs::remove_dir_all(&home);
