@@ -130,17 +130,17 @@ impl Watch {
         let places = counts
             .into_iter()
             .take(REPORT_PLACES)
-            .map(|(path, files)| Place { keep: self.keep(&path), path, files })
+            .map(|((path, file), files)| Place { keep: self.keep(&path, file), path, files })
             .collect();
         Some(Summary { files, complete, places })
     }
 
     /// The place a discarded file at sandbox path `file` counts under: a toolchain cache that
     /// holds it, else the directory right below `$HOME` (two levels for `~/.cache/X` and
-    /// `~/.config/X`, which are one tool's each) or `/tmp`.
-    fn place(&self, file: &Path) -> String {
+    /// `~/.config/X`, which are one tool's each) or `/tmp`; true when that is `file` itself.
+    fn place(&self, file: &Path) -> (String, bool) {
         if let Some((cache, _)) = self.toolchain_cache(file) {
-            return cache;
+            return (cache, false);
         }
         let (base, rel) = match file.strip_prefix(&self.home) {
             Ok(rel) => (self.home.as_path(), rel),
@@ -153,7 +153,7 @@ impl Watch {
         };
         let mut out = base.to_path_buf();
         out.extend(parts.iter().take(depth));
-        out.to_string_lossy().into_owned()
+        (out.to_string_lossy().into_owned(), parts.len() <= depth)
     }
 
     /// The toolchain profile whose writable cache holds `file`, and that cache.
@@ -162,8 +162,9 @@ impl Watch {
         Some((dir.to_string_lossy().into_owned(), name))
     }
 
-    /// The grant that keeps what is at sandbox path `place`.
-    fn keep(&self, place: &str) -> String {
+    /// The grant that keeps what is at sandbox path `place` (a file when `file`): `--rw`
+    /// needs the path on the host, so a missing one is made first.
+    fn keep(&self, place: &str, file: bool) -> String {
         let path = Path::new(place);
         if let Some((_, profile)) = self.toolchain_cache(path).filter(|(_, p)| !self.profiles.iter().any(|q| q == p)) {
             return format!("-p {profile}");
@@ -171,10 +172,11 @@ impl Watch {
         match path.strip_prefix(&self.home) {
             Ok(rel) => {
                 let tilde = format!("~/{}", rel.display());
-                if path.exists() {
+                let make = if file { "touch" } else { "mkdir -p" };
+                if path.symlink_metadata().is_ok() {
                     format!("--rw {tilde}")
                 } else {
-                    format!("mkdir -p {tilde} and --rw {tilde}")
+                    format!("{make} {tilde} and --rw {tilde}")
                 }
             }
             Err(_) => "-p @tmp-shared".to_string(),

@@ -53,6 +53,10 @@ fn o8_summary_groups_by_place_with_the_grant_and_skips_mountpoints() {
             (format!("{h}/.link"), 1, "--rw ~/.link".to_string()),
         ]
     );
+    // Missing on the host (as the sandbox's $HOME is): made first, a file touched.
+    assert_eq!(w.keep(&format!("{h}/.hist"), true), "touch ~/.hist and --rw ~/.hist");
+    assert_eq!(w.keep(&format!("{h}/.nodir"), false), "mkdir -p ~/.nodir and --rw ~/.nodir");
+    assert_eq!(w.keep("/tmp/x", false), "-p @tmp-shared");
     let line = s.line(&home);
     assert!(line.starts_with("the payload wrote 5 files where the sandbox discards them"), "{line}");
     assert!(line.contains("~/.local 2 files (keep: --rw ~/.local), ~/.cache/foo 1 file"), "{line}");

@@ -21,7 +21,7 @@ pub(super) struct Walk<'a> {
     entries: usize,
     complete: bool,
     files: u64,
-    counts: BTreeMap<String, u64>,
+    counts: BTreeMap<(String, bool), u64>,
 }
 
 /// One directory being read: its descriptor (to open what is in it), its listing, its path.
@@ -39,8 +39,8 @@ impl<'a> Walk<'a> {
     }
 
     /// Walk the directory `root`, which is `dest` in the sandbox, counting each file under the
-    /// place `place` gives for its sandbox path.
-    pub(super) fn root(&mut self, root: &OwnedFd, dest: &Path, place: &dyn Fn(&Path) -> String) {
+    /// place `place` gives for its sandbox path (and whether that place is the file itself).
+    pub(super) fn root(&mut self, root: &OwnedFd, dest: &Path, place: &dyn Fn(&Path) -> (String, bool)) {
         let Ok(dev) = fstat(root).map(|s| s.st_dev) else { return self.incomplete() };
         let Some(first) = level(root, dest.to_path_buf(), 0) else { return self.incomplete() };
         let mut stack = vec![first];
@@ -99,7 +99,7 @@ impl<'a> Walk<'a> {
     }
 
     /// Files seen, whether the walk saw everything, and the count per place.
-    pub(super) fn finish(self) -> (u64, bool, Vec<(String, u64)>) {
+    pub(super) fn finish(self) -> (u64, bool, Vec<((String, bool), u64)>) {
         (self.files, self.complete, self.counts.into_iter().collect())
     }
 }
