@@ -96,20 +96,16 @@ impl RunArgs {
     /// The payload's argv (SPEC R1): CMD, else `$SHELL` when set and not empty, else
     /// `/bin/sh`.
     pub fn command(&self) -> Vec<OsString> {
-        self.command_given_or_shell()
-    }
-
-    /// No CMD was given: the payload is the caller's shell (its prompt names the run, O8).
-    pub fn default_shell(&self) -> bool {
-        self.cmd.is_empty()
-    }
-
-    fn command_given_or_shell(&self) -> Vec<OsString> {
         if !self.cmd.is_empty() {
             return self.cmd.clone();
         }
         let shell = std::env::var_os("SHELL").filter(|s| !s.is_empty());
         vec![shell.unwrap_or_else(|| "/bin/sh".into())]
+    }
+
+    /// No CMD was given: the payload is the caller's shell (its prompt names the run, O8).
+    pub fn default_shell(&self) -> bool {
+        self.cmd.is_empty()
     }
 }
 

@@ -35,6 +35,7 @@ use serde::Serialize;
 use crate::error::{failure, POLICY, USAGE};
 use crate::host::{host_env, passwd_home, Entry, Host, RealHost};
 use crate::profiles::{self, Profile};
+pub use values::optional;
 use values::{environment, expand, expand_value, normalise, Vars};
 
 /// PATH inside the sandbox: fixed, so a host PATH cannot point into hidden directories.
@@ -266,15 +267,6 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         memory,
         create,
     })
-}
-
-/// A profile path written `?PATH` is optional: skipped when missing on the host, never an
-/// error (the toolchain builtins, [`crate::profiles::toolchains`]). Returns whether it is, and PATH.
-pub fn optional(raw: &str) -> (bool, &str) {
-    match raw.strip_prefix('?') {
-        Some(rest) => (true, rest),
-        None => (false, raw),
-    }
 }
 
 /// A profile path or env value with its placeholders expanded for `HOME=home` and

@@ -14,6 +14,9 @@ use rustix::fs::{fstat, openat, Dir, FileType, Mode, OFlags};
 
 use super::{MAX_DEPTH, MAX_ENTRIES, MAX_WALK};
 
+/// A place (its sandbox path, and whether it is a file itself) and its file count.
+pub(super) type Count = ((String, bool), u64);
+
 /// Counts over all roots of one run.
 pub(super) struct Walk<'a> {
     skip: &'a [PathBuf],
@@ -63,11 +66,11 @@ impl<'a> Walk<'a> {
                 continue;
             }
             self.entries += 1;
-            if self.entries > MAX_ENTRIES || (self.entries % 64 == 0 && self.start.elapsed() > MAX_WALK) {
+            if self.entries > MAX_ENTRIES || (self.entries.is_multiple_of(64) && self.start.elapsed() > MAX_WALK) {
                 return self.incomplete();
             }
             let path = top.path.join(OsStr::from_bytes(name));
-            if self.skip.iter().any(|s| *s == path) {
+            if self.skip.contains(&path) {
                 continue;
             }
             if entry.file_type() != FileType::Directory {
@@ -99,7 +102,7 @@ impl<'a> Walk<'a> {
     }
 
     /// Files seen, whether the walk saw everything, and the count per place.
-    pub(super) fn finish(self) -> (u64, bool, Vec<((String, bool), u64)>) {
+    pub(super) fn finish(self) -> (u64, bool, Vec<Count>) {
         (self.files, self.complete, self.counts.into_iter().collect())
     }
 }

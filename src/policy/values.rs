@@ -6,6 +6,15 @@ use std::path::{Component, Path, PathBuf};
 
 use super::SANE_PATH;
 
+/// A profile path written `?PATH` is optional: skipped when missing on the host, never an
+/// error (the toolchain builtins, [`crate::profiles::toolchains`]). Returns whether it is, and PATH.
+pub fn optional(raw: &str) -> (bool, &str) {
+    match raw.strip_prefix('?') {
+        Some(rest) => (true, rest),
+        None => (false, raw),
+    }
+}
+
 /// Placeholder values.
 pub(super) struct Vars {
     pub home: PathBuf,
