@@ -160,3 +160,22 @@ fn o8_cache_that_cannot_be_created_is_named_and_left_out() {
     assert_eq!(out.err, want);
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// O8: with DIR outside /tmp, /tmp is the sandbox's private tmpfs, and a file left there is
+/// summarised with `-p @tmp-shared` as what keeps it; a directory alone is not a file.
+/// Fails without the fix: an empty stderr.
+#[test]
+fn o8_private_tmp_leftovers_are_summarised() {
+    each(&|who: Who| {
+        let dir = fresh_dir(who, "dir");
+        let home = fresh_dir(who, "home");
+        let write = "mkdir -p /tmp/build/obj /tmp/empty && echo 1 > /tmp/build/obj/a.o && echo 2 > /tmp/build/b.o";
+        let out = run(&mut snug_with(who, &dir, &home, &[], &["--", "sh", "-c", write]));
+        assert_eq!(code(out.status), 0, "{who:?}: {}", out.err);
+        let want = "snug: the payload wrote 2 files where the sandbox discards them (the private $HOME and /tmp): \
+                    /tmp/build 2 files (keep: -p @tmp-shared)\n";
+        assert_eq!(out.err, want, "{who:?}");
+        let _ = std::fs::remove_dir_all(&home);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
