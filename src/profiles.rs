@@ -194,7 +194,7 @@ pub fn builtin(name: &str) -> Option<Profile> {
             pass: strs(&NET_VARS),
             ..Profile::builtin(
                 name,
-                "network through pasta (no access to the host's loopback); your proxy and CA variables and the files they name",
+                "network through pasta (not the host's loopback), with your proxy and CA variables",
             )
         },
         "@tmp-shared" => Profile {

@@ -72,8 +72,9 @@ pub fn show_in(name: &str, dirs: &[PathBuf], host: &dyn Host, home: &Path, targe
     if p.net {
         out.push_str("  network: pasta\n");
     }
-    for name in &p.pass {
-        let _ = writeln!(out, "  pass    {name}  (your value when set; a file or directory it names, read-only)");
+    if !p.pass.is_empty() {
+        let names = p.pass.join(" ");
+        let _ = writeln!(out, "  pass    {names}  (your values when set; a file or directory one names, read-only)");
     }
     for (k, v) in &p.env {
         let value = expand_for(v, home, target, false).ok().flatten().unwrap_or_else(|| v.clone());

@@ -79,7 +79,7 @@ fn spec(name: &str) -> Option<Spec> {
         // bash(1) INVOCATION, readline's inputrc (readline(3)), zsh(1) STARTUP/SHUTDOWN FILES,
         // vim's and neovim's user config, nano's nanorc, tmux's and git-free editor settings.
         "@shell" => Spec {
-            description: "your shell and editor rc files (~/.bashrc, ~/.profile, ~/.inputrc, ~/.vimrc, ~/.config/nvim, ~/.zshrc…), read-only",
+            description: "your shell and editor rc files (~/.bashrc, ~/.inputrc, ~/.zshrc, ~/.vimrc…), read-only",
             ro: &[
                 "{home}/.bashrc",
                 "{home}/.profile",
