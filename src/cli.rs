@@ -102,6 +102,11 @@ impl RunArgs {
         let shell = std::env::var_os("SHELL").filter(|s| !s.is_empty());
         vec![shell.unwrap_or_else(|| "/bin/sh".into())]
     }
+
+    /// No CMD was given: the payload is the caller's shell (its prompt names the run, O8).
+    pub fn default_shell(&self) -> bool {
+        self.cmd.is_empty()
+    }
 }
 
 #[derive(Parser, Debug)]

@@ -9,6 +9,11 @@ use clap::Command;
 
 use crate::quote::quote;
 
+mod dropped;
+mod program;
+pub use dropped::dropped_env;
+pub use program::other_program;
+
 /// For a command line without `--` whose first operand is a command on the caller's PATH
 /// rather than a directory, the one-line error: `missing -- before the command; did you
 /// mean: snug -- make test`. `cli` tells which options take a value, so `-p NAME` stays

@@ -6,6 +6,7 @@ mod bridge;
 mod bwrap;
 mod channel;
 mod cli;
+mod discarded;
 mod doctor;
 mod dryrun;
 mod end;
@@ -26,6 +27,7 @@ mod pidfd;
 mod policy;
 mod profiles;
 mod pty;
+mod prompt;
 mod quote;
 mod relay;
 mod report;
@@ -147,6 +149,20 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     let mut policy = policy::resolve(&request)?;
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
+    if args.default_shell() {
+        // The shell's prompt says it is in a sandbox and which run (O8); a profile's own wins.
+        let root = rustix::process::geteuid().is_root();
+        for (k, v) in prompt::env_for(std::path::Path::new(&cmd[0]), &name, root) {
+            if !policy.env.iter().any(|(n, _)| *n == k) {
+                policy.env.push((k, v));
+            }
+        }
+    }
+    if !args.dry_run {
+        for note in policy::create_missing(&mut policy) {
+            log::say!("snug: {note}");
+        }
+    }
     let (mode, tty) = mode::Mode::detect();
     // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).
     let runtime = live::runtime::prepare(args.dry_run);
@@ -161,16 +177,40 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
         return print(with_name(with_bounds(text, &limits, args.json), &name, args.json));
     }
+    if let Some(note) = cmd.first().filter(|_| !args.default_shell()).and_then(|c| c.to_str()) {
+        if let Some(note) = hints::other_program(note, &policy) {
+            log::say!("snug: {note}");
+        }
+    }
     let cmd_text = payload_args::lossy(&cmd).join(" ");
     let jobs = args.jobs;
     let control =
         move || runtime.map(|dir| live::server::Server::bind(&dir, &name, &cmd_text, mode.word(), jobs)).transpose();
-    let on_init: supervise::OnInit = match net {
-        Some(mut net) => Box::new(move |init| net.attach(init).map(Some)),
-        None => Box::new(|_| Ok(None)),
-    };
+    let watch = std::rc::Rc::new(std::cell::RefCell::new(discarded::Watch::new(&policy)));
+    let seen = watch.clone();
+    let mut net = net;
+    let on_init: supervise::OnInit = Box::new(move |init| {
+        // Before the payload runs, so what is opened is the sandbox's own tmpfs (O8).
+        let mut w = seen.borrow_mut();
+        w.open(init.host_pid);
+        if init.exited() {
+            w.close();
+        }
+        net.as_mut().map(|n| n.attach(init)).transpose()
+    });
     let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &policy.env, limits: &limits };
-    launch::run(&plan, tty, on_init, record, (control, jobs))
+    let outcome = launch::run(&plan, tty, on_init, record, (control, jobs))?;
+    if let Some(summary) = watch.borrow().summary() {
+        log::say!("snug: {}", summary.line(&policy.home));
+        record.discarded(summary);
+    }
+    if let Some(hint) = match outcome {
+        Outcome::Status(raw) => hints::dropped_env(raw, &request.host_env, &policy.env, policy.net),
+        _ => None,
+    } {
+        log::say!("snug: {hint}");
+    }
+    Ok(outcome)
 }
 
 /// The dry-run plan with the run's name (SPEC L1).

@@ -13,6 +13,9 @@
 //! - Mounts are sorted by path, component by component, so a parent is always mounted
 //!   before anything below it and never covers it.
 
+mod caller;
+pub use caller::create_missing;
+use caller::passed;
 mod grants;
 pub use grants::Grants;
 mod show;
@@ -32,6 +35,7 @@ use serde::Serialize;
 use crate::error::{failure, POLICY, USAGE};
 use crate::host::{host_env, passwd_home, Entry, Host, RealHost};
 use crate::profiles::{self, Profile};
+pub use values::optional;
 use values::{environment, expand, expand_value, normalise, Vars};
 
 /// PATH inside the sandbox: fixed, so a host PATH cannot point into hidden directories.
@@ -103,6 +107,10 @@ pub struct Policy {
     pub max_procs: Option<u64>,
     /// The smallest `memory` of the profiles, in bytes (SPEC K5).
     pub memory: Option<u64>,
+    /// Writable directories missing on the host that a toolchain profile asked for: created
+    /// by [`create_missing`] before the run (SPEC O8), never by `--dry-run`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub create: Vec<PathBuf>,
 }
 
 /// What the caller asked for, with the host facts resolution depends on.
@@ -175,6 +183,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut net = false;
     let (mut max_procs, mut memory): (Option<u64>, Option<u64>) = (None, None);
+    let mut create: Vec<PathBuf> = Vec::new();
     // `NAME+` entries: prepended to NAME with `:`, first profile first, so profiles combine.
     let mut prepend: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in &order {
@@ -200,10 +209,13 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
                     return Err(bad(p, key, raw, "binding the host's / would expose all of it; use a DIR below /"));
                 }
                 if kind != MountKind::Tmpfs && host.stat(&dest) == Entry::Missing {
-                    if optional {
+                    if optional && kind == MountKind::Rw && p.create_rw && dest.starts_with(&vars.home) {
+                        create.push(dest.clone()); // a toolchain's cache: made before the run
+                    } else if optional {
                         continue;
+                    } else {
+                        return Err(bad(p, key, raw, &format!("{} does not exist", dest.display())));
                     }
-                    return Err(bad(p, key, raw, &format!("{} does not exist", dest.display())));
                 }
                 if dest == Path::new("/dev") || dest == Path::new("/proc") {
                     return Err(bad(p, key, raw, "/dev and /proc are always private"));
@@ -216,6 +228,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
             sys_host_view(p, host, &mut mounts);
         }
         net |= p.net;
+        passed(p, &req.host_env, host, &mut env, &mut mounts);
         for (k, raw) in &p.env {
             if k.is_empty() || k.contains(['=', '\0']) || raw.contains('\0') {
                 return Err(bad(p, "env", k, "not a valid environment entry"));
@@ -252,16 +265,8 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         home,
         max_procs,
         memory,
+        create,
     })
-}
-
-/// A profile path written `?PATH` is optional: skipped when missing on the host, never an
-/// error (the toolchain builtins, [`crate::profiles::toolchains`]). Returns whether it is, and PATH.
-pub fn optional(raw: &str) -> (bool, &str) {
-    match raw.strip_prefix('?') {
-        Some(rest) => (true, rest),
-        None => (false, raw),
-    }
 }
 
 /// A profile path or env value with its placeholders expanded for `HOME=home` and

@@ -102,6 +102,13 @@ pub struct Profile {
     pub max_procs: Option<u64>,
     /// `memory`: a memory bound as written (`512M`); the smallest of all profiles applies.
     pub memory: Option<String>,
+    /// Builtins only: variables passed with the caller's value when the caller has one; a
+    /// value that is an absolute path to something on the host is also shown read-only
+    /// there (`@net`'s proxy and CA variables, [`NET_VARS`]).
+    pub pass: Vec<String>,
+    /// Builtins only: a writable (`rw`) directory missing on the host is created at the run
+    /// instead of skipped (a toolchain's cache, SPEC O8), so what the payload caches persists.
+    pub create_rw: bool,
 }
 
 impl Profile {
@@ -120,14 +127,49 @@ impl Profile {
             net: false,
             max_procs: None,
             memory: None,
+            pass: Vec::new(),
+            create_rw: false,
         }
     }
 }
 
+/// The variables `@net` passes from the caller (SPEC N1): proxies, as curl(1), pip, git and
+/// npm read them, and the CA bundles that a TLS-intercepting network needs
+/// (openssl's `SSL_CERT_FILE`/`SSL_CERT_DIR`, requests, node, pip, curl, git).
+pub const NET_VARS: [&str; 15] = [
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+    "all_proxy",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "PIP_CERT",
+    "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO",
+];
+
 /// Names of the builtin profiles, in the order `profile list` shows them.
 /// The toolchain ones (`@rust` …) come from [`crate::profiles::toolchains`].
-pub const BUILTINS: [&str; 11] =
-    ["@sys", "@home", "@cwd-rw", "@parent-ro", "@net", "@tmp-shared", "@rust", "@python", "@node", "@go", "@git"];
+pub const BUILTINS: [&str; 12] = [
+    "@sys",
+    "@home",
+    "@cwd-rw",
+    "@parent-ro",
+    "@net",
+    "@tmp-shared",
+    "@rust",
+    "@python",
+    "@node",
+    "@go",
+    "@git",
+    "@shell",
+];
 
 /// The builtin profile `name`, or `None` when there is no such builtin.
 pub fn builtin(name: &str) -> Option<Profile> {
@@ -147,9 +189,14 @@ pub fn builtin(name: &str) -> Option<Profile> {
             ro: strs(&["{target_parent}"]),
             ..Profile::builtin(name, "DIR's parent read-only (nothing when DIR is /)")
         },
-        "@net" => {
-            Profile { net: true, ..Profile::builtin(name, "network through pasta (no access to the host's loopback)") }
-        }
+        "@net" => Profile {
+            net: true,
+            pass: strs(&NET_VARS),
+            ..Profile::builtin(
+                name,
+                "network through pasta (not the host's loopback), with your proxy and CA variables",
+            )
+        },
         "@tmp-shared" => Profile {
             rw: strs(&["/tmp"]),
             ..Profile::builtin(name, "the host's /tmp read-write instead of a private tmpfs")
@@ -211,6 +258,8 @@ pub fn parse(name: &str, file: &Path, text: &str) -> anyhow::Result<Profile> {
         net: false,
         max_procs: parsed.max_procs,
         memory: parsed.memory,
+        pass: Vec::new(),
+        create_rw: false,
     })
 }
 

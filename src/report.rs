@@ -107,6 +107,8 @@ pub struct RunRecord {
     keys: u32,
     end: Option<Instant>,
     error: Option<String>,
+    /// What the payload wrote where the sandbox discards it (SPEC O8), when anything.
+    discarded: Option<crate::discarded::Summary>,
 }
 
 impl Default for RunRecord {
@@ -138,6 +140,7 @@ impl RunRecord {
             keys: 0,
             end: None,
             error: None,
+            discarded: None,
         }
     }
 
@@ -289,6 +292,11 @@ impl RunRecord {
             Some(_) => EndedBy::Payload,
             None => self.teardown.unwrap_or(EndedBy::SnugError),
         }
+    }
+
+    /// What the payload left where the sandbox discards it (the report's `discarded`, O8).
+    pub fn discarded(&mut self, summary: crate::discarded::Summary) {
+        self.discarded = Some(summary);
     }
 
     /// snug's own failure, as its one-line message (the report's `error`).

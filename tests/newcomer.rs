@@ -96,7 +96,8 @@ fn o7_not_found_under_home_names_the_profile() {
 }
 
 /// O7: every toolchain profile resolves where its tool is absent (HOME an empty directory):
-/// nothing missing-path fatal, and `profile show` says what it skipped.
+/// nothing missing-path fatal, and `profile show` says what it skipped (read-only paths) and
+/// what a run creates (the writable caches, O8).
 #[test]
 fn o7_toolchain_profiles_where_the_tool_is_absent() {
     for who in everyone() {
@@ -104,17 +105,21 @@ fn o7_toolchain_profiles_where_the_tool_is_absent() {
         let h = home.path().to_str().expect("utf8");
         let dir = workdir(who);
         let env = [("HOME", h), ("XDG_CONFIG_HOME", h)];
-        for name in ["@rust", "@python", "@node", "@go", "@git"] {
-            let o = snug_run(who, dir.path(), &["-p", name, "--", "true"], &env);
-            assert!(o.status.success(), "{who:?} {name}: {:?} {}", o.status, o.err);
+        for name in ["@rust", "@python", "@node", "@go", "@git", "@shell"] {
+            // Shown before the run, which creates the caches (and so some read-only parents).
             let o = snug_run(who, dir.path(), &["profile", "show", name], &env);
             assert!(o.status.success(), "{who:?} {name}: {}", o.err);
             assert!(!o.out.contains("{home}"), "{who:?} {name}: unresolved\n{}", o.out);
-            let paths: Vec<&str> = o.out.lines().filter(|l| l.starts_with("  ro ") || l.starts_with("  rw ")).collect();
+            let paths: Vec<&str> = o.out.lines().filter(|l| l.starts_with("  ro ")).collect();
             assert!(!paths.is_empty(), "{who:?} {name}: {}", o.out);
             for l in paths {
                 assert!(l.contains(&format!(" {h}/")) && l.ends_with("(not on this host: skipped)"), "{who:?}: {l}");
             }
+            for l in o.out.lines().filter(|l| l.starts_with("  rw ")) {
+                assert!(l.contains(&format!(" {h}/")) && l.ends_with("(not on this host: created at the run)"), "{l}");
+            }
+            let o = snug_run(who, dir.path(), &["-p", name, "--", "true"], &env);
+            assert!(o.status.success(), "{who:?} {name}: {:?} {}", o.status, o.err);
         }
         // All at once: PATH+ entries combine instead of conflicting.
         let all = ["-p", "@rust", "-p", "@python", "-p", "@node", "-p", "@go", "-p", "@git", "--", "printenv", "PATH"];

@@ -46,7 +46,11 @@ pub fn show_in(name: &str, dirs: &[PathBuf], host: &dyn Host, home: &Path, targe
                 Ok(None) => format!("{raw}  (nothing: DIR's parent is /)"),
                 Err(e) => format!("{raw}  (invalid: {e})"),
                 Ok(Some(path)) if word != "tmpfs" && host.stat(Path::new(&path)) == Entry::Missing => {
-                    let what = if opt { "not on this host: skipped" } else { "missing: a run fails" };
+                    let what = match (opt, word == "rw" && p.create_rw) {
+                        (true, true) => "not on this host: created at the run",
+                        (true, false) => "not on this host: skipped",
+                        (false, _) => "missing: a run fails",
+                    };
                     format!("{path}  ({what})")
                 }
                 Ok(Some(path)) => path,
@@ -67,6 +71,10 @@ pub fn show_in(name: &str, dirs: &[PathBuf], host: &dyn Host, home: &Path, targe
     }
     if p.net {
         out.push_str("  network: pasta\n");
+    }
+    if !p.pass.is_empty() {
+        let names = p.pass.join(" ");
+        let _ = writeln!(out, "  pass    {names}  (your values when set; a file or directory one names, read-only)");
     }
     for (k, v) in &p.env {
         let value = expand_for(v, home, target, false).ok().flatten().unwrap_or_else(|| v.clone());

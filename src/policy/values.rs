@@ -6,6 +6,15 @@ use std::path::{Component, Path, PathBuf};
 
 use super::SANE_PATH;
 
+/// A profile path written `?PATH` is optional: skipped when missing on the host, never an
+/// error (the toolchain builtins, [`crate::profiles::toolchains`]). Returns whether it is, and PATH.
+pub fn optional(raw: &str) -> (bool, &str) {
+    match raw.strip_prefix('?') {
+        Some(rest) => (true, rest),
+        None => (false, raw),
+    }
+}
+
 /// Placeholder values.
 pub(super) struct Vars {
     pub home: PathBuf,
@@ -67,7 +76,7 @@ pub(super) fn normalise(path: &Path) -> PathBuf {
 }
 
 /// The payload's whole environment (SPEC P1): HOME, USER, LOGNAME, a fixed PATH, SHELL,
-/// TERM, LANG and LC_* when the caller has them, TMPDIR=/tmp, then the profiles' entries
+/// TERM, LANG, TZ (environ(7), tzset(3)) and LC_* when the caller has them, TMPDIR=/tmp, then the profiles' entries
 /// (which may replace any of these), then `prepend`: directories put before a variable's
 /// value with `:` (`PATH+` entries).
 pub(super) fn environment(
@@ -78,7 +87,7 @@ pub(super) fn environment(
 ) -> Vec<(String, String)> {
     let get = |k: &str| host_env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let mut env = vec![("HOME".to_string(), home.to_string_lossy().into_owned())];
-    for key in ["USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG"] {
+    for key in ["USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG", "TZ"] {
         let value = if key == "PATH" { Some(SANE_PATH.to_string()) } else { get(key) };
         env.extend(value.map(|v| (key.to_string(), v)));
     }

@@ -3,15 +3,22 @@
 //! rustup's cargo, pyenv's python or nvm's node vanish there without one of these.
 //!
 //! Each shows its tool read-only and only its caches read-write. Every path is optional
-//! (written `?PATH`, see [`crate::policy`]): what does not exist on this host is skipped,
-//! never a missing-path error, and `snug profile show` says so. PATH entries are prepended
-//! (`PATH+`), so toolchain profiles combine (`-p @rust -p @python`).
+//! (written `?PATH`, see [`crate::policy`]): a read-only one that does not exist on this host
+//! is skipped, never a missing-path error, and `snug profile show` says so; a missing cache
+//! is created at the run (SPEC O8), so what the payload caches persists from the first run.
+//! PATH entries are prepended (`PATH+`), so toolchain profiles combine (`-p @rust -p @python`).
+//!
+//! `@shell` is here too for the same mechanism: the caller's shell and editor rc files,
+//! read-only, those that exist.
 
 use crate::profiles::Profile;
 
 /// Names of the toolchain builtins ([`crate::profiles::BUILTINS`] lists them too).
 #[cfg(test)]
-const NAMES: [&str; 5] = ["@rust", "@python", "@node", "@go", "@git"];
+const NAMES: [&str; 6] = ["@rust", "@python", "@node", "@go", "@git", "@shell"];
+
+/// The toolchain builtins with writable caches, for the discarded-files summary's advice.
+pub const WITH_CACHES: [&str; 4] = ["@rust", "@python", "@node", "@go"];
 
 /// What a toolchain profile shows: read-only and read-write paths (all optional), env
 /// entries, and directories prepended to PATH (first one first).
@@ -69,6 +76,33 @@ fn spec(name: &str) -> Option<Spec> {
             env: &[],
             path: &[],
         },
+        // bash(1) INVOCATION, readline's inputrc (readline(3)), zsh(1) STARTUP/SHUTDOWN FILES,
+        // vim's and neovim's user config, nano's nanorc, tmux's and git-free editor settings.
+        "@shell" => Spec {
+            description: "your shell and editor rc files (~/.bashrc, ~/.inputrc, ~/.zshrc, ~/.vimrc…), read-only",
+            ro: &[
+                "{home}/.bashrc",
+                "{home}/.profile",
+                "{home}/.bash_profile",
+                "{home}/.bash_login",
+                "{home}/.bash_logout",
+                "{home}/.bash_aliases",
+                "{home}/.inputrc",
+                "{home}/.zshrc",
+                "{home}/.zshenv",
+                "{home}/.zprofile",
+                "{home}/.config/fish",
+                "{home}/.vimrc",
+                "{home}/.vim",
+                "{home}/.config/nvim",
+                "{home}/.nanorc",
+                "{home}/.editorconfig",
+                "{home}/.tmux.conf",
+            ],
+            rw: &[],
+            env: &[],
+            path: &[],
+        },
         _ => return None,
     };
     Some(s)
@@ -86,7 +120,16 @@ pub fn builtin(name: &str) -> Option<Profile> {
 pub fn builtin_for(name: &str, caller_path: &str, home: &str) -> Option<Profile> {
     let s = spec(name)?;
     let owned = |v: &[&str]| v.iter().map(|p| format!("?{p}")).collect::<Vec<_>>();
-    let mut p = Profile { ro: owned(s.ro), rw: owned(s.rw), ..Profile::builtin(name, s.description) };
+    let mut p = Profile {
+        ro: owned(s.ro),
+        rw: owned(s.rw),
+        create_rw: !s.rw.is_empty(),
+        ..Profile::builtin(name, s.description)
+    };
+    if name == "@shell" {
+        // The editor a shell's `fc`, git or crontab starts (environ(7)); its program is under /usr.
+        p.pass = vec!["EDITOR".to_string(), "VISUAL".to_string()];
+    }
     for (k, v) in s.env {
         p.env.insert(k.to_string(), v.to_string());
     }

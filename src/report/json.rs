@@ -49,6 +49,7 @@ impl RunRecord {
                 grace: self.grace.map(|g| ms(end.saturating_duration_since(g))),
                 total: ms(end - self.start),
             },
+            discarded: self.discarded.as_ref(),
         };
         // Strings, numbers and options only: serialising cannot fail.
         let mut text = serde_json::to_string(&out).unwrap_or_default();
@@ -72,6 +73,8 @@ struct ReportOut<'a> {
     killed_at_end: Option<u32>,
     timeout_ms: Option<u64>,
     durations_ms: Durations,
+    /// SPEC O8: what the payload wrote where the sandbox discards it; null when nothing.
+    discarded: Option<&'a crate::discarded::Summary>,
 }
 
 #[derive(Serialize)]
