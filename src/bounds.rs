@@ -153,7 +153,11 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
                 match &memory {
                     Mechanism::Cgroup(w) => make(w, vec![(mem_file(w), bytes.to_string())])?,
                     m => {
-                        return Err(failure(UNAVAILABLE, format!("--memory cannot be enforced here: {}", m.describe())))
+                        let how = "run snug in a delegated cgroup (systemd-run --user --scope -p Delegate=yes snug …) or as root";
+                        return Err(failure(
+                            UNAVAILABLE,
+                            format!("--memory cannot be enforced here: {}; {how}", m.describe()),
+                        ));
                     }
                 }
             }

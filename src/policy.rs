@@ -105,6 +105,14 @@ pub struct Policy {
     pub memory: Option<u64>,
 }
 
+impl Policy {
+    /// Whether host path `p` is visible in the sandbox: the deepest mount above it is a bind.
+    pub fn shows(&self, p: &Path) -> bool {
+        let m = self.mounts.iter().filter(|m| p.starts_with(&m.dest)).max_by_key(|m| m.dest.components().count());
+        m.is_some_and(|m| matches!(m.kind, MountKind::Ro | MountKind::Rw))
+    }
+}
+
 /// What the caller asked for, with the host facts resolution depends on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
@@ -145,13 +153,17 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         _ => return Err(failure(USAGE, "HOME must be set to an absolute path")),
     };
     let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let target = host.canonicalize(&dir).map_err(|e| failure(USAGE, format!("{}: {}", dir.display(), io_text(&e))))?;
+    // Named as the DIR argument: `snug /nope` is read as a directory, not a command (O7).
+    let target = host
+        .canonicalize(&dir)
+        .map_err(|e| failure(USAGE, format!("DIR {}: {}{}", dir.display(), io_text(&e), crate::hints::dir_hint(&dir))))?;
     // bwrap's command line is text: a path that is not UTF-8 would name another directory.
     if target.to_str().is_none() || home.to_str().is_none() {
         return Err(failure(USAGE, format!("{}: DIR and HOME must be valid UTF-8", dir.display())));
     }
     if host.stat(&target) != Entry::Dir {
-        return Err(failure(USAGE, format!("{}: not a directory", dir.display())));
+        let hint = crate::hints::dir_hint(&dir);
+        return Err(failure(USAGE, format!("DIR {}: not a directory{hint}", dir.display())));
     }
     // A parent that is / would bind the whole host read-only, undoing @sys's short list: a
     // DIR directly below / gets no parent mount.
@@ -311,6 +323,16 @@ pub fn request_from_host(profiles: &[String], no_defaults: bool, dir: Option<Pat
 
 /// How deep includes may nest below a requested profile (SPEC P4).
 pub const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// Whether profile `name` and everything it includes load: no include cycle, no chain
+/// deeper than [`MAX_INCLUDE_DEPTH`], every included profile found and valid (for
+/// `profile list`, SPEC P4).
+///
+/// # Errors
+/// What `-p NAME` would fail with.
+pub fn check_includes(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<()> {
+    visit(name, &mut Vec::new(), &mut Vec::new(), dirs, host)
+}
 
 /// Depth-first: a profile, then its includes; each profile once; a cycle is an error.
 fn visit(

@@ -237,7 +237,9 @@ pub fn load(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<Pro
         }
     }
     let places: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    Err(failure(POLICY, format!("unknown profile {name}: no {name}.toml in {}", places.join(" or "))))
+    // Builtins are written with `@`; a bare builtin name is most likely that (`-p net`).
+    let meant = builtin(&format!("@{name}")).map(|_| format!("; did you mean @{name}?")).unwrap_or_default();
+    Err(failure(POLICY, format!("unknown profile {name}: no {name}.toml in {}{meant}", places.join(" or "))))
 }
 
 /// The user profile directories in search order: `$XDG_CONFIG_HOME/snug/profiles.d`
@@ -291,12 +293,18 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
                 continue;
             }
             let desc = match RealHost.read(&file) {
-                Ok(Some(text)) => match parse(&name, &file, &text) {
+                // SPEC P4: what `-p NAME` would refuse is marked here, includes followed.
+                Ok(Some(text)) => match parse(&name, &file, &text)
+                    .and_then(|p| crate::policy::check_includes(&name, dirs, &RealHost).map(|()| p))
+                {
                     Ok(p) if p.description.is_empty() => "(no description)".to_string(),
                     Ok(p) => p.description,
                     Err(e) => format!("(invalid: {})", crate::error::one_line(&e)),
                 },
-                Ok(None) => continue,
+                Ok(None) => match std::fs::read_link(&file) {
+                    Ok(to) => format!("(invalid: a symlink to {}, which does not exist)", to.display()),
+                    Err(_) => continue,
+                },
                 Err(e) => format!("(invalid: {})", crate::error::io_text(&e)),
             };
             lines.push(format!("  {name:<12} {desc}\n  {:<12} {}", "", file.display()));
