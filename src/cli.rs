@@ -23,6 +23,13 @@ pub enum Command {
     ProfileList,
     /// `snug profile show NAME` (SPEC O3).
     ProfileShow(String),
+    /// `snug allow [DIR] [--revoke]`: allow DIR's `.snug.toml` as it is now (SPEC P6).
+    Allow {
+        /// DIR; `None`: the current directory.
+        dir: Option<PathBuf>,
+        /// Forget the allowance instead.
+        revoke: bool,
+    },
     /// `snug completions SHELL`: the shell completion script (SPEC O7).
     Completions(clap_complete::Shell),
     /// `snug manpage`: snug(1) in roff (SPEC O7).
@@ -86,6 +93,8 @@ pub struct RunArgs {
     pub name: Option<String>,
     /// `--jobs wait|grace|kill` (SPEC L4).
     pub jobs: crate::live::Jobs,
+    /// `--no-project`: do not apply DIR's `.snug.toml` (SPEC P6).
+    pub no_project: bool,
 }
 
 pub use crate::policy::Grants;
@@ -109,7 +118,7 @@ impl RunArgs {
     name = "snug",
     version,
     about = "Run a command in a bubblewrap sandbox: DIR writable, the rest of the system read-only or hidden",
-    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug ps [--json]\n       snug stop NAME [--now]\n       snug signal NAME SIG\n       snug exec NAME [--] [CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug completions bash|zsh|fish\n       snug manpage",
+    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug ps [--json]\n       snug stop NAME [--now]\n       snug signal NAME SIG\n       snug exec NAME [--] [CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug allow [--revoke] [DIR]\n       snug completions bash|zsh|fish\n       snug manpage",
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -121,6 +130,9 @@ struct Cli {
     /// Do not use the default profiles @sys @home @cwd-rw @parent-ro
     #[arg(long)]
     no_defaults: bool,
+    /// Do not apply DIR's .snug.toml (see snug allow)
+    #[arg(long)]
+    no_project: bool,
     /// Print the mode, the policy and the bwrap command line; start nothing
     #[arg(short = 'n', long)]
     dry_run: bool,
@@ -179,6 +191,15 @@ enum Sub {
         #[command(subcommand)]
         what: ProfileSub,
     },
+    /// Allow DIR's .snug.toml as it is now (its SHA-256 is recorded); --revoke forgets it
+    Allow {
+        /// The project directory [default: .]
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Forget the allowance
+        #[arg(long)]
+        revoke: bool,
+    },
     /// Print the completion script for SHELL (bash, zsh, fish)
     Completions {
         /// The shell
@@ -229,7 +250,7 @@ enum ProfileSub {
 }
 
 /// Words that name a subcommand; a DIR spelt so must be written with a path (`./doctor`).
-const SUBCOMMANDS: [&str; 8] = ["doctor", "profile", "completions", "manpage", "ps", "stop", "signal", "exec"];
+const SUBCOMMANDS: [&str; 9] = ["doctor", "profile", "allow", "completions", "manpage", "ps", "stop", "signal", "exec"];
 
 /// Parse snug's own command line. `--help` and `--version` print and exit 0 here.
 ///
@@ -269,6 +290,7 @@ where
         Some(Sub::Doctor) => return Ok(Command::Doctor),
         Some(Sub::Profile { what: ProfileSub::List }) => return Ok(Command::ProfileList),
         Some(Sub::Profile { what: ProfileSub::Show { name } }) => return Ok(Command::ProfileShow(name)),
+        Some(Sub::Allow { dir, revoke }) => return Ok(Command::Allow { dir, revoke }),
         Some(Sub::Completions { shell }) => return Ok(Command::Completions(shell)),
         Some(Sub::Manpage) => return Ok(Command::Manpage),
         Some(Sub::Ps { json }) => return Ok(Command::Ps { json }),
@@ -329,6 +351,7 @@ where
 
         name: cli.name,
         jobs: cli.jobs.as_deref().and_then(crate::live::Jobs::from_word).unwrap_or_default(),
+        no_project: cli.no_project,
     })))
 }
 

@@ -23,6 +23,7 @@ mod payload_args;
 mod pidfd;
 mod policy;
 mod profiles;
+mod project;
 mod quote;
 mod relay;
 mod report;
@@ -107,6 +108,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         Command::Doctor => std::process::exit(doctor::run()),
         Command::ProfileList => return print(profiles::list()?),
         Command::ProfileShow(name) => return print(policy::show(&name)?),
+        Command::Allow { dir, revoke } => return print(project::allow(dir.as_deref(), revoke)?),
         Command::Completions(shell) => return print(manual::completions(shell)),
         Command::Manpage => return print(manual::manpage()?),
         Command::Ps { json } => return print(live::ps::ps(json)?),
@@ -140,7 +142,8 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
             ));
         }
     }
-    let request = policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), args.grants.clone());
+    let grants = args.grants.clone();
+    let request = policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
     let mut policy = policy::resolve(&request)?;
     let visible = |p: &std::path::Path| policy.shows(p);
     if let Some(line) = hints::git_worktree(&policy.target, &visible) {

@@ -128,6 +128,8 @@ pub struct Request {
     pub config_dirs: Vec<PathBuf>,
     /// `--ro`, `--rw`, `--tmpfs`, `-e` (SPEC P5), applied after every profile.
     pub grants: Grants,
+    /// Apply DIR's `.snug.toml` once allowed (SPEC P6); `--no-project` clears it.
+    pub project: bool,
 }
 
 /// Resolve `req` on this machine: [`resolve_with`] and the real host.
@@ -178,6 +180,14 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let mut order: Vec<Profile> = Vec::new();
     for name in &names {
         visit(name, &mut Vec::new(), &mut order, &req.config_dirs, host)?;
+    }
+    // DIR's own policy after the caller's profiles, before the command line's grants (P6).
+    let project = if req.project { crate::project::load(&vars.target, &req.host_env, host)? } else { None };
+    if let Some((p, more)) = project {
+        for name in &more {
+            visit(name, &mut vec![p.name.clone()], &mut order, &req.config_dirs, host)?;
+        }
+        order.push(p);
     }
     let grants = grants::as_profiles(&req.grants, &req.host_env);
     let in_effect: Vec<String> = order.iter().map(|p| p.name.clone()).collect();
@@ -304,7 +314,14 @@ fn io_text(e: &std::io::Error) -> String {
 /// The [`Request`] for `profiles` (`-p`), `no_defaults` and `dir` (`None`: the current
 /// directory) on this host. When HOME is unset (`env -i snug …`) it comes from the passwd
 /// entry of the real uid (getpwuid_r(3)).
-pub fn request_from_host(profiles: &[String], no_defaults: bool, dir: Option<PathBuf>, grants: Grants) -> Request {
+/// `project`: apply DIR's `.snug.toml` (SPEC P6).
+pub fn request_from_host(
+    profiles: &[String],
+    no_defaults: bool,
+    dir: Option<PathBuf>,
+    grants: Grants,
+    project: bool,
+) -> Request {
     let mut env = host_env();
     if !env.iter().any(|(k, _)| k == "HOME") {
         if let Some(home) = passwd_home() {
@@ -318,6 +335,7 @@ pub fn request_from_host(profiles: &[String], no_defaults: bool, dir: Option<Pat
         config_dirs: profiles::config_dirs(&env),
         host_env: env,
         grants,
+        project,
     }
 }
 
