@@ -19,8 +19,11 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// `snug doctor`: check the host (SPEC O2).
     Doctor,
-    /// `snug profile list` (SPEC O3).
-    ProfileList,
+    /// `snug profile list` (SPEC O3); `--names`: only the names, one a line, for completion.
+    ProfileList {
+        /// Only the names (hidden: for the completion scripts, SPEC O7).
+        names: bool,
+    },
     /// `snug profile show NAME` (SPEC O3).
     ProfileShow(String),
     /// `snug allow [DIR] [--revoke]`: allow DIR's `.snug.toml` as it is now (SPEC P6).
@@ -32,12 +35,17 @@ pub enum Command {
     },
     /// `snug completions SHELL`: the shell completion script (SPEC O7).
     Completions(clap_complete::Shell),
-    /// `snug manpage`: snug(1) in roff (SPEC O7).
-    Manpage,
+    /// `snug manpage [--dir DIR]`: snug(1) in roff, or every page written into DIR (SPEC O7).
+    Manpage {
+        /// Where to write every page; `None`: print snug(1).
+        dir: Option<PathBuf>,
+    },
     /// `snug ps [--json]`: the caller's live sandboxes (SPEC L1).
     Ps {
         /// One JSON array instead of a table.
         json: bool,
+        /// Only the names, one a line (hidden: for the completion scripts, SPEC O7).
+        names: bool,
     },
     /// `snug stop NAME [--now]` (SPEC L2).
     Stop {
@@ -205,13 +213,19 @@ enum Sub {
         /// The shell
         shell: clap_complete::Shell,
     },
-    /// Print the manual page snug(1) in roff
-    Manpage,
+    /// Print the manual page snug(1) in roff, or write every snug page into DIR
+    Manpage {
+        /// Write snug.1, snug-ps.1, ... into DIR instead
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// List your live sandboxes (root: everyone's)
     Ps {
         /// One JSON array
         #[arg(long)]
         json: bool,
+        #[arg(long, hide = true)]
+        names: bool,
     },
     /// Stop a live sandbox as `kill -TERM` of its snug would, and wait until it is gone
     Stop {
@@ -241,7 +255,10 @@ enum Sub {
 #[derive(Subcommand, Debug)]
 enum ProfileSub {
     /// List builtin and user profiles
-    List,
+    List {
+        #[arg(long, hide = true)]
+        names: bool,
+    },
     /// Show one profile as written
     Show {
         /// Profile name (@builtin or a user profile)
@@ -288,12 +305,12 @@ where
     };
     match cli.sub {
         Some(Sub::Doctor) => return Ok(Command::Doctor),
-        Some(Sub::Profile { what: ProfileSub::List }) => return Ok(Command::ProfileList),
+        Some(Sub::Profile { what: ProfileSub::List { names } }) => return Ok(Command::ProfileList { names }),
         Some(Sub::Profile { what: ProfileSub::Show { name } }) => return Ok(Command::ProfileShow(name)),
         Some(Sub::Allow { dir, revoke }) => return Ok(Command::Allow { dir, revoke }),
         Some(Sub::Completions { shell }) => return Ok(Command::Completions(shell)),
-        Some(Sub::Manpage) => return Ok(Command::Manpage),
-        Some(Sub::Ps { json }) => return Ok(Command::Ps { json }),
+        Some(Sub::Manpage { dir }) => return Ok(Command::Manpage { dir }),
+        Some(Sub::Ps { json, names }) => return Ok(Command::Ps { json, names }),
         Some(Sub::Stop { name, now }) => return Ok(Command::Stop { name, now }),
         Some(Sub::Signal { name, sig }) => {
             let Some(n) = crate::signals::parse(&sig) else {

@@ -323,6 +323,19 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// `snug profile list --names`: every profile `-p` can name, builtins first, one a line
+/// (for the completion scripts, SPEC O7).
+pub fn names() -> String {
+    let mut out: Vec<String> = BUILTINS.iter().map(|s| s.to_string()).collect();
+    for dir in host_dirs() {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let mut found: Vec<String> = entries.filter_map(|e| file_stem_if_profile(&e.ok()?.path())).collect();
+        found.sort();
+        out.extend(found.into_iter().filter(|n| !out.contains(n)).collect::<Vec<_>>());
+    }
+    out.iter().map(|n| format!("{n}\n")).collect()
+}
+
 fn file_stem_if_profile(file: &Path) -> Option<String> {
     if file.extension()? != "toml" {
         return None;

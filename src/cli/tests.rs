@@ -53,7 +53,7 @@ fn r1_default_command_is_a_shell() {
 fn o2_o3_subcommands_and_dir_spelt_like_one() {
     let p = |a: &[&str]| parse_from(std::iter::once("snug").chain(a.iter().copied())).ok();
     assert_eq!(p(&["doctor"]), Some(Command::Doctor));
-    assert_eq!(p(&["profile", "list"]), Some(Command::ProfileList));
+    assert_eq!(p(&["profile", "list"]), Some(Command::ProfileList { names: false }));
     assert_eq!(p(&["profile", "show", "@sys"]), Some(Command::ProfileShow("@sys".into())));
     assert_eq!(run(&["./doctor"]).dir, Some(PathBuf::from("./doctor")));
     assert_eq!(run(&["./profile", "--", "x"]).dir, Some(PathBuf::from("./profile")));

@@ -111,3 +111,18 @@ pub fn ps(json: bool) -> anyhow::Result<String> {
     }
     Ok(out)
 }
+
+/// `snug ps --names`: the names of the caller's live runs, one a line (for the completion
+/// scripts, SPEC O7).
+pub fn names() -> String {
+    let mut out = String::new();
+    for (dir, uid) in super::dirs_to_scan() {
+        for (name, path) in super::sockets_in(&dir, uid) {
+            if row(&name, &path).is_some() {
+                out.push_str(&name);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
