@@ -107,6 +107,10 @@ pub struct RunRecord {
     keys: u32,
     end: Option<Instant>,
     error: Option<String>,
+    /// Wall-clock time of [`RunRecord::new`], for `started_at`.
+    wall_start: std::time::SystemTime,
+    /// The command, DIR, bounds and usage (O5).
+    context: Context,
 }
 
 impl Default for RunRecord {
@@ -138,6 +142,8 @@ impl RunRecord {
             keys: 0,
             end: None,
             error: None,
+            wall_start: std::time::SystemTime::now(),
+            context: Context::default(),
         }
     }
 
@@ -291,6 +297,16 @@ impl RunRecord {
         }
     }
 
+    /// The report's context to fill in: command, DIR, bounds, usage (O5).
+    pub fn context(&mut self) -> &mut Context {
+        &mut self.context
+    }
+
+    /// `--timeout`'s duration for people (`0.5 s`), when one is set (O6).
+    pub fn timeout_text(&self) -> Option<String> {
+        self.timeout.map(reason::seconds)
+    }
+
     /// snug's own failure, as its one-line message (the report's `error`).
     pub fn error(&mut self, line: String) {
         self.error = Some(line);
@@ -317,6 +333,9 @@ fn count_pinned(init: &Pinned) -> Option<u32> {
     (!init.exited()).then_some(n)
 }
 
+mod context;
 mod json;
+mod reason;
+pub use context::Context;
 #[cfg(test)]
 mod tests;
