@@ -111,8 +111,9 @@ fn o6_timeout_says_so_on_stderr() {
 }
 
 /// README "In CI": examples/ci-job.sh, started in its own process group as a runner starts a
-/// job and cancelled as runners cancel (TERM to the job's process group), ends only once the
-/// report is complete (grace expired: the payload ignores TERM). The control is the same
+/// job and cancelled as runners cancel (TERM to the job's process group: GitLab's shell
+/// executor, Buildkite; INT to the job's process alone: GitHub Actions), ends only once the
+/// report is complete (grace expired: the payload ignores both). The control is the same
 /// script without `exec`: its shell dies of the TERM at once, and when the job has ended the
 /// report is still empty (snug is in its grace). Fails without `exec`: that control.
 #[test]
@@ -120,7 +121,7 @@ fn o5_ci_job_script_report_is_complete_when_the_job_ends() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci-job.sh");
     let text = std::fs::read_to_string(&script).expect("examples/ci-job.sh");
     for who in everyone() {
-        for exec in [true, false] {
+        for (exec, sig, group) in [(true, libc::SIGTERM, true), (true, libc::SIGINT, false), (false, libc::SIGTERM, true)] {
             let dir = workdir(who);
             let job = dir.path().join("job.sh");
             let body = if exec { text.clone() } else { text.replace("\nexec snug ", "\nsnug ") };
@@ -128,21 +129,25 @@ fn o5_ci_job_script_report_is_complete_when_the_job_ends() {
             std::fs::write(&job, body).expect("write job");
             let bin = snug_for(who);
             let path = format!("{}:/usr/bin:/bin", bin.parent().expect("bindir").display());
-            let payload = "trap '' TERM; touch ready; sleep 20";
+            let payload = "trap '' TERM INT; touch ready; sleep 20";
             let mut c = cmd_as(who, dir.path(), "sh", &[job.to_str().expect("utf8"), "sh", "-c", payload]);
             c.env("PATH", path).env("SNUG_REPORT", dir.path().join("report.json")).env("SNUG_TIMEOUT", "60s");
             // Only the job's own process is waited for, as a runner does (not its pipes).
             c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
             let mut job = spawn_own_group(&mut c);
             assert!(until(Duration::from_secs(15), || dir.path().join("ready").exists()), "{who:?}: job started");
-            kill_group(job.id() as i32, libc::SIGTERM);
+            if group {
+                kill_group(job.id() as i32, sig);
+            } else {
+                kill(job.id(), sig);
+            }
             let status = wait_bounded(&mut job, Duration::from_secs(15)).expect("the job ends");
             // The job has ended: what the runner would keep now.
             let v = report_of(&dir.path().join("report.json"));
             if exec {
-                assert_eq!(code(status), 128 + libc::SIGTERM, "{who:?}");
+                assert_eq!(code(status), 128 + sig, "{who:?}");
                 assert_eq!(v["ended_by"], "grace_expired", "{who:?}: {v}");
-                assert_eq!(v["signals"][0]["name"], "TERM", "{v}");
+                assert_eq!(v["signals"][0]["number"], sig, "{v}");
                 assert!(v["reason"].as_str().is_some_and(|r| r.contains("did not end within the grace")), "{v}");
                 assert!(v["usage"].is_object() && v["started_at"].is_string(), "{v}");
             } else {
