@@ -278,6 +278,14 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
     }
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut lines = Vec::new();
+    // Each profile read once however many chains include it; an error kept as its line.
+    let mut cache: BTreeMap<String, Result<Profile, String>> = BTreeMap::new();
+    let mut cached = |n: &str| {
+        let r = cache
+            .entry(n.to_string())
+            .or_insert_with(|| load(n, dirs, &RealHost).map_err(|e| crate::error::one_line(&e)));
+        r.clone().map_err(|e| failure(POLICY, e))
+    };
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
@@ -295,7 +303,7 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
             let desc = match RealHost.read(&file) {
                 // SPEC P4: what `-p NAME` would refuse is marked here, includes followed.
                 Ok(Some(text)) => match parse(&name, &file, &text)
-                    .and_then(|p| crate::policy::check_includes(&name, dirs, &RealHost).map(|()| p))
+                    .and_then(|p| crate::policy::check_includes(&name, &mut cached).map(|()| p))
                 {
                     Ok(p) if p.description.is_empty() => "(no description)".to_string(),
                     Ok(p) => p.description,
