@@ -154,7 +154,8 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         }
     }
     let grants = args.grants.clone();
-    let request = policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
+    let request =
+        policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
     let mut policy = policy::resolve(&request)?;
     record.context().dir = Some(policy.target.clone());
     let visible = |p: &std::path::Path| policy.shows(p);

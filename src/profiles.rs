@@ -4,6 +4,7 @@
 //! A profile is kept here as written: paths still hold their `{home}`, `{target}` and
 //! `{target_parent}` placeholders. [`crate::policy`] expands and merges them.
 
+pub mod includes;
 pub mod toolchains;
 
 use std::collections::BTreeMap;
@@ -303,7 +304,7 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
             let desc = match RealHost.read(&file) {
                 // SPEC P4: what `-p NAME` would refuse is marked here, includes followed.
                 Ok(Some(text)) => match parse(&name, &file, &text)
-                    .and_then(|p| crate::policy::check_includes(&name, &mut cached).map(|()| p))
+                    .and_then(|p| includes::check_includes(&name, &mut cached).map(|()| p))
                 {
                     Ok(p) if p.description.is_empty() => "(no description)".to_string(),
                     Ok(p) => p.description,

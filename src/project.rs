@@ -51,9 +51,7 @@ struct ProjectFile {
 /// XDG Base Directory spec; a relative value is ignored, as it says).
 pub fn state_dir(env: &[(String, String)]) -> Option<PathBuf> {
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| PathBuf::from(v)).filter(|p| p.is_absolute());
-    get("XDG_STATE_HOME")
-        .map(|s| s.join("snug"))
-        .or_else(|| get("HOME").map(|h| h.join(".local/state/snug")))
+    get("XDG_STATE_HOME").map(|s| s.join("snug")).or_else(|| get("HOME").map(|h| h.join(".local/state/snug")))
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -81,7 +79,11 @@ fn record(state: &Path, target: &Path) -> (PathBuf, PathBuf) {
 ///
 /// # Errors
 /// [`POLICY`] (77): a file not allowed, changed since allowed, unreadable or not valid.
-pub fn load(target: &Path, env: &[(String, String)], host: &dyn Host) -> anyhow::Result<Option<(Profile, Vec<String>)>> {
+pub fn load(
+    target: &Path,
+    env: &[(String, String)],
+    host: &dyn Host,
+) -> anyhow::Result<Option<(Profile, Vec<String>)>> {
     let file = target.join(FILE);
     if host.lstat(&file) == Entry::Missing {
         return Ok(None);

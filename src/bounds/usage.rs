@@ -48,7 +48,13 @@ fn number(dir: &Path, file: &str) -> Option<u64> {
 /// Read what the cgroups in `dirs` (this run's, [`super::apply`]) recorded, with
 /// `getrusage(2)` for what they do not hold.
 pub fn read(dirs: &[std::path::PathBuf]) -> Usage {
-    let mut u = Usage { peak_memory_of: "largest_process", cpu_of: "waited_processes", procs_by: "rlimit", memory_by: "none", ..Usage::default() };
+    let mut u = Usage {
+        peak_memory_of: "largest_process",
+        cpu_of: "waited_processes",
+        procs_by: "rlimit",
+        memory_by: "none",
+        ..Usage::default()
+    };
     for d in dirs {
         let v2 = d.join("cgroup.controllers").exists();
         let word = if v2 { "cgroup-v2" } else { "cgroup-v1" };
@@ -65,7 +71,8 @@ pub fn read(dirs: &[std::path::PathBuf]) -> Usage {
         let peak = if v2 { number(d, "memory.peak") } else { number(d, "memory.max_usage_in_bytes") };
         if d.join(if v2 { "memory.max" } else { "memory.limit_in_bytes" }).exists() {
             u.memory_by = word;
-            u.oom_kills = if v2 { keyed(d, "memory.events", "oom_kill") } else { keyed(d, "memory.oom_control", "oom_kill") };
+            u.oom_kills =
+                if v2 { keyed(d, "memory.events", "oom_kill") } else { keyed(d, "memory.oom_control", "oom_kill") };
             if peak.is_some() {
                 u.peak_memory_bytes = peak;
                 u.peak_memory_of = "sandbox";

@@ -55,7 +55,8 @@ fn o5_report_gives_command_dir_start_usage_bounds_reason() {
 fn o5_oom_kill_is_reported() {
     let who = Who::Root;
     let dir = workdir(who);
-    let o = snug_run(who, dir.path(), &["--report", "r.json", "--memory", "64M", "--", "sh", "-c", "tail /dev/zero"], &[]);
+    let o =
+        snug_run(who, dir.path(), &["--report", "r.json", "--memory", "64M", "--", "sh", "-c", "tail /dev/zero"], &[]);
     if o.status.code() == Some(69) {
         eprintln!("no memory cgroup here: {}", o.err);
         return;
@@ -65,7 +66,10 @@ fn o5_oom_kill_is_reported() {
     assert!(v["bounds"]["oom_kills"].as_u64().is_some_and(|n| n >= 1), "{v}");
     assert_eq!(v["bounds"]["memory"], 64 << 20, "{v}");
     assert_eq!(v["usage"]["peak_memory_of"], "sandbox", "{v}");
-    assert!(v["reason"].as_str().is_some_and(|r| r.contains("hit its memory bound of 64 MiB") && r.contains("OOM killer")), "{v}");
+    assert!(
+        v["reason"].as_str().is_some_and(|r| r.contains("hit its memory bound of 64 MiB") && r.contains("OOM killer")),
+        "{v}"
+    );
     let o = snug_run(who, dir.path(), &["--report", "r.json", "--memory", "64M", "--", "sh", "-c", "kill -9 $$"], &[]);
     assert_eq!(code(o.status), 128 + 9, "{}", o.err);
     let v = report_of(&dir.path().join("r.json"));
@@ -121,7 +125,9 @@ fn o5_ci_job_script_report_is_complete_when_the_job_ends() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci-job.sh");
     let text = std::fs::read_to_string(&script).expect("examples/ci-job.sh");
     for who in everyone() {
-        for (exec, sig, group) in [(true, libc::SIGTERM, true), (true, libc::SIGINT, false), (false, libc::SIGTERM, true)] {
+        for (exec, sig, group) in
+            [(true, libc::SIGTERM, true), (true, libc::SIGINT, false), (false, libc::SIGTERM, true)]
+        {
             let dir = workdir(who);
             let job = dir.path().join("job.sh");
             let body = if exec { text.clone() } else { text.replace("\nexec snug ", "\nsnug ") };

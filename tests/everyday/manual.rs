@@ -11,7 +11,8 @@ fn references(roff: &str) -> Vec<String> {
     let mut out = Vec::new();
     let b = text.as_bytes();
     for (i, _) in text.match_indices("(1)") {
-        let start = text[..i].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')).map_or(0, |s| s + 1);
+        let start =
+            text[..i].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')).map_or(0, |s| s + 1);
         if start < i && b[start].is_ascii_alphabetic() {
             out.push(text[start..i].to_string());
         }
@@ -29,11 +30,10 @@ fn o7_man_pages_name_only_pages_that_exist() {
     let dir = tempfile::tempdir().expect("tempdir");
     let o = run_bounded(Command::new(snug()).args(["manpage", "--dir"]).arg(dir.path()), crate::LIMIT);
     assert_eq!(o.status.code(), Some(0), "{}", o.err);
-    let pages: Vec<String> = std::fs::read_dir(dir.path())
-        .expect("dir")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .collect();
-    for want in ["snug.1", "snug-ps.1", "snug-stop.1", "snug-signal.1", "snug-exec.1", "snug-doctor.1", "snug-allow.1"] {
+    let pages: Vec<String> =
+        std::fs::read_dir(dir.path()).expect("dir").filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+    for want in ["snug.1", "snug-ps.1", "snug-stop.1", "snug-signal.1", "snug-exec.1", "snug-doctor.1", "snug-allow.1"]
+    {
         assert!(pages.iter().any(|p| p == want), "{want} in {pages:?}");
     }
     assert!(pages.iter().any(|p| p == "snug-profile-list.1"), "{pages:?}");

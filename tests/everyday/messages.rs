@@ -13,7 +13,11 @@ fn o7_bare_builtin_name_suggests_the_at_form() {
         let dir = workdir(who);
         let o = snug_run(who, dir.path(), &["-n", "-p", "net", "--", "true"], &[]);
         assert_eq!(o.status.code(), Some(77), "{who:?}: {}", o.err);
-        assert!(o.err.starts_with("snug: unknown profile net:") && o.err.ends_with("; did you mean @net?\n"), "{}", o.err);
+        assert!(
+            o.err.starts_with("snug: unknown profile net:") && o.err.ends_with("; did you mean @net?\n"),
+            "{}",
+            o.err
+        );
         let o = snug_run(who, dir.path(), &["-n", "-p", "nosuch", "--", "true"], &[]);
         assert_eq!(o.status.code(), Some(77), "{who:?}: {}", o.err);
         assert!(!o.err.contains("did you mean"), "control: {}", o.err);

@@ -48,8 +48,18 @@ fn p6_project_file_needs_allow() {
         give(who, dir.path());
         let o = run(&probe);
         assert_eq!(o.status.code(), Some(77), "{who:?}: {}", o.err);
-        assert!(o.err.starts_with(&format!("snug: {file} changed since you allowed it: review it (diff -u {st}/snug/allowed/")), "{}", o.err);
-        assert!(o.err.ends_with(&format!(".toml {file}), then snug allow {d}, or run with --no-project\n")), "{}", o.err);
+        assert!(
+            o.err.starts_with(&format!(
+                "snug: {file} changed since you allowed it: review it (diff -u {st}/snug/allowed/"
+            )),
+            "{}",
+            o.err
+        );
+        assert!(
+            o.err.ends_with(&format!(".toml {file}), then snug allow {d}, or run with --no-project\n")),
+            "{}",
+            o.err
+        );
         // The diff it names runs and shows the edit.
         let cmd = o.err.split("(diff -u ").nth(1).and_then(|r| r.split(')').next()).expect("diff command");
         let diff = std::process::Command::new("sh").arg("-c").arg(format!("diff -u {cmd}")).output().expect("diff");
