@@ -96,3 +96,18 @@ fn p5_o5_o6_grants_report_timeout() {
         assert!(usage_error(&["--report", bad]).contains("--report"), "{bad}");
     }
 }
+
+/// P6, O7: `allow [--revoke] [DIR]`, `--no-project`, `manpage --dir`, and the hidden
+/// `--names` helpers the completion scripts call; `allow` spelt as a DIR needs a path.
+#[test]
+fn p6_o7_allow_no_project_manpage_dir_names() {
+    let p = |a: &[&str]| parse_from(std::iter::once("snug").chain(a.iter().copied())).ok();
+    assert_eq!(p(&["allow"]), Some(Command::Allow { dir: None, revoke: false }));
+    assert_eq!(p(&["allow", "--revoke", "x"]), Some(Command::Allow { dir: Some("x".into()), revoke: true }));
+    assert!(run(&["--no-project", "--", "true"]).no_project);
+    assert!(!run(&["--", "true"]).no_project);
+    assert_eq!(p(&["manpage", "--dir", "/m"]), Some(Command::Manpage { dir: Some("/m".into()) }));
+    assert_eq!(p(&["profile", "list", "--names"]), Some(Command::ProfileList { names: true }));
+    assert_eq!(p(&["ps", "--names"]), Some(Command::Ps { json: false, names: true }));
+    assert!(usage_error(&["-v", "allow"]).contains("./allow"));
+}
