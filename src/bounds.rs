@@ -9,6 +9,7 @@
 //! can be made is an error (69).
 
 pub mod cgroup;
+pub mod usage;
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
@@ -153,7 +154,11 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
                 match &memory {
                     Mechanism::Cgroup(w) => make(w, vec![(mem_file(w), bytes.to_string())])?,
                     m => {
-                        return Err(failure(UNAVAILABLE, format!("--memory cannot be enforced here: {}", m.describe())))
+                        let how = "run snug in a delegated cgroup (systemd-run --user --scope -p Delegate=yes snug …) or as root";
+                        return Err(failure(
+                            UNAVAILABLE,
+                            format!("--memory cannot be enforced here: {}; {how}", m.describe()),
+                        ));
                     }
                 }
             }
@@ -163,6 +168,12 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
         crate::log::log!("bound: RLIMIT_NPROC={} in the sandbox's user namespace", limits.max_procs);
     }
     Ok(out)
+}
+
+/// What the sandbox used and which bounds it hit, from this run's cgroups (call once the
+/// sandbox is gone, before [`cleanup`]).
+pub fn usage() -> usage::Usage {
+    usage::read(&CREATED.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// Remove the cgroups this run created (the sandbox is gone by now).

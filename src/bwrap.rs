@@ -167,6 +167,7 @@ pub(crate) mod golden {
             host_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             config_dirs: vec![PathBuf::from("/home/u/.config/snug/profiles.d")],
             grants: Default::default(),
+            project: false,
         }
     }
 
@@ -283,6 +284,7 @@ mod tests {
             host_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             config_dirs: vec![],
             grants: Default::default(),
+            project: false,
         };
         let policy = crate::policy::resolve(&req).expect("resolves");
         let script = "set -e; touch ./ok; if touch ../no 2>/dev/null || touch /usr/no 2>/dev/null; then exit 3; fi; \

@@ -19,18 +19,33 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// `snug doctor`: check the host (SPEC O2).
     Doctor,
-    /// `snug profile list` (SPEC O3).
-    ProfileList,
+    /// `snug profile list` (SPEC O3); `--names`: only the names, one a line, for completion.
+    ProfileList {
+        /// Only the names (hidden: for the completion scripts, SPEC O7).
+        names: bool,
+    },
     /// `snug profile show NAME` (SPEC O3).
     ProfileShow(String),
+    /// `snug allow [DIR] [--revoke]`: allow DIR's `.snug.toml` as it is now (SPEC P6).
+    Allow {
+        /// DIR; `None`: the current directory.
+        dir: Option<PathBuf>,
+        /// Forget the allowance instead.
+        revoke: bool,
+    },
     /// `snug completions SHELL`: the shell completion script (SPEC O7).
     Completions(clap_complete::Shell),
-    /// `snug manpage`: snug(1) in roff (SPEC O7).
-    Manpage,
+    /// `snug manpage [--dir DIR]`: snug(1) in roff, or every page written into DIR (SPEC O7).
+    Manpage {
+        /// Where to write every page; `None`: print snug(1).
+        dir: Option<PathBuf>,
+    },
     /// `snug ps [--json]`: the caller's live sandboxes (SPEC L1).
     Ps {
         /// One JSON array instead of a table.
         json: bool,
+        /// Only the names, one a line (hidden: for the completion scripts, SPEC O7).
+        names: bool,
     },
     /// `snug stop NAME [--now]` (SPEC L2).
     Stop {
@@ -86,6 +101,8 @@ pub struct RunArgs {
     pub name: Option<String>,
     /// `--jobs wait|grace|kill` (SPEC L4).
     pub jobs: crate::live::Jobs,
+    /// `--no-project`: do not apply DIR's `.snug.toml` (SPEC P6).
+    pub no_project: bool,
 }
 
 pub use crate::policy::Grants;
@@ -114,7 +131,7 @@ impl RunArgs {
     name = "snug",
     version,
     about = "Run a command in a bubblewrap sandbox: DIR writable, the rest of the system read-only or hidden",
-    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug ps [--json]\n       snug stop NAME [--now]\n       snug signal NAME SIG\n       snug exec NAME [--] [CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug completions bash|zsh|fish\n       snug manpage",
+    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug ps [--json]\n       snug stop NAME [--now]\n       snug signal NAME SIG\n       snug exec NAME [--] [CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug allow [--revoke] [DIR]\n       snug completions bash|zsh|fish\n       snug manpage",
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -126,6 +143,9 @@ struct Cli {
     /// Do not use the default profiles @sys @home @cwd-rw @parent-ro
     #[arg(long)]
     no_defaults: bool,
+    /// Do not apply DIR's .snug.toml (see snug allow)
+    #[arg(long)]
+    no_project: bool,
     /// Print the mode, the policy and the bwrap command line; start nothing
     #[arg(short = 'n', long)]
     dry_run: bool,
@@ -184,18 +204,33 @@ enum Sub {
         #[command(subcommand)]
         what: ProfileSub,
     },
+    /// Allow DIR's .snug.toml as it is now (its SHA-256 is recorded); --revoke forgets it
+    Allow {
+        /// The project directory [default: .]
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Forget the allowance
+        #[arg(long)]
+        revoke: bool,
+    },
     /// Print the completion script for SHELL (bash, zsh, fish)
     Completions {
         /// The shell
         shell: clap_complete::Shell,
     },
-    /// Print the manual page snug(1) in roff
-    Manpage,
+    /// Print the manual page snug(1) in roff, or write every snug page into DIR
+    Manpage {
+        /// Write snug.1, snug-ps.1, ... into DIR instead
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// List your live sandboxes (root: everyone's)
     Ps {
         /// One JSON array
         #[arg(long)]
         json: bool,
+        #[arg(long, hide = true)]
+        names: bool,
     },
     /// Stop a live sandbox as `kill -TERM` of its snug would, and wait until it is gone
     Stop {
@@ -225,7 +260,10 @@ enum Sub {
 #[derive(Subcommand, Debug)]
 enum ProfileSub {
     /// List builtin and user profiles
-    List,
+    List {
+        #[arg(long, hide = true)]
+        names: bool,
+    },
     /// Show one profile as written
     Show {
         /// Profile name (@builtin or a user profile)
@@ -234,7 +272,7 @@ enum ProfileSub {
 }
 
 /// Words that name a subcommand; a DIR spelt so must be written with a path (`./doctor`).
-const SUBCOMMANDS: [&str; 8] = ["doctor", "profile", "completions", "manpage", "ps", "stop", "signal", "exec"];
+const SUBCOMMANDS: [&str; 9] = ["doctor", "profile", "allow", "completions", "manpage", "ps", "stop", "signal", "exec"];
 
 /// Parse snug's own command line. `--help` and `--version` print and exit 0 here.
 ///
@@ -272,11 +310,12 @@ where
     };
     match cli.sub {
         Some(Sub::Doctor) => return Ok(Command::Doctor),
-        Some(Sub::Profile { what: ProfileSub::List }) => return Ok(Command::ProfileList),
+        Some(Sub::Profile { what: ProfileSub::List { names } }) => return Ok(Command::ProfileList { names }),
         Some(Sub::Profile { what: ProfileSub::Show { name } }) => return Ok(Command::ProfileShow(name)),
+        Some(Sub::Allow { dir, revoke }) => return Ok(Command::Allow { dir, revoke }),
         Some(Sub::Completions { shell }) => return Ok(Command::Completions(shell)),
-        Some(Sub::Manpage) => return Ok(Command::Manpage),
-        Some(Sub::Ps { json }) => return Ok(Command::Ps { json }),
+        Some(Sub::Manpage { dir }) => return Ok(Command::Manpage { dir }),
+        Some(Sub::Ps { json, names }) => return Ok(Command::Ps { json, names }),
         Some(Sub::Stop { name, now }) => return Ok(Command::Stop { name, now }),
         Some(Sub::Signal { name, sig }) => {
             let Some(n) = crate::signals::parse(&sig) else {
@@ -334,6 +373,7 @@ where
 
         name: cli.name,
         jobs: cli.jobs.as_deref().and_then(crate::live::Jobs::from_word).unwrap_or_default(),
+        no_project: cli.no_project,
     })))
 }
 
@@ -342,58 +382,8 @@ pub fn definition() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
-/// `--report`'s value: `fd:N` names a descriptor, anything else a path.
-fn report_to(v: &str) -> anyhow::Result<ReportTo> {
-    match v.strip_prefix("fd:") {
-        Some(n) => n
-            .parse::<i32>()
-            .ok()
-            .filter(|n| *n >= 0)
-            .map(ReportTo::Fd)
-            .ok_or_else(|| failure(USAGE, format!("--report {v:?}: fd: needs a descriptor number, e.g. fd:3"))),
-        None if v.is_empty() => Err(failure(USAGE, "--report needs a path or fd:N")),
-        None => Ok(ReportTo::Path(PathBuf::from(v))),
-    }
-}
-
-/// A `--timeout` duration: numbers with units `h`, `m`, `s`, `ms`, summed (`1h30m`,
-/// `0.5s`); a bare number is seconds, as for timeout(1).
-fn duration(v: &str) -> anyhow::Result<Duration> {
-    let bad = || failure(USAGE, format!("--timeout {v:?}: not a duration (e.g. 90s, 10m, 1h30m, 0.5s)"));
-    if let Ok(secs) = v.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).map_err(|_| bad());
-    }
-    let mut total = 0f64;
-    let mut rest = v;
-    while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
-        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            _ => return Err(bad()),
-        };
-        total += n * scale;
-        rest = &rest[unit_len..];
-    }
-    if v.is_empty() {
-        return Err(bad());
-    }
-    Duration::try_from_secs_f64(total).map_err(|_| bad())
-}
-
-/// clap's error text up to its first blank line, as one line without the `error: ` prefix,
-/// pointing at `--help` for the rest.
-fn usage_line(rendered: &str) -> String {
-    let head = rendered.split("\n\n").next().unwrap_or(rendered);
-    let text = head.split_whitespace().collect::<Vec<_>>().join(" ");
-    let text = text.strip_prefix("error: ").unwrap_or(&text);
-    format!("{text} (see snug --help)")
-}
+mod values;
+use values::{duration, report_to, usage_line};
 
 #[cfg(test)]
 mod tests;

@@ -84,6 +84,45 @@ fn on_path(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
+/// After a DIR that cannot be used: when it names a program (an executable file, or a bare
+/// word on the caller's PATH), how to run it as the command instead (`; to run it as the
+/// command: snug -- /usr/bin/make`). Empty otherwise.
+pub fn dir_hint(dir: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let text = dir.to_string_lossy();
+    let program = dir.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        || on_path(&text, &caller_path()).is_some();
+    if program {
+        format!("; to run it as the command: snug -- {}", quote(&text))
+    } else {
+        String::new()
+    }
+}
+
+/// A DIR that is a git worktree (`.git` a file, `gitdir: …`, gitrepository-layout(5))
+/// whose repository, the common directory, the sandbox does not show: git inside says "not a
+/// git repository". The hint names the `--ro` that shows it. `visible` tells whether a
+/// host path is shown in the sandbox.
+pub fn git_worktree(target: &Path, visible: &dyn Fn(&Path) -> bool) -> Option<String> {
+    let text = std::fs::read_to_string(target.join(".git")).ok()?;
+    let gitdir = Path::new(text.strip_prefix("gitdir:")?.trim());
+    let gitdir = if gitdir.is_absolute() { gitdir.to_path_buf() } else { target.join(gitdir) };
+    let common = match std::fs::read_to_string(gitdir.join("commondir")) {
+        Ok(c) if Path::new(c.trim()).is_absolute() => PathBuf::from(c.trim()),
+        Ok(c) => gitdir.join(c.trim()),
+        Err(_) => gitdir,
+    };
+    let common = std::fs::canonicalize(&common).ok()?;
+    if common.starts_with(target) || visible(&common) {
+        return None;
+    }
+    let shown = quote(&common.to_string_lossy()).into_owned();
+    Some(format!(
+        "DIR is a git worktree whose repository {shown} is outside it: git in the sandbox will say \
+         \"not a git repository\"; add --ro {shown} to show it"
+    ))
+}
+
 /// The 127 message after `cmd: ` (SPEC O7): `command not found`, and when the caller's
 /// PATH has it under `$HOME` (hidden by `@home`), where it is and the profile that shows it.
 pub fn not_found(cmd: &str) -> String {

@@ -26,8 +26,9 @@ mod payload_args;
 mod pidfd;
 mod policy;
 mod profiles;
-mod pty;
+mod project;
 mod prompt;
+mod pty;
 mod quote;
 mod relay;
 mod report;
@@ -59,6 +60,10 @@ fn main() {
     let mut record = RunRecord::new();
     let mut sink = None;
     let outcome = run(&mut record, &mut sink).unwrap_or_else(Outcome::Fail);
+    // What the sandbox used, read before its cgroups go (O5); only once it was started.
+    if sink.is_some() && record.context().bounds.is_some() {
+        record.context().usage = Some(bounds::usage());
+    }
     bounds::cleanup(); // the sandbox is gone: remove this run's cgroups (SPEC K5)
     live::server::cleanup(); // and its control socket (SPEC L5)
     match settle(outcome, &mut record, sink) {
@@ -85,7 +90,9 @@ fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) 
     let ended_by = record.close(exit(&outcome));
     let outcome = match outcome {
         Outcome::Status(_) | Outcome::Signal(_) if ended_by == EndedBy::Timeout => {
-            log::log!("timed out: exit {}", error::TIMED_OUT);
+            // O6: a timeout is snug's decision, so it says so, once, whatever -v says.
+            let after = record.timeout_text().map(|t| format!(" ({t})")).unwrap_or_default();
+            log::say!("snug: the timeout{after} ended the run: exit {}", error::TIMED_OUT);
             Outcome::Status(error::TIMED_OUT << 8)
         }
         o => o,
@@ -110,11 +117,15 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     let args = match cli::parse()? {
         Command::Run(args) => args,
         Command::Doctor => std::process::exit(doctor::run()),
-        Command::ProfileList => return print(profiles::list()?),
+        Command::ProfileList { names: false } => return print(profiles::list()?),
+        Command::ProfileList { names: true } => return print(profiles::names()),
         Command::ProfileShow(name) => return print(policy::show(&name)?),
+        Command::Allow { dir, revoke } => return print(project::allow(dir.as_deref(), revoke)?),
         Command::Completions(shell) => return print(manual::completions(shell)),
-        Command::Manpage => return print(manual::manpage()?),
-        Command::Ps { json } => return print(live::ps::ps(json)?),
+        Command::Manpage { dir: None } => return print(manual::manpage()?),
+        Command::Manpage { dir: Some(d) } => return print(manual::install(&d)?),
+        Command::Ps { names: true, .. } => return print(live::ps::names()),
+        Command::Ps { json, .. } => return print(live::ps::ps(json)?),
         Command::Stop { name, now } => return live::stop::stop(&name, now),
         Command::Signal { name, sig } => return live::client::signal(&name, sig),
         Command::Exec { name, cmd } => return live::exec::run(&name, &cmd),
@@ -135,6 +146,8 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     }
     let name = args.name.clone().unwrap_or_else(|| live::generated_name(&cmd));
     record.name(&name);
+    record.context().argv = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    record.context().command = payload_args::lossy(&cmd);
     // A variable passed by name whose value is not text cannot be carried (profiles and the
     // bwrap command line hold UTF-8): refuse rather than leave it out unsaid (P5).
     for name in args.grants.env.iter().filter(|e| !e.contains('=')) {
@@ -145,8 +158,15 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
             ));
         }
     }
-    let request = policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), args.grants.clone());
+    let grants = args.grants.clone();
+    let request =
+        policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
     let mut policy = policy::resolve(&request)?;
+    record.context().dir = Some(policy.target.clone());
+    let visible = |p: &std::path::Path| policy.shows(p);
+    if let Some(line) = hints::git_worktree(&policy.target, &visible) {
+        log::say!("snug: {line}");
+    }
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     if args.default_shell() {
@@ -171,6 +191,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
         memory: args.memory.or(policy.memory),
     };
+    record.context().bounds = Some((limits.max_procs, limits.memory));
     if args.dry_run {
         let mut extra: Vec<(&str, Vec<String>)> = vec![("payload", payload_args::lossy(&cmd))];
         extra.extend(net.iter().map(|n| ("pasta", n.dry_run_line())));

@@ -34,6 +34,7 @@ use serde::Serialize;
 
 use crate::error::{failure, POLICY, USAGE};
 use crate::host::{host_env, passwd_home, Entry, Host, RealHost};
+use crate::profiles::includes::visit;
 use crate::profiles::{self, Profile};
 pub use values::optional;
 use values::{environment, expand, expand_value, normalise, Vars};
@@ -113,6 +114,14 @@ pub struct Policy {
     pub create: Vec<PathBuf>,
 }
 
+impl Policy {
+    /// Whether host path `p` is visible in the sandbox: the deepest mount above it is a bind.
+    pub fn shows(&self, p: &Path) -> bool {
+        let m = self.mounts.iter().filter(|m| p.starts_with(&m.dest)).max_by_key(|m| m.dest.components().count());
+        m.is_some_and(|m| matches!(m.kind, MountKind::Ro | MountKind::Rw))
+    }
+}
+
 /// What the caller asked for, with the host facts resolution depends on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
@@ -128,6 +137,8 @@ pub struct Request {
     pub config_dirs: Vec<PathBuf>,
     /// `--ro`, `--rw`, `--tmpfs`, `-e` (SPEC P5), applied after every profile.
     pub grants: Grants,
+    /// Apply DIR's `.snug.toml` once allowed (SPEC P6); `--no-project` clears it.
+    pub project: bool,
 }
 
 /// Resolve `req` on this machine: [`resolve_with`] and the real host.
@@ -153,13 +164,17 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         _ => return Err(failure(USAGE, "HOME must be set to an absolute path")),
     };
     let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let target = host.canonicalize(&dir).map_err(|e| failure(USAGE, format!("{}: {}", dir.display(), io_text(&e))))?;
+    // Named as the DIR argument: `snug /nope` is read as a directory, not a command (O7).
+    let target = host.canonicalize(&dir).map_err(|e| {
+        failure(USAGE, format!("DIR {}: {}{}", dir.display(), io_text(&e), crate::hints::dir_hint(&dir)))
+    })?;
     // bwrap's command line is text: a path that is not UTF-8 would name another directory.
     if target.to_str().is_none() || home.to_str().is_none() {
         return Err(failure(USAGE, format!("{}: DIR and HOME must be valid UTF-8", dir.display())));
     }
     if host.stat(&target) != Entry::Dir {
-        return Err(failure(USAGE, format!("{}: not a directory", dir.display())));
+        let hint = crate::hints::dir_hint(&dir);
+        return Err(failure(USAGE, format!("DIR {}: not a directory{hint}", dir.display())));
     }
     // A parent that is / would bind the whole host read-only, undoing @sys's short list: a
     // DIR directly below / gets no parent mount.
@@ -173,7 +188,15 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     names.extend(req.profiles.iter().cloned());
     let mut order: Vec<Profile> = Vec::new();
     for name in &names {
-        visit(name, &mut Vec::new(), &mut order, &req.config_dirs, host)?;
+        visit(name, &mut Vec::new(), &mut order, &mut |n| profiles::load(n, &req.config_dirs, host))?;
+    }
+    // DIR's own policy after the caller's profiles, before the command line's grants (P6).
+    let project = if req.project { crate::project::load(&vars.target, &req.host_env, host)? } else { None };
+    if let Some((p, more)) = project {
+        for name in &more {
+            visit(name, &mut vec![p.name.clone()], &mut order, &mut |n| profiles::load(n, &req.config_dirs, host))?;
+        }
+        order.push(p);
     }
     let grants = grants::as_profiles(&req.grants, &req.host_env);
     let in_effect: Vec<String> = order.iter().map(|p| p.name.clone()).collect();
@@ -297,7 +320,14 @@ fn io_text(e: &std::io::Error) -> String {
 /// The [`Request`] for `profiles` (`-p`), `no_defaults` and `dir` (`None`: the current
 /// directory) on this host. When HOME is unset (`env -i snug …`) it comes from the passwd
 /// entry of the real uid (getpwuid_r(3)).
-pub fn request_from_host(profiles: &[String], no_defaults: bool, dir: Option<PathBuf>, grants: Grants) -> Request {
+/// `project`: apply DIR's `.snug.toml` (SPEC P6).
+pub fn request_from_host(
+    profiles: &[String],
+    no_defaults: bool,
+    dir: Option<PathBuf>,
+    grants: Grants,
+    project: bool,
+) -> Request {
     let mut env = host_env();
     if !env.iter().any(|(k, _)| k == "HOME") {
         if let Some(home) = passwd_home() {
@@ -311,48 +341,8 @@ pub fn request_from_host(profiles: &[String], no_defaults: bool, dir: Option<Pat
         config_dirs: profiles::config_dirs(&env),
         host_env: env,
         grants,
+        project,
     }
-}
-
-/// How deep includes may nest below a requested profile (SPEC P4).
-pub const MAX_INCLUDE_DEPTH: usize = 32;
-
-/// Depth-first: a profile, then its includes; each profile once; a cycle is an error.
-fn visit(
-    name: &str,
-    chain: &mut Vec<String>,
-    order: &mut Vec<Profile>,
-    dirs: &[PathBuf],
-    host: &dyn Host,
-) -> anyhow::Result<()> {
-    if chain.iter().any(|c| c == name) {
-        chain.push(name.to_string());
-        return Err(failure(POLICY, format!("include cycle: {}", chain.join(" -> "))));
-    }
-    if order.iter().any(|p| p.name == name) {
-        return Ok(());
-    }
-    if chain.len() > MAX_INCLUDE_DEPTH {
-        // SPEC P4: a bound, so a 20,000-deep chain is an error, not a stack overflow.
-        let by = chain.last().map(String::as_str).unwrap_or_default();
-        let file = order.iter().find(|p| p.name == by).map(|p| p.source.label()).unwrap_or_default();
-        return Err(failure(
-            POLICY,
-            format!("profile {by} ({file}): include {name}: includes nest deeper than {MAX_INCLUDE_DEPTH}"),
-        ));
-    }
-    let p = profiles::load(name, dirs, host).map_err(|e| match chain.last() {
-        Some(by) => failure(POLICY, format!("{} (included by {by})", crate::error::one_line(&e))),
-        None => e,
-    })?;
-    let includes = p.include.clone();
-    order.push(p);
-    chain.push(name.to_string());
-    for inc in &includes {
-        visit(inc, chain, order, dirs, host)?;
-    }
-    chain.pop();
-    Ok(())
 }
 
 /// `@sys`'s host-dependent part: [`profiles::SYS_LINKS`] as on the host, existing

@@ -4,6 +4,7 @@
 //! A profile is kept here as written: paths still hold their `{home}`, `{target}` and
 //! `{target_parent}` placeholders. [`crate::policy`] expands and merges them.
 
+pub mod includes;
 pub mod toolchains;
 
 use std::collections::BTreeMap;
@@ -286,7 +287,9 @@ pub fn load(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<Pro
         }
     }
     let places: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    Err(failure(POLICY, format!("unknown profile {name}: no {name}.toml in {}", places.join(" or "))))
+    // Builtins are written with `@`; a bare builtin name is most likely that (`-p net`).
+    let meant = builtin(&format!("@{name}")).map(|_| format!("; did you mean @{name}?")).unwrap_or_default();
+    Err(failure(POLICY, format!("unknown profile {name}: no {name}.toml in {}{meant}", places.join(" or "))))
 }
 
 /// The user profile directories in search order: `$XDG_CONFIG_HOME/snug/profiles.d`
@@ -325,6 +328,14 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
     }
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut lines = Vec::new();
+    // Each profile read once however many chains include it; an error kept as its line.
+    let mut cache: BTreeMap<String, Result<Profile, String>> = BTreeMap::new();
+    let mut cached = |n: &str| {
+        let r = cache
+            .entry(n.to_string())
+            .or_insert_with(|| load(n, dirs, &RealHost).map_err(|e| crate::error::one_line(&e)));
+        r.clone().map_err(|e| failure(POLICY, e))
+    };
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
@@ -340,12 +351,18 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
                 continue;
             }
             let desc = match RealHost.read(&file) {
-                Ok(Some(text)) => match parse(&name, &file, &text) {
+                // SPEC P4: what `-p NAME` would refuse is marked here, includes followed.
+                Ok(Some(text)) => match parse(&name, &file, &text)
+                    .and_then(|p| includes::check_includes(&name, &mut cached).map(|()| p))
+                {
                     Ok(p) if p.description.is_empty() => "(no description)".to_string(),
                     Ok(p) => p.description,
                     Err(e) => format!("(invalid: {})", crate::error::one_line(&e)),
                 },
-                Ok(None) => continue,
+                Ok(None) => match std::fs::read_link(&file) {
+                    Ok(to) => format!("(invalid: a symlink to {}, which does not exist)", to.display()),
+                    Err(_) => continue,
+                },
                 Err(e) => format!("(invalid: {})", crate::error::io_text(&e)),
             };
             lines.push(format!("  {name:<12} {desc}\n  {:<12} {}", "", file.display()));
@@ -362,6 +379,19 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
         out.push('\n');
     }
     Ok(out)
+}
+
+/// `snug profile list --names`: every profile `-p` can name, builtins first, one a line
+/// (for the completion scripts, SPEC O7).
+pub fn names() -> String {
+    let mut out: Vec<String> = BUILTINS.iter().map(|s| s.to_string()).collect();
+    for dir in host_dirs() {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let mut found: Vec<String> = entries.filter_map(|e| file_stem_if_profile(&e.ok()?.path())).collect();
+        found.sort();
+        out.extend(found.into_iter().filter(|n| !out.contains(n)).collect::<Vec<_>>());
+    }
+    out.iter().map(|n| format!("{n}\n")).collect()
 }
 
 fn file_stem_if_profile(file: &Path) -> Option<String> {

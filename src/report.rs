@@ -109,6 +109,10 @@ pub struct RunRecord {
     error: Option<String>,
     /// What the payload wrote where the sandbox discards it (SPEC O8), when anything.
     discarded: Option<crate::discarded::Summary>,
+    /// Wall-clock time of [`RunRecord::new`], for `started_at`.
+    wall_start: std::time::SystemTime,
+    /// The command, DIR, bounds and usage (O5).
+    context: Context,
 }
 
 impl Default for RunRecord {
@@ -141,6 +145,8 @@ impl RunRecord {
             end: None,
             error: None,
             discarded: None,
+            wall_start: std::time::SystemTime::now(),
+            context: Context::default(),
         }
     }
 
@@ -299,6 +305,16 @@ impl RunRecord {
         self.discarded = Some(summary);
     }
 
+    /// The report's context to fill in: command, DIR, bounds, usage (O5).
+    pub fn context(&mut self) -> &mut Context {
+        &mut self.context
+    }
+
+    /// `--timeout`'s duration for people (`0.5 s`), when one is set (O6).
+    pub fn timeout_text(&self) -> Option<String> {
+        self.timeout.map(reason::seconds)
+    }
+
     /// snug's own failure, as its one-line message (the report's `error`).
     pub fn error(&mut self, line: String) {
         self.error = Some(line);
@@ -325,6 +341,9 @@ fn count_pinned(init: &Pinned) -> Option<u32> {
     (!init.exited()).then_some(n)
 }
 
+mod context;
 mod json;
+mod reason;
+pub use context::Context;
 #[cfg(test)]
 mod tests;

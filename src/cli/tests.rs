@@ -53,7 +53,7 @@ fn r1_default_command_is_a_shell() {
 fn o2_o3_subcommands_and_dir_spelt_like_one() {
     let p = |a: &[&str]| parse_from(std::iter::once("snug").chain(a.iter().copied())).ok();
     assert_eq!(p(&["doctor"]), Some(Command::Doctor));
-    assert_eq!(p(&["profile", "list"]), Some(Command::ProfileList));
+    assert_eq!(p(&["profile", "list"]), Some(Command::ProfileList { names: false }));
     assert_eq!(p(&["profile", "show", "@sys"]), Some(Command::ProfileShow("@sys".into())));
     assert_eq!(run(&["./doctor"]).dir, Some(PathBuf::from("./doctor")));
     assert_eq!(run(&["./profile", "--", "x"]).dir, Some(PathBuf::from("./profile")));
@@ -95,4 +95,19 @@ fn p5_o5_o6_grants_report_timeout() {
     for bad in ["fd:", "fd:x", "fd:-1", ""] {
         assert!(usage_error(&["--report", bad]).contains("--report"), "{bad}");
     }
+}
+
+/// P6, O7: `allow [--revoke] [DIR]`, `--no-project`, `manpage --dir`, and the hidden
+/// `--names` helpers the completion scripts call; `allow` spelt as a DIR needs a path.
+#[test]
+fn p6_o7_allow_no_project_manpage_dir_names() {
+    let p = |a: &[&str]| parse_from(std::iter::once("snug").chain(a.iter().copied())).ok();
+    assert_eq!(p(&["allow"]), Some(Command::Allow { dir: None, revoke: false }));
+    assert_eq!(p(&["allow", "--revoke", "x"]), Some(Command::Allow { dir: Some("x".into()), revoke: true }));
+    assert!(run(&["--no-project", "--", "true"]).no_project);
+    assert!(!run(&["--", "true"]).no_project);
+    assert_eq!(p(&["manpage", "--dir", "/m"]), Some(Command::Manpage { dir: Some("/m".into()) }));
+    assert_eq!(p(&["profile", "list", "--names"]), Some(Command::ProfileList { names: true }));
+    assert_eq!(p(&["ps", "--names"]), Some(Command::Ps { json: false, names: true }));
+    assert!(usage_error(&["-v", "allow"]).contains("./allow"));
 }

@@ -212,3 +212,9 @@ pub fn ps(json: bool) -> anyhow::Result<String> {
 fn escaped(text: &str) -> String {
     crate::quote::controls_escaped(text).into_owned()
 }
+
+/// `snug ps --names`: the names of the caller's live runs, one a line (for the completion
+/// scripts, SPEC O7).
+pub fn names() -> String {
+    rows().iter().filter_map(|r| r.info["address"].as_str()).map(|a| format!("{a}\n")).collect()
+}

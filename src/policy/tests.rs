@@ -17,6 +17,7 @@ fn request(dir: &str, profiles: &[&str], no_defaults: bool) -> Request {
             .collect(),
         config_dirs: vec![PathBuf::from("/cfg")],
         grants: Default::default(),
+        project: false,
     }
 }
 

@@ -43,6 +43,36 @@ impl RunRecord {
             signals_omitted: self.omitted,
             killed_at_end: self.killed,
             timeout_ms: self.timeout.map(ms),
+            command: &self.context.command,
+            argv: &self.context.argv,
+            dir: self.context.dir.as_deref().map(|d| d.to_string_lossy()),
+            started_at: super::context::rfc3339(self.wall_start),
+            bounds: self.context.bounds.map(|(max_procs, memory)| {
+                let u = self.context.usage.as_ref();
+                let mut hit = Vec::new();
+                if u.and_then(|u| u.oom_kills).is_some_and(|n| n > 0) {
+                    hit.push("oom");
+                }
+                if u.and_then(|u| u.refused_forks).is_some_and(|n| n > 0) {
+                    hit.push("procs");
+                }
+                BoundsOut {
+                    max_procs,
+                    memory,
+                    procs_by: u.map(|u| u.procs_by),
+                    memory_by: u.map(|u| u.memory_by),
+                    hit,
+                    oom_kills: u.and_then(|u| u.oom_kills),
+                    refused_forks: u.and_then(|u| u.refused_forks),
+                }
+            }),
+            usage: self.context.usage.as_ref().map(|u| UsageOut {
+                peak_memory_bytes: u.peak_memory_bytes,
+                peak_memory_of: u.peak_memory_of,
+                cpu_ms: u.cpu_ms,
+                cpu_of: u.cpu_of,
+            }),
+            reason: self.reason(ended_by, exit),
             durations_ms: Durations {
                 startup: self.started.map(|s| ms(s - self.start)),
                 run: self.started.map(|s| ms(payload_end.saturating_duration_since(s))),
@@ -75,6 +105,33 @@ struct ReportOut<'a> {
     durations_ms: Durations,
     /// SPEC O8: what the payload wrote where the sandbox discards it; null when nothing.
     discarded: Option<&'a crate::discarded::Summary>,
+    command: &'a [String],
+    argv: &'a [String],
+    dir: Option<std::borrow::Cow<'a, str>>,
+    started_at: String,
+    bounds: Option<BoundsOut>,
+    usage: Option<UsageOut>,
+    reason: String,
+}
+
+/// The bounds in force and which were hit (`oom`, `procs`).
+#[derive(Serialize)]
+struct BoundsOut {
+    max_procs: u64,
+    memory: Option<u64>,
+    procs_by: Option<&'static str>,
+    memory_by: Option<&'static str>,
+    hit: Vec<&'static str>,
+    oom_kills: Option<u64>,
+    refused_forks: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct UsageOut {
+    peak_memory_bytes: Option<u64>,
+    peak_memory_of: &'static str,
+    cpu_ms: Option<u64>,
+    cpu_of: &'static str,
 }
 
 #[derive(Serialize)]

@@ -1,0 +1,86 @@
+//! The report's `reason`: who ended the run and why, in one line of plain words (SPEC O5).
+
+use super::{EndedBy, Exit, Origin, RunRecord};
+
+/// `1.5 s`, `90 s`, `300 ms`.
+pub(super) fn seconds(d: std::time::Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{} s", (d.as_secs_f64() * 10.0).round() / 10.0)
+    }
+}
+
+fn status(raw: i32) -> String {
+    if libc::WIFSIGNALED(raw) {
+        format!("was killed by {}", super::json::short_name(libc::WTERMSIG(raw)))
+    } else {
+        format!("exited with code {}", libc::WEXITSTATUS(raw))
+    }
+}
+
+impl RunRecord {
+    /// The first signal that started the grace, as `TERM from pid 812` or `INT from the
+    /// terminal`.
+    fn first_signal(&self) -> String {
+        let Some(s) = self.signals.iter().find(|s| s.action == "relay_with_grace").or(self.signals.first()) else {
+            return "a signal".into();
+        };
+        let name = super::json::short_name(s.sig);
+        match s.origin {
+            Origin::Terminal => format!("{name} from the terminal"),
+            Origin::Process(p) if p > 0 => format!("{name} from pid {p}"),
+            Origin::Process(_) => format!("{name} from another pid namespace"),
+            Origin::Timeout => format!("{name} at the timeout"),
+        }
+    }
+
+    /// One line in plain words: who ended the run, how the payload ended, and a bound it hit.
+    pub(super) fn reason(&self, ended_by: EndedBy, exit: Exit) -> String {
+        let payload = self.payload.map(|(_, st)| status(st));
+        let mut line = match ended_by {
+            EndedBy::Payload | EndedBy::PayloadSignal => {
+                format!("the payload {}", payload.as_deref().unwrap_or("ended"))
+            }
+            EndedBy::RelayedHandled => format!(
+                "snug relayed {} and the payload {} within the grace",
+                self.first_signal(),
+                payload.as_deref().unwrap_or("ended")
+            ),
+            EndedBy::GraceExpired => format!(
+                "snug relayed {}; the payload did not end within the grace, so snug tore the sandbox down",
+                self.first_signal()
+            ),
+            EndedBy::SecondSignal => "a second signal during the grace tore the sandbox down".into(),
+            EndedBy::ForceQuit => "a second ^C that reached no handler tore the sandbox down".into(),
+            EndedBy::Timeout => {
+                let t = self.timeout.map(seconds).unwrap_or_default();
+                let then = payload.map(|p| format!(" (the payload then {p})")).unwrap_or_default();
+                format!("the timeout ({t}) ended the run{then}: exit 124")
+            }
+            EndedBy::Stop => "snug stop ended the run".into(),
+            EndedBy::SnugError => {
+                let code = match exit {
+                    Exit::Error(c) => format!(" (exit {c})"),
+                    _ => String::new(),
+                };
+                format!("snug failed{code}: {}", self.error.as_deref().unwrap_or("see its stderr"))
+            }
+        };
+        if let Some(u) = &self.context.usage {
+            if u.oom_kills.is_some_and(|n| n > 0) {
+                let bound = self.context.bounds.and_then(|(_, m)| m).map(|m| format!(" of {} MiB", m >> 20));
+                line.push_str(&format!(
+                    "; the sandbox hit its memory bound{} and the kernel's OOM killer killed {} process(es)",
+                    bound.unwrap_or_default(),
+                    u.oom_kills.unwrap_or(0)
+                ));
+            }
+            if let Some(n) = u.refused_forks.filter(|n| *n > 0) {
+                let bound = self.context.bounds.map(|(p, _)| format!(" of {p}")).unwrap_or_default();
+                line.push_str(&format!("; {n} fork(s) were refused at the process bound{bound}"));
+            }
+        }
+        line
+    }
+}

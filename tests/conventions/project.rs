@@ -1,0 +1,82 @@
+//! P6: a project's own `.snug.toml`, applied only once its user allowed that content.
+
+use crate::common::*;
+use crate::{give, snug_run};
+
+/// P6: refused (77, with how to review and allow) before `snug allow`, applied after (its
+/// env, and a profile from `profiles`), refused again after an edit (with the `diff` that
+/// shows the change), skipped with `--no-project`, refused again after `--revoke`. The
+/// control is the same run with `--no-project`, and a DIR without the file, which are never
+/// refused. Fails without the fix: the file was ignored, the first run exited 0 with FOO
+/// unset.
+#[test]
+fn p6_project_file_needs_allow() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let state = workdir(who);
+        let st = state.path().to_str().expect("utf8");
+        let d = dir.path().to_str().expect("utf8").to_string();
+        let file = format!("{d}/.snug.toml");
+        std::fs::write(&file, "env = { FOO = \"from-project\" }\nprofiles = [\"@tmp-shared\"]\n").expect("write");
+        give(who, dir.path());
+        let env = [("XDG_STATE_HOME", st)];
+        let probe = ["--", "sh", "-c", "echo FOO=$FOO"];
+        let run = |args: &[&str]| snug_run(who, dir.path(), args, &env);
+
+        let o = run(&probe);
+        assert_eq!(o.status.code(), Some(77), "{who:?}: {}", o.err);
+        let want = format!(
+            "snug: {file} is not allowed: review it (cat {file}), then snug allow {d}, or run with --no-project\n"
+        );
+        assert_eq!(o.err, want, "{who:?}");
+        assert!(o.out.is_empty(), "nothing ran: {}", o.out);
+
+        let o = run(&["--no-project", "--", "sh", "-c", "echo FOO=$FOO"]);
+        assert_eq!((o.status.code(), o.out.as_str()), (Some(0), "FOO=\n"), "{who:?} control: {}", o.err);
+
+        let o = run(&["allow", &d]);
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", o.err);
+        assert!(o.out.starts_with(&format!("allowed {file} (sha256 ")), "{}", o.out);
+        let o = run(&probe);
+        assert_eq!((o.status.code(), o.out.as_str()), (Some(0), "FOO=from-project\n"), "{who:?}: {}", o.err);
+        let o = run(&["-n", "--json", "--", "true"]);
+        let plan: serde_json::Value = serde_json::from_str(&o.out).expect("json");
+        let profiles = plan["profiles"].to_string();
+        assert!(profiles.contains("@tmp-shared") && profiles.contains(".snug.toml"), "{who:?}: {}", o.out);
+
+        std::fs::write(&file, "env = { FOO = \"edited\" }\n").expect("write");
+        give(who, dir.path());
+        let o = run(&probe);
+        assert_eq!(o.status.code(), Some(77), "{who:?}: {}", o.err);
+        assert!(
+            o.err.starts_with(&format!(
+                "snug: {file} changed since you allowed it: review it (diff -u {st}/snug/allowed/"
+            )),
+            "{}",
+            o.err
+        );
+        assert!(
+            o.err.ends_with(&format!(".toml {file}), then snug allow {d}, or run with --no-project\n")),
+            "{}",
+            o.err
+        );
+        // The diff it names runs and shows the edit.
+        let cmd = o.err.split("(diff -u ").nth(1).and_then(|r| r.split(')').next()).expect("diff command");
+        let diff = std::process::Command::new("sh").arg("-c").arg(format!("diff -u {cmd}")).output().expect("diff");
+        assert!(String::from_utf8_lossy(&diff.stdout).contains("+env = { FOO = \"edited\" }"), "{cmd}");
+
+        let o = run(&["--no-project", "--", "sh", "-c", "echo FOO=$FOO"]);
+        assert_eq!((o.status.code(), o.out.as_str()), (Some(0), "FOO=\n"), "{who:?}: {}", o.err);
+        let o = run(&["allow", &d]);
+        assert_eq!(o.status.code(), Some(0), "{}", o.err);
+        assert_eq!(run(&probe).out, "FOO=edited\n", "{who:?}");
+        let o = run(&["allow", "--revoke", &d]);
+        assert_eq!((o.status.code(), o.out.clone()), (Some(0), format!("revoked {file}\n")), "{}", o.err);
+        assert_eq!(run(&probe).status.code(), Some(77), "{who:?}: revoked");
+
+        // Control: a DIR without the file is never refused.
+        let other = workdir(who);
+        let o = snug_run(who, other.path(), &probe, &env);
+        assert_eq!((o.status.code(), o.out.as_str()), (Some(0), "FOO=\n"), "{who:?}: {}", o.err);
+    }
+}
