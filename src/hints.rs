@@ -10,9 +10,7 @@ use clap::Command;
 use crate::quote::quote;
 
 mod dropped;
-mod program;
 pub use dropped::dropped_env;
-pub use program::other_program;
 
 /// For a command line without `--` whose first operand is a command on the caller's PATH
 /// rather than a directory, the one-line error: `missing -- before the command; did you
@@ -68,12 +66,12 @@ fn operand_index(cli: &Command, words: &[&str]) -> Option<usize> {
 }
 
 /// The caller's PATH, or the execvp(3) default when unset.
-fn caller_path() -> OsString {
+pub(crate) fn caller_path() -> OsString {
     std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
 }
 
 /// Where execvp(3) would find `name` on `path`: the first executable regular file.
-fn on_path(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+pub(crate) fn on_path(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     if name.is_empty() || name.contains('/') {
         return None;

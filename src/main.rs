@@ -199,7 +199,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         return print(with_name(with_bounds(text, &limits, args.json), &name, args.json));
     }
     if let Some(note) = cmd.first().filter(|_| !args.default_shell()).and_then(|c| c.to_str()) {
-        if let Some(note) = hints::other_program(note, &policy) {
+        if let Some(note) = policy::program::other_program(note, &policy) {
             log::say!("snug: {note}");
         }
     }

@@ -14,6 +14,7 @@
 //!   before anything below it and never covers it.
 
 mod caller;
+pub mod program;
 pub use caller::create_missing;
 use caller::passed;
 mod grants;

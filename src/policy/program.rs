@@ -8,9 +8,9 @@ use crate::policy::{MountKind, Policy};
 
 /// `note: python3 is /usr/bin/python3 in the sandbox, not /root/.pyenv/shims/python3 as on
 /// your PATH; -p @python shows yours`, or `None` when both name the same file, `cmd` is a
-/// path, or the sandbox has no such command (the 127 message says that, `super::not_found`).
+/// path, or the sandbox has no such command (the 127 message says that, `crate::hints::not_found`).
 pub fn other_program(cmd: &str, policy: &Policy) -> Option<String> {
-    let caller = super::on_path(cmd, &super::caller_path())?;
+    let caller = crate::hints::on_path(cmd, &crate::hints::caller_path())?;
     other_program_for(cmd, &caller, policy)
 }
 
@@ -19,7 +19,7 @@ pub fn other_program_for(cmd: &str, caller: &Path, policy: &Policy) -> Option<St
     let path = policy.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
     let inside = std::env::split_paths(&path)
         .filter(|d| d.is_absolute() && visible(d, policy))
-        .find_map(|d| super::on_path(cmd, d.as_os_str()))?;
+        .find_map(|d| crate::hints::on_path(cmd, d.as_os_str()))?;
     let same = |a: &Path, b: &Path| a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok();
     if same(&inside, caller) {
         return None;
