@@ -192,3 +192,56 @@ def typeahead(p, C, ctx):
     ctx.notes["typeahead"] = ran
     ref = ctx.ref.get("typeahead")
     return ("note" if ref is None else ran == ref), what
+
+
+def less_writer(p, C, ctx):
+    """The launcher writes into a pipe and the pager reads the terminal (T13)."""
+    n = p.last
+    p.type(f"{C}seq 1000 | less")
+    if not p.wait(r"^29$", 8, after=n):
+        return False, "less showed no page"
+    time.sleep(0.3)
+    p.keys("G")
+    if not p.wait(r"^1000$", 3, after=n):
+        return False, "G did not reach the end"
+    p.keys("q")
+    rc, out = p.prompt_after(n, 5)
+    if rc is None:
+        return False, "no prompt after q"
+    if "Stopped" in out:
+        return False, "pager Stopped"
+    return rc == 0, f"G, q, rc {rc}"
+
+
+def background_read(p, C, ctx):
+    """`C cat &` stops on reading the terminal as a background job does, fg gives it the keys (T8)."""
+    n = p.last
+    p.type(f"{C}cat &")
+    if p.prompt_after(n, 5)[0] is None:
+        return False, "no prompt after &"
+    time.sleep(1.0)
+    rc, out = p.run("jobs", 5)
+    if rc is None:
+        return False, "`jobs` typed to the shell got no answer (the background job read it?)"
+    if not re.search(r"Stopped", out):
+        return False, f"not stopped in the background: {out.strip()[-40:]!r}"
+    n = p.last
+    p.type("fg")
+    time.sleep(0.5)
+    p.type("bg-line")
+    if not p.wait(r"^bg-line\n(.*\n)*bg-line$", 4, after=n):
+        return False, "after fg the line did not come back"
+    p.keys("C-d")
+    rc, _ = p.prompt_after(n, 5)
+    if rc is None:
+        return False, "^D did not end it"
+    return rc == 0, f"Stopped (tty input), fg, rc {rc}"
+
+
+def drain(p, C, ctx):
+    """Every byte written before the payload exits reaches the terminal (T14)."""
+    rc, out = p.run(f"{C}seq 20000", 20)
+    if rc is None:
+        return False, "no prompt"
+    last = re.findall(r"^(\d+)$", out, re.M)[-1:]
+    return last == ["20000"] and rc == 0, f"last line {last[0] if last else 'none'}, rc {rc}"
