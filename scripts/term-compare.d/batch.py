@@ -146,6 +146,7 @@ def _kill9(shell):
         got = p.wait(r"got:hello-k9", 3, after=n) is not None
         for pid in P.find(["sleep", mark]):
             os.kill(pid, signal.SIGKILL)
+        p.prompt_after(n, 3)
         why = ("terminal left raw" if raw else "not raw") + ", " + ("next read works" if got else "next read stuck")
         return (not raw and got), why
     scenario.__name__ = f"kill9_{shell}"

@@ -131,15 +131,13 @@ class Pane:
     def after_check(self, timeout=5.0):
         """Common end of every scenario: the caller's shell answers, its terminal's settings
         are what they were when it started, and no job is left (stopped pager, lost fg)."""
+        self.prompt_after(self.last, 0.3)  # a prompt the scenario did not wait for
         n = self.last
         self.type('jobs >jobs.out; [ "$(stty -g)" = "$S0" ] && t=same || t=changed;'
                   ' echo "END tty=$t jobs=$(wc -l <jobs.out)"')
-        rc, out = self.prompt_after(n, timeout)
-        if rc is None:
-            return False, "no prompt at the end"
-        m = re.search(r"^END tty=(\w+) jobs=(\d+)", out, re.M)
+        m = self.wait(r"^END tty=(\w+) jobs=(\d+)", timeout, after=n)
         if not m:
-            return False, "end check printed nothing"
+            return False, "the caller's shell did not answer at the end"
         if m.group(1) != "same":
             return False, "caller's stty -g changed"
         if m.group(2) != "0":
