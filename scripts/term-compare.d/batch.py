@@ -100,9 +100,15 @@ def _death(sig, want):
 death_term, death_int, death_segv = _death("TERM", 143), _death("INT", 130), _death("SEGV", 139)
 
 
-def tty_read_pipe(p, C, ctx):
+def _tty_read(line):
+    def scenario(p, C, ctx):
+        return tty_read(p, line.format(C=C))
+    return scenario
+
+
+def tty_read(p, line):
     n = p.last
-    p.type(f"{C}sh -c 'read x </dev/tty && echo got:$x' | cat")
+    p.type(line)
     time.sleep(0.8)
     p.type("hello-tty")
     if not p.wait(r"^got:hello-tty$", 4, after=n):
@@ -110,6 +116,10 @@ def tty_read_pipe(p, C, ctx):
         return False, "read from /dev/tty failed" + (f": {out.strip()[-50:]!r}" if rc is not None else "")
     rc, _ = p.prompt_after(n, 4)
     return rc == 0, f"read it, rc {rc}"
+
+
+tty_read_out = _tty_read("{C}sh -c 'read x </dev/tty && echo got:$x' | cat")
+tty_read_in = _tty_read("echo | {C}sh -c 'read x </dev/tty && echo got:$x'")
 
 
 K9 = """S0=$(stty -g)
@@ -154,3 +164,45 @@ def _kill9(shell):
 
 
 kill9_bash, kill9_dash = _kill9("bash"), _kill9("dash")
+
+
+STEAL = """import os, select, time
+if os.fork() == 0:
+    os.setsid()  # out of the caller's session: job control no longer stops its reads
+    got, end = b"", time.time() + 3
+    while time.time() < end:
+        if select.select([0], [], [], 0.1)[0]:
+            try:
+                got += os.read(0, 1024)
+            except OSError:
+                break
+    open("stolen.out", "wb").write(got)
+    os._exit(0)
+time.sleep(4)
+"""
+
+
+def steal(p, C, ctx):
+    """`C python3 steal.py &`: a process of the payload that leaves the session (setsid) and
+    reads its stdin while the person types five lines to their shell (SPEC T11)."""
+    with open(os.path.join(ctx.work, "steal.py"), "w") as f:
+        f.write(STEAL)
+    out_file = os.path.join(ctx.work, "stolen.out")
+    if os.path.exists(out_file):
+        os.unlink(out_file)
+    n = p.last
+    p.type(f"{C}/usr/bin/python3 steal.py &")
+    p.prompt_after(n, 5)
+    time.sleep(1.0)
+    for i in range(1, 6):
+        p.type(f"echo LINE{i}")
+        time.sleep(0.15)
+    end = time.monotonic() + 6
+    while not os.path.exists(out_file) and time.monotonic() < end:
+        time.sleep(0.1)
+    time.sleep(0.2)
+    stolen = open(out_file, "rb").read() if os.path.exists(out_file) else b""
+    ran = len(re.findall(r"^LINE\d$", p.since(n), re.M))
+    p.type("wait")  # the background job, so the end check finds no job left
+    why = f"{ran}/5 lines ran intact, payload read {stolen.count(b'LINE')}"
+    return ran == 5 and not stolen, why
