@@ -112,8 +112,9 @@ def tty_read(p, line):
     time.sleep(0.8)
     p.type("hello-tty")
     if not p.wait(r"^got:hello-tty$", 4, after=n):
-        rc, out = p.prompt_after(n, 2)
-        return False, "read from /dev/tty failed" + (f": {out.strip()[-50:]!r}" if rc is not None else "")
+        p.prompt_after(n, 2)
+        err = re.search(r"/dev/tty: (.*)$", p.since(n), re.M)
+        return False, "read from /dev/tty failed" + (f": {err.group(1).strip()}" if err else "")
     rc, _ = p.prompt_after(n, 4)
     return rc == 0, f"read it, rc {rc}"
 
@@ -204,5 +205,5 @@ def steal(p, C, ctx):
     stolen = open(out_file, "rb").read() if os.path.exists(out_file) else b""
     ran = len(re.findall(r"^LINE\d$", p.since(n), re.M))
     p.type("wait")  # the background job, so the end check finds no job left
-    why = f"{ran}/5 lines ran intact, payload read {stolen.count(b'LINE')}"
+    why = f"{ran}/5 lines ran intact, payload read {len(stolen)} bytes"
     return ran == 5 and not stolen, why
