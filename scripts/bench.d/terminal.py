@@ -74,8 +74,11 @@ def round_trip(t):
     os.write(t.m, b"x")
     while True:
         select.select([t.m], [], [], 5.0)
-        if os.read(t.m, 16).endswith(b"x"):
+        got = os.read(t.m, 16)
+        if got == b"x":
             return (time.perf_counter_ns() - t0) / 1e3
+        if got:
+            raise Failed(f"terminal: {got!r} came back for one byte written")
 
 
 def keystrokes(env, launcher, samples):
@@ -90,7 +93,9 @@ def keystrokes(env, launcher, samples):
         for _ in range(samples):
             direct.append(round_trip(a))
             launched.append(round_trip(b))
-        for t in (a, b):
+        for t in (a, b):  # one byte back per byte sent: a second echo would fake fast samples
+            if select.select([t.m], [], [], 0.1)[0]:
+                raise Failed(f"terminal: bytes left after the round trips: {os.read(t.m, 64)!r}")
             os.write(t.m, b"q")
         return direct, launched
     finally:
