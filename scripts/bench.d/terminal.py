@@ -212,9 +212,9 @@ def b8(env, n):
             "snug": f"median {med(walls) * 1000:.0f} ms", "ref": f"`cat` alone: median {med(bare) * 1000:.0f} ms",
             "ratio": f"{ratio:.2f}×", "target": "≤ 1.1×", "ok": None if sudo else ratio <= 1.1,
         })
-    wakes = idle_wakeups(env, [env.snug, "--"])
-    rows.append({"row": "B8", "figure": "snug's wake-ups during 2 s of a `sleep` payload at a terminal",
-                 "snug": str(wakes), "target": "0 (B5)", "ok": wakes == 0})
+    wakes = [idle_wakeups(env, [env.snug, "--"]) for _ in range(3)]
+    rows.append({"row": "B8", "figure": "snug's wake-ups during 2 s of a `sleep` payload at a terminal, 3 runs",
+                 "snug": ", ".join(map(str, wakes)), "target": "0 (B5)", "ok": not any(wakes)})
     lines = [
         "The caller's terminal is a pty pair the bench opens; its slave is the controlling terminal of a",
         "new session running the program directly or under the launcher, its master is read and",
