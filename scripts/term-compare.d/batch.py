@@ -46,32 +46,45 @@ def loop_script(p, C, ctx):
     return rc == 130, f"script stopped, rc {rc}"
 
 
-def kill_window(p, C, ctx):
-    """A second window runs the launcher directly, its payload ignoring SIGHUP (the
-    disposition survives exec); kill-window hangs up the terminal. The payload is found by
-    its unique argv. Only the payload ignores HUP: a launcher started with HUP ignored
-    would rightly keep it ignored, as nohup asks."""
-    mark = f"61.{os.getpid() % 1000}{len(ctx.notes)}{ctx.column_no}"
-    payload = ["sleep", mark]
-    line = f"exec {C}sh -c 'trap \"\" HUP; exec sleep {mark}'"
-    p.tmux("new-window", "-d", "-n", "hup", "-t", "cmp", "--", "sh", "-c", line)
-    end = time.monotonic() + 8
-    while not P.find(payload) and time.monotonic() < end:
-        time.sleep(0.05)
-    if not P.find(payload):
-        return False, "payload did not start"
-    time.sleep(0.3)
-    t0 = time.monotonic()
-    p.tmux("kill-window", "-t", "cmp:hup")
-    while P.find(payload) and time.monotonic() - t0 < 3.0:
-        time.sleep(0.02)
-    left = P.find(payload)
-    took = time.monotonic() - t0
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    if left:
-        return False, "payload still there 3 s after the hangup"
-    return took <= 1.5, f"payload gone in {took * 1000:.0f} ms"
+def _kill_window(via_shell):
+    """A second window runs the launcher, its payload ignoring SIGHUP (the disposition
+    survives exec); kill-window hangs up the terminal. The launcher is the window's process
+    (the session leader) or a job of an interactive bash there. The payload is found by its
+    unique argv. Only the payload ignores HUP: a launcher started with HUP ignored would
+    rightly keep it ignored, as nohup asks."""
+    def scenario(p, C, ctx):
+        mark = f"61.{os.getpid() % 1000}{int(via_shell)}{ctx.column_no}"
+        payload = ["sleep", mark]
+        line = f"{C}sh -c 'trap \"\" HUP; exec sleep {mark}'"
+        if via_shell:
+            p.tmux("new-window", "-d", "-n", "hup", "-t", "cmp", "--", "bash", "--norc", "--noprofile", "-i")
+            time.sleep(0.5)
+            p.tmux("send-keys", "-t", "cmp:hup", "-l", line)
+            p.tmux("send-keys", "-t", "cmp:hup", "Enter")
+        else:
+            p.tmux("new-window", "-d", "-n", "hup", "-t", "cmp", "--", "sh", "-c", "exec " + line)
+        end = time.monotonic() + 8
+        while not P.find(payload) and time.monotonic() < end:
+            time.sleep(0.05)
+        if not P.find(payload):
+            return False, "payload did not start"
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        p.tmux("kill-window", "-t", "cmp:hup")
+        while P.find(payload) and time.monotonic() - t0 < 3.0:
+            time.sleep(0.02)
+        left = P.find(payload)
+        took = time.monotonic() - t0
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        if left:
+            return False, "payload still there 3 s after the hangup"
+        return took <= 1.5, f"payload gone in {took * 1000:.0f} ms"
+    scenario.__name__ = "kill_window_shell" if via_shell else "kill_window"
+    return scenario
+
+
+kill_window, kill_window_shell = _kill_window(False), _kill_window(True)
 
 
 def closed_stdout(p, C, ctx):
