@@ -13,7 +13,7 @@ import time
 class Counts:
     """Samples per row. `full` meets the SPEC minimums (B1 ≥ 30 each, B2 ≥ 100, B3/B4 ≥ 30)."""
 
-    def __init__(self, b1, parts, b2, b2_ref, b3, b4, b5_sleep, b6=(30, 20, 5, 10), b7=(32, 10), b8=(500, 5)):
+    def __init__(self, b1, parts, b2, b2_ref, b3, b4, b5_sleep, b6=(30, 20, 5, 10), b7=(32, 10), b8=(1000, 5)):
         self.b1, self.parts, self.b2, self.b2_ref = b1, parts, b2, b2_ref
         self.b3, self.b4, self.b5_sleep = b3, b4, b5_sleep
         # B6 trials per tool: startup, relay, TERM → gone, SIGKILL leftovers
