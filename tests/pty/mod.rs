@@ -298,6 +298,28 @@ impl Term {
         rustix::termios::tcgetpgrp(&self.master).map_or(0, |p| p.as_raw_nonzero().get())
     }
 
+    /// The caller's terminal's settings now, every flag and control character (speeds
+    /// aside), as `stty -g` would print them: TCGETS on the master answers for the slave
+    /// (`ioctl_tty(2)`).
+    pub fn settings(&self) -> String {
+        let Ok(t) = rustix::termios::tcgetattr(&self.master) else { return String::new() };
+        format!(
+            "{:x}:{:x}:{:x}:{:x}:{:?}",
+            t.input_modes.bits(),
+            t.output_modes.bits(),
+            t.control_modes.bits(),
+            t.local_modes.bits(),
+            t.special_codes
+        )
+    }
+
+    /// Whether the caller's terminal is in canonical mode (ICANON, `termios(3)`): cooked, as
+    /// the caller's shell left it, not snug's raw mode.
+    pub fn canonical(&self) -> bool {
+        rustix::termios::tcgetattr(&self.master)
+            .is_ok_and(|t| t.local_modes.contains(rustix::termios::LocalModes::ICANON))
+    }
+
     /// Live descendants of the caller bash (its jobs' processes and theirs).
     pub fn descendants(&self) -> Vec<i32> {
         descendants(self.shell_pid())

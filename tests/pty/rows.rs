@@ -70,39 +70,100 @@ pub fn own_pid(t: &mut Term, prefix: &str) -> i32 {
     mine()[0]
 }
 
-/// Wait until the one process under the caller's shell whose command line starts with
-/// `prefix` is in the terminal's foreground group, so a key typed now (^C, ^Z) or a line
-/// reaches it; its pid. Call after the payload's `ready` line where it has one: that is
-/// printed once its handlers are set.
+/// The caller's terminal's device number (`tty_nr` of the caller bash, `proc_pid_stat(5)`).
+pub fn caller_tty(t: &Term) -> i32 {
+    stat(t.shell_pid()).map_or(0, |s| s.tty_nr)
+}
+
+/// `pid` and its ancestors, nearest first.
+fn ancestors(pid: i32) -> Vec<i32> {
+    let mut found = vec![pid];
+    while let Some(s) = stat(*found.last().unwrap_or(&0)) {
+        if s.ppid <= 1 || found.contains(&s.ppid) {
+            break;
+        }
+        found.push(s.ppid);
+    }
+    found
+}
+
+/// The outermost snug process `pid` runs under, if any (not the sandbox init, which is
+/// snug's binary too).
+pub fn snug_above(pid: i32) -> Option<i32> {
+    super::outermost(&ancestors(pid), &snug())
+}
+
+/// Whether a key typed at the caller's terminal now reaches `pid`'s process group: `pid` runs
+/// (not stopped) in the foreground group of its own controlling terminal (`/proc/PID/stat`:
+/// tpgid = pgrp), and, for a process under snug, that terminal is the sandbox's pty and not
+/// the caller's, the caller's terminal's foreground is still snug's own job (snug never
+/// moves it, T1, T7) and it is in raw mode (snug copies the keys, which the pty's line
+/// discipline turns into signals, T2). Without snug (the controls) the terminal is the
+/// caller's own. Err: what is not so yet, for the failure message.
+pub fn keys_reach(t: &Term, pid: i32) -> Result<(), String> {
+    let Some(s) = stat(pid) else { return Err(format!("pid {pid} is gone")) };
+    if s.state == 'T' || s.state == 't' {
+        return Err(format!("stopped: {s:?}"));
+    }
+    if s.tty_nr == 0 || s.tpgid != s.pgrp {
+        return Err(format!("not in its terminal's foreground: {s:?}"));
+    }
+    let own = caller_tty(t);
+    let Some(snug) = snug_above(pid) else {
+        return if s.tty_nr == own { Ok(()) } else { Err(format!("not on the caller's terminal ({own}): {s:?}")) };
+    };
+    if s.tty_nr == own {
+        return Err(format!("holds the caller's terminal ({own}) as its controlling terminal: {s:?}"));
+    }
+    let fg = t.foreground();
+    let job = stat(snug).map_or(0, |j| j.pgrp);
+    if fg != job {
+        return Err(format!("the caller's terminal's foreground is {fg}, not snug's job {job}"));
+    }
+    if t.canonical() {
+        return Err("the caller's terminal is not raw: snug does not copy keys".into());
+    }
+    Ok(())
+}
+
+/// Wait until [`keys_reach`] the one process under the caller's shell whose command line
+/// starts with `prefix`, so a key typed now (^C, ^Z) or a line reaches it; its pid. Call after
+/// the payload's `ready` line where it has one: that is printed once its handlers are set.
 pub fn in_front(t: &mut Term, prefix: &str) -> i32 {
     let pid = own_pid(t, prefix);
     let end = Instant::now() + Duration::from_secs(10);
     loop {
-        let fg = t.foreground();
-        if stat(pid).is_some_and(|s| s.pgrp == fg) {
-            return pid;
+        match keys_reach(t, pid) {
+            Ok(()) => return pid,
+            Err(why) if Instant::now() >= end => {
+                t.fail(&format!("{prefix:?} (pid {pid}): keys do not reach it within 10 s: {why}"))
+            }
+            Err(_) => t.pump(Duration::from_millis(10)),
         }
-        if Instant::now() >= end {
-            t.fail(&format!("{prefix:?} (pid {pid}) not in the terminal's foreground ({fg}) within 10 s"));
-        }
-        t.pump(Duration::from_millis(10));
     }
 }
 
-/// Wait until the terminal's foreground group runs `sleep` (exec'd): dash starts it with
-/// vfork(2), and a ^Z that lands between that vfork and the exec stops only the child while
-/// the shell waits for it uninterruptibly, so no job stop is ever reported, with or without
-/// a launcher. Call once the payload holds the terminal (it printed `ready` in front).
+/// Wait until keys reach (see [`keys_reach`]) a `sleep` (exec'd) under the caller's shell:
+/// dash starts it with vfork(2), and a ^Z that lands between that vfork and the exec stops
+/// only the child while the shell waits for it uninterruptibly, so no job stop is ever
+/// reported, with or without a launcher. Call once the payload holds its terminal (it
+/// printed `ready` in front).
 pub fn sleep_in_front(t: &mut Term) {
-    let fg = t.foreground();
-    let runs_sleep = || {
-        procs().into_iter().any(|p| {
-            stat(p).is_some_and(|s| s.pgrp == fg)
-                && std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
-        })
-    };
-    if !t.until(Duration::from_secs(10), runs_sleep) {
-        t.fail("the payload's sleep never ran in the foreground");
+    let shell = t.shell_pid();
+    let is_sleep = |p: &i32| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep");
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut why = String::from("no sleep under the caller's shell");
+        for p in descendants(shell).into_iter().filter(is_sleep) {
+            match keys_reach(t, p) {
+                Ok(()) => return,
+                Err(e) => why = format!("sleep {p}: {e}"),
+            }
+        }
+        if Instant::now() >= end {
+            t.fail(&format!("the payload's sleep never ran where keys reach it within 10 s: {why}"));
+        }
+        t.pump(Duration::from_millis(10));
     }
 }
 
