@@ -313,6 +313,25 @@ impl Term {
         )
     }
 
+    /// The caller's `stty -g` as its shell sees it between commands (the settings it
+    /// restores for a foreground command, not readline's own): types
+    /// `echo "@g:$(stty -g):"` and reads the answer back.
+    pub fn stty_g(&mut self) -> String {
+        self.line("echo \"@g:$(stty -g):\"");
+        let end = Instant::now() + PATIENCE;
+        loop {
+            if let Some((g, at)) = find_g(&self.out[self.mark..]) {
+                self.mark += at;
+                self.note(format!("stty -g = {g}"));
+                return g;
+            }
+            if Instant::now() >= end {
+                self.fail("no answer to stty -g");
+            }
+            self.pump(Duration::from_millis(10));
+        }
+    }
+
     /// Whether the caller's terminal is in canonical mode (ICANON, `termios(3)`): cooked, as
     /// the caller's shell left it, not snug's raw mode.
     pub fn canonical(&self) -> bool {
@@ -403,6 +422,23 @@ fn find_rc(hay: &[u8]) -> Option<(i32, usize)> {
         if digits > 0 && hay.get(start + digits) == Some(&b':') {
             let n = std::str::from_utf8(&hay[start..start + digits]).ok()?.parse().ok()?;
             return Some((n, start + digits + 1));
+        }
+        from = start;
+    }
+    None
+}
+
+/// The first `@g:SETTINGS:` (hex digits and colons, not the echoed command) in `hay`: the
+/// settings and the end offset.
+fn find_g(hay: &[u8]) -> Option<(String, usize)> {
+    let tag = b"@g:";
+    let mut from = 0;
+    while let Some(i) = find(&hay[from..], tag) {
+        let start = from + i + tag.len();
+        let n = hay[start..].iter().take_while(|b| b.is_ascii_hexdigit() || **b == b':').count();
+        if n > 1 && hay[start + n - 1] == b':' && hay.get(start + n) == Some(&b'\n') {
+            let g = String::from_utf8_lossy(&hay[start..start + n - 1]).into_owned();
+            return Some((g, start + n));
         }
         from = start;
     }

@@ -178,3 +178,47 @@ pub fn front_of_its_terminal(t: &mut Term, prefix: &str) -> i32 {
     }
     pid
 }
+
+/// The caller's terminal's node (`st_dev` and `st_rdev` of the caller bash's fd 0,
+/// `stat(2)`): the devpts instance and the device in it, so that a pty of the sandbox's own
+/// devpts with the same number is not taken for it.
+pub fn caller_dev(t: &Term) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{}/fd/0", t.shell_pid())).map_or((0, 0), |m| (m.dev(), m.rdev()))
+}
+
+/// The sandbox's processes under `root` (snug, or for a control the caller's shell): its
+/// descendants in another pid namespace (bwrap, init, the payload and theirs), not snug's
+/// own helpers such as the terminal keeper.
+pub fn sandbox_pids(root: i32) -> Vec<i32> {
+    let ns = |p: i32| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
+    let own = ns(root);
+    descendants(root).into_iter().filter(|p| ns(*p).is_some_and(|n| Some(n) != own)).collect()
+}
+
+/// What of the caller's terminal the sandbox under `root` holds (T11: nothing, by
+/// construction): each sandbox process with it as its controlling terminal (`tty_nr`) or with
+/// a descriptor of it open (`/proc/PID/fd`), as `pid: what`.
+pub fn sandbox_holds_callers_tty(t: &Term, root: i32) -> Vec<String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let node = caller_dev(t);
+    let tty_nr = caller_tty(t);
+    let mut found = Vec::new();
+    for p in sandbox_pids(root) {
+        // bwrap itself, the host's launcher, stays in the caller's session and so keeps the
+        // caller's terminal as its controlling terminal; it holds no descriptor of it and
+        // runs no sandbox code (its children are in the sandbox's own session).
+        let bwrap = std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e.ends_with("bwrap"));
+        if !bwrap && stat(p).is_some_and(|s| s.tty_nr == tty_nr) {
+            found.push(format!("{p}: controlling terminal {tty_nr}"));
+        }
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{p}/fd")) else { continue };
+        for fd in fds.flatten() {
+            let Ok(m) = std::fs::metadata(fd.path()) else { continue };
+            if m.file_type().is_char_device() && (m.dev(), m.rdev()) == node {
+                found.push(format!("{p}: fd {}", fd.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
