@@ -88,9 +88,14 @@ fn ancestors(pid: i32) -> Vec<i32> {
 }
 
 /// The outermost snug process `pid` runs under, if any (not the sandbox init, which is
-/// snug's binary too).
+/// snug's binary too): the binary under test, or the test user's copy of it.
 pub fn snug_above(pid: i32) -> Option<i32> {
-    super::outermost(&ancestors(pid), &snug())
+    let up = ancestors(pid);
+    let mut bins = vec![snug()];
+    if is_root() {
+        bins.push(crate::common::snug_for(Who::User));
+    }
+    bins.iter().find_map(|b| super::outermost(&up, b))
 }
 
 /// Whether a key typed at the caller's terminal now reaches `pid`'s process group: `pid` runs
