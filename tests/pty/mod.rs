@@ -318,6 +318,12 @@ impl Term {
     /// `echo "@g:$(stty -g):"` and reads the answer back.
     pub fn stty_g(&mut self) -> String {
         self.line("echo \"@g:$(stty -g):\"");
+        self.expect_g()
+    }
+
+    /// Wait for a `@g:SETTINGS:` line (what `echo "@g:$(stty -g):"` prints) after the mark;
+    /// the settings.
+    pub fn expect_g(&mut self) -> String {
         let end = Instant::now() + PATIENCE;
         loop {
             if let Some((g, at)) = find_g(&self.out[self.mark..]) {
