@@ -350,13 +350,15 @@ fn t7_foreground_back_after_the_payload_moved_it() {
 }
 
 /// T8: snug started in the background leaves the terminal to the caller: the payload's read
-/// stops it (SIGTTIN) instead of taking the line typed for the shell; `fg` gives it input.
+/// stops it (SIGTTIN) instead of taking the line typed for the shell, the caller's settings
+/// stay as they were (`stty -g`); `fg` gives it input.
 /// Control: under `bwrap --new-session` the payload reads the shell's line.
 #[test]
 fn t8_background_start_does_not_steal_input() {
     let row = |who: Who| {
         let (mut t, dir) = caller(who, "T8");
         let reader = scripts::write(dir.path(), "read.sh", scripts::READ_LINE);
+        let before = t.stty_g();
         t.line(&format!("{} &", snug_line(&format!("sh {reader} 0"))));
         t.expect("[1] ");
         let snug = t.snug_pid();
@@ -368,6 +370,11 @@ fn t8_background_start_does_not_steal_input() {
         t.line("jobs -l");
         t.expect("Stopped (tty input)");
         t.reject("got:");
+        // snug in the background never changed the caller's terminal.
+        let now = t.stty_g();
+        if now != before {
+            t.fail(&format!("the caller's stty -g was {before}, is {now} with snug in the background"));
+        }
         t.line("fg");
         in_front(&mut t, &format!("sh {reader} 0"));
         t.line("line-for-payload");
