@@ -121,8 +121,10 @@ pub fn type_secrets(t: &mut Term, file: &Path, lines: u32) -> Outcome {
 /// Positive control: fails on main@76434d3, as root and as the user: "attacker read 16 bytes
 /// \"echo sec''ret-1\\n\"; lines the shell did not run: [1, 2, 3]; foreground not the
 /// caller's at 2 of the checks" (the caller's bash, its read failing with EIO, exited); on
-/// main@4e23d01 (the shared terminal with the trap) the attacker's fds 0 and /dev/tty are
-/// the caller's terminal, which the holding check names.
+/// main@4e23d01 (the shared terminal with the trap) the holding check fails, root and user:
+/// "sandbox processes hold the caller's terminal: [\"73: fd 0\", \"73: fd 1\", \"75:
+/// controlling terminal 34821\", …]". The `holding` control below shows the check on plain
+/// bwrap in-test.
 #[test]
 fn t11_background_payload_cannot_steal_keystrokes() {
     let row = |who: Who| {
