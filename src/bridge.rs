@@ -10,6 +10,11 @@ use rustix::io::Errno;
 use rustix::termios::{self, LocalModes, SpecialCodeIndex};
 use std::time::{Duration, Instant};
 
+mod waiting;
+
+/// How often snug looks again whether the payload waits for keys that are pending.
+const RECHECK: Duration = Duration::from_millis(10);
+
 /// Bytes read at once, each way (DESIGN: 64 KiB).
 const CHUNK: usize = 64 << 10;
 /// Longest the final drain may take (T14): a caller's terminal that never takes output (^S)
@@ -43,6 +48,9 @@ pub struct Bridge {
     hung_up: bool,
     /// [`Event::Tostop`] was given and not yet answered by a stop.
     tostop: bool,
+    /// Keys are pending at the caller's terminal but nothing in the sandbox waits for them:
+    /// left there, looked at again at this time (T14).
+    held: Option<Instant>,
 }
 
 impl Bridge {
@@ -57,15 +65,48 @@ impl Bridge {
             lnext: false,
             hung_up: false,
             tostop: false,
+            held: None,
         }
+    }
+
+    /// The sandbox terminal's settings now (`tcgetattr` on the master reads the slave's).
+    fn pty_settings(&self) -> Option<termios::Termios> {
+        self.master.as_ref().and_then(|m| termios::tcgetattr(m).ok())
+    }
+
+    /// When the supervisor's poll should wake to look at held keys again.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.held
+    }
+
+    /// A key the caller's terminal turned into `sig` (ISIG, mirrored from the pty) while snug
+    /// copies keys: the pty gets that key, so its line discipline signals its foreground group
+    /// with the payload's own settings (T2). False when the pty has no such key.
+    pub fn send_key(&mut self, sig: i32) -> bool {
+        let Some(t) = self.pty_settings().filter(|t| t.local_modes.contains(LocalModes::ISIG)) else { return false };
+        let index = match sig {
+            libc::SIGINT => SpecialCodeIndex::VINTR,
+            libc::SIGQUIT => SpecialCodeIndex::VQUIT,
+            libc::SIGTSTP => SpecialCodeIndex::VSUSP,
+            _ => return false,
+        };
+        let key = t.special_codes[index];
+        if key == 0 {
+            return false;
+        }
+        self.to_master.insert(0, key);
+        self.write_master();
+        true
     }
 
     /// Copy keys from now on (true) or leave the caller's terminal unread (false). The
     /// caller's settings are switched with it: raw while keys are copied (T1, T5).
     pub fn set_input(&mut self, on: bool) -> bool {
         if on && !self.hung_up {
-            self.input = self.tty.go_raw();
+            let pty = self.pty_settings();
+            self.input = self.tty.go_raw(pty.as_ref());
         } else {
+            self.held = None;
             self.input = false;
             self.tty.cooked();
         }
@@ -94,7 +135,7 @@ impl Bridge {
     /// reported) and the master (output; room for keys).
     pub fn poll_fds(&self) -> [libc::pollfd; 2] {
         let mut tty = 0;
-        if self.input && self.to_master.is_empty() {
+        if self.input && self.to_master.is_empty() && self.held.is_none() {
             tty |= libc::POLLIN;
         }
         if !self.to_tty.is_empty() && !self.tostop {
@@ -124,8 +165,11 @@ impl Bridge {
         if !self.to_tty.is_empty() {
             self.write_tty(events);
         }
-        if tty & libc::POLLIN != 0 && self.input && self.to_master.is_empty() {
-            self.read_tty(events);
+        if self.held.is_some_and(|t| Instant::now() >= t) {
+            self.held = None;
+            self.offer_keys(events);
+        } else if tty & libc::POLLIN != 0 && self.input && self.to_master.is_empty() && self.held.is_none() {
+            self.offer_keys(events);
         }
         if tty & (libc::POLLHUP | libc::POLLERR) != 0 && !self.hung_up {
             self.hang_up(events);
@@ -142,6 +186,12 @@ impl Bridge {
             Ok(n) if n > 0 => {
                 buf.truncate(n);
                 self.to_tty = buf;
+                if self.input {
+                    // The payload may have changed its signal keys (went raw): follow them.
+                    if let Some(t) = self.pty_settings() {
+                        self.tty.mirror(&t);
+                    }
+                }
             }
             Err(Errno::AGAIN | Errno::INTR) => {}
             // EIO: no sandbox process holds the slave any more.
@@ -167,6 +217,21 @@ impl Bridge {
             }
             Err(Errno::AGAIN | Errno::INTR) => {}
             Err(_) => self.hang_up(events),
+        }
+    }
+
+    /// Keys are pending: copy them if the pty's foreground waits for input, else leave them
+    /// in the caller's terminal and look again in [`RECHECK`].
+    fn offer_keys(&mut self, events: &mut Vec<Event>) {
+        let front = self.master.as_ref().and_then(|m| termios::tcgetpgrp(m).ok());
+        let waits = front.is_none_or(|g| waiting::foreground_waits(g.as_raw_nonzero().get() as u32));
+        if waits {
+            if let Some(t) = self.pty_settings() {
+                self.tty.mirror(&t);
+            }
+            self.read_tty(events);
+        } else {
+            self.held = Some(Instant::now() + RECHECK);
         }
     }
 

@@ -39,7 +39,7 @@ pub fn encode(t: &Termios) -> [u8; ENCODED] {
     let mut out = [0u8; ENCODED];
     let flags = [t.input_modes.bits(), t.output_modes.bits(), t.control_modes.bits(), t.local_modes.bits()];
     for (i, f) in flags.iter().enumerate() {
-        out[4 * i..4 * i + 4].copy_from_slice(&(*f as u32).to_le_bytes());
+        out[4 * i..4 * i + 4].copy_from_slice(&f.to_le_bytes());
     }
     for (i, c) in CC.iter().enumerate() {
         out[16 + i] = t.special_codes[*c];

@@ -157,7 +157,8 @@ impl Supervisor {
     /// One poll round; true once the outer namespace is gone.
     fn step(&mut self) -> bool {
         // The next deadline: the grace's or `--timeout`'s (O6), whichever comes first.
-        let deadline = self.grace.map(|(d, _)| d).into_iter().chain(self.record.deadline()).min();
+        let held_keys = self.bridge.as_ref().and_then(Bridge::deadline);
+        let deadline = self.grace.map(|(d, _)| d).into_iter().chain(self.record.deadline()).chain(held_keys).min();
         let timeout = match deadline {
             Some(deadline) => deadline.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000) as i32,
             None => -1,
@@ -285,6 +286,8 @@ impl Supervisor {
             Report::Interrupt(unanswered) => self.on_interrupt(unanswered),
             Report::Exited(status) => {
                 log!("payload ended: {}", describe(status));
+                // Keys typed from now on are the caller's shell's, not the sandbox's (T14).
+                self.set_input(false);
                 self.ending.note(End::Payload(status));
                 self.on_main_exit();
             }
@@ -320,6 +323,9 @@ impl Supervisor {
     fn on_signal(&mut self, got: crate::signals::Delivered) {
         let origin = if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
         log!("received {} from {origin} (si_code {})", signame(got.sig), got.code);
+        if self.on_terminal_key(&got) {
+            return;
+        }
         if got.sig == libc::SIGWINCH && got.by_terminal() {
             if let Some(b) = &self.bridge {
                 // The caller's window changed: the pty's size follows, and the kernel tells

@@ -68,10 +68,49 @@ impl CallerTty {
         termios::tcgetwinsize(&self.fd).ok()
     }
 
-    /// Raw mode (`cfmakeraw`, `termios(3)`), only while snug's job is in front; the settings
-    /// before are saved for [`CallerTty::cooked`] and for the keeper (T7). TCSADRAIN: output
-    /// the caller queued is written in the old settings. True when raw.
-    pub fn go_raw(&mut self) -> bool {
+    /// The settings snug gives the caller's terminal while it copies keys: raw (`cfmakeraw`,
+    /// `termios(3)`), except that the signal keys of the sandbox's terminal (`pty`: ISIG,
+    /// VINTR, VQUIT, VSUSP, NOFLSH) stay signal keys here. So ^C, ^\ and ^Z reach snug's job
+    /// (and snug, which passes them on to the pty) without snug reading a byte, and keys the
+    /// payload does not wait for stay unread (T2, T14).
+    fn bridged(&self, saved: &Termios, pty: Option<&Termios>) -> Termios {
+        use rustix::termios::{LocalModes as L, SpecialCodeIndex as I};
+        let mut raw = saved.clone();
+        raw.make_raw();
+        if self.keep_opost {
+            raw.output_modes |= termios::OutputModes::OPOST;
+        }
+        if let Some(p) = pty.filter(|p| p.local_modes.contains(L::ISIG)) {
+            raw.local_modes |= L::ISIG | (p.local_modes & L::NOFLSH);
+            for i in [I::VINTR, I::VQUIT, I::VSUSP] {
+                raw.special_codes[i] = p.special_codes[i];
+            }
+        }
+        raw
+    }
+
+    /// Follow the sandbox terminal's signal keys (the payload went raw, or changed `intr`):
+    /// the caller's terminal is set again when they differ from what snug set.
+    pub fn mirror(&mut self, pty: &Termios) {
+        let Some((saved, now)) = &self.raw else { return };
+        let want = self.bridged(saved, Some(pty));
+        if same(&want, now) || !self.in_front() {
+            return;
+        }
+        if termios::tcsetattr(&self.fd, OptionalActions::Now, &want).is_ok() {
+            let want = self.settings().unwrap_or(want);
+            let saved = saved.clone();
+            if let Some(k) = &self.keeper {
+                k.raw(&saved, &want);
+            }
+            self.raw = Some((saved, want));
+        }
+    }
+
+    /// Raw mode ([`CallerTty::bridged`] for the pty's settings `pty`), only while snug's job
+    /// is in front; the settings before are saved for [`CallerTty::cooked`] and for the keeper
+    /// (T7). TCSADRAIN: output the caller queued is written in the old settings. True when raw.
+    pub fn go_raw(&mut self, pty: Option<&Termios>) -> bool {
         if self.raw.is_some() {
             return true;
         }
@@ -79,11 +118,7 @@ impl CallerTty {
         if !self.in_front() {
             return false; // a background job never changes the caller's terminal (T8)
         }
-        let mut raw = saved.clone();
-        raw.make_raw();
-        if self.keep_opost {
-            raw.output_modes |= termios::OutputModes::OPOST;
-        }
+        let raw = self.bridged(&saved, pty);
         if self.keeper.is_none() {
             self.keeper = crate::keeper::Keeper::start(self.fd.as_fd());
             log!("terminal keeper started (restores the terminal if snug is killed, T7)");
@@ -128,7 +163,16 @@ impl Drop for CallerTty {
 /// not do, as `/dev/tty` itself is another node. Such an fd 0–2 becomes the sandbox
 /// terminal's slave (R2).
 fn is_it(fd: BorrowedFd<'_>) -> bool {
-    termios::tcgetsid(fd).is_ok()
+    // Not rustix's `tcgetsid`: its `Pid` cannot hold the 0 the kernel answers when the
+    // session's leader is outside snug's pid namespace.
+    // SAFETY: TIOCGSID writes one pid_t (`tty_ioctl(4)`), the getter's type.
+    unsafe {
+        rustix::ioctl::ioctl(
+            fd,
+            rustix::ioctl::Getter::<{ libc::TIOCGSID as rustix::ioctl::Opcode }, libc::pid_t>::new(),
+        )
+    }
+    .is_ok()
 }
 
 /// Whether two settings agree on every flag and control character (speeds aside).

@@ -24,6 +24,25 @@ impl Supervisor {
         self
     }
 
+    /// A signal key of the caller's terminal (^C, ^\\, ^Z) while snug copies keys: the
+    /// caller's terminal signalled snug's job with it (its signal keys are the pty's, see
+    /// [`crate::tty::CallerTty::mirror`]), as it would without snug; the pty gets the key, so
+    /// the payload's foreground group gets its signal too, once (T2). A ^C also asks init
+    /// whether anything caught it (T3). True when handled here.
+    pub(super) fn on_terminal_key(&mut self, got: &Delivered) -> bool {
+        let key = matches!(got.sig, libc::SIGINT | libc::SIGQUIT | libc::SIGTSTP) && got.by_terminal();
+        let Some(b) = self.bridge.as_mut().filter(|b| key && b.input()) else { return false };
+        if !b.send_key(got.sig) {
+            return false;
+        }
+        log!("typed {}: passed to the sandbox's terminal as its key", signame(got.sig));
+        self.record.signal(got, crate::relay::Action::Key);
+        if got.sig == libc::SIGINT {
+            self.order(Order::Typed(got.sig));
+        }
+        true
+    }
+
     /// What the bridge saw.
     pub(super) fn on_bridge(&mut self, e: Event) {
         match e {
