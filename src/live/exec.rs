@@ -53,7 +53,7 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
     let mask = tty.as_ref().map_or(0, |t| t.stdio_mask());
     let mut sigs: Vec<i32> = RELAYED.to_vec();
     if pty.is_some() {
-        sigs.extend([libc::SIGWINCH, libc::SIGCONT]);
+        sigs.extend([libc::SIGWINCH, libc::SIGCONT, libc::SIGTSTP]);
     }
     let signals = SignalFd::new(&sigs).map_err(|e| failure(OS_ERROR, format!("signalfd: {e}")))?;
     let own = [rustix::stdio::stdin(), rustix::stdio::stdout(), rustix::stdio::stderr()];
@@ -117,6 +117,13 @@ fn relay(
                 match (got.sig, bridge.as_mut()) {
                     (libc::SIGWINCH, Some(b)) => b.resize(),
                     (libc::SIGCONT, _) => {}
+                    // A signal key of the caller's terminal (its keys are the pty's): the pty
+                    // gets the key and signals CMD's foreground with it (T2, T5).
+                    (libc::SIGINT | libc::SIGQUIT | libc::SIGTSTP, Some(b)) if got.by_terminal() && b.input() => {
+                        if !b.send_key(got.sig) && got.sig != libc::SIGTSTP {
+                            let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, got.sig), &[]);
+                        }
+                    }
                     _ => {
                         let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, got.sig), &[]);
                     }
