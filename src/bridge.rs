@@ -48,6 +48,9 @@ pub struct Bridge {
     hung_up: bool,
     /// [`Event::Tostop`] was given and not yet answered by a stop.
     tostop: bool,
+    /// The settings the pty got at its start: a payload that never changed them gets the
+    /// caller's at a deferred hand-over (T1).
+    initial: Option<termios::Termios>,
     /// Keys are pending at the caller's terminal but nothing in the sandbox waits for them:
     /// left there, looked at again at this time (T14).
     held: Option<Instant>,
@@ -56,7 +59,9 @@ pub struct Bridge {
 impl Bridge {
     /// A bridge for `tty` and the pty's `master`.
     pub fn new(tty: CallerTty, master: OwnedFd) -> Bridge {
+        let initial = termios::tcgetattr(&master).ok();
         Bridge {
+            initial,
             tty,
             master: Some(master),
             to_tty: Vec::new(),
@@ -103,14 +108,60 @@ impl Bridge {
     /// caller's settings are switched with it: raw while keys are copied (T1, T5).
     pub fn set_input(&mut self, on: bool) -> bool {
         if on && !self.hung_up {
+            let was_raw = self.input;
             let pty = self.pty_settings();
             self.input = self.tty.go_raw(pty.as_ref());
+            if self.input && !was_raw {
+                self.caller_settings_to_pty(pty.as_ref());
+            }
         } else {
             self.held = None;
             self.input = false;
             self.tty.cooked();
         }
         self.input
+    }
+
+    /// At a hand-over: a pty whose settings nobody changed since its start gets the caller's
+    /// settings as they are now (a job started with `&` found the caller's shell's line
+    /// editor's settings then; `fg` gave the terminal its cooked ones back).
+    fn caller_settings_to_pty(&mut self, pty: Option<&termios::Termios>) {
+        let (Some(m), Some(now), Some(initial)) = (&self.master, pty, &self.initial) else { return };
+        let Some(saved) = self.tty.saved() else { return };
+        if crate::tty::same(now, initial) && !crate::tty::same(now, saved) {
+            let _ = termios::tcsetattr(m, termios::OptionalActions::Now, saved);
+            self.initial = Some(saved.clone());
+            if let Some(t) = self.pty_settings() {
+                self.tty.mirror(&t);
+            }
+        }
+    }
+
+    /// Copy what the pty holds now to the caller's terminal (bounded), before snug's job
+    /// stops: output written just before the stop is shown before the shell's "Stopped", as
+    /// without snug (T5, T14).
+    pub fn flush(&mut self) {
+        let until = Instant::now() + Duration::from_millis(100);
+        let mut events = Vec::new();
+        while Instant::now() < until && !self.hung_up {
+            if self.to_tty.is_empty() {
+                self.read_master();
+                if self.to_tty.is_empty() {
+                    return;
+                }
+            }
+            self.write_tty(&mut events);
+            if self.tostop || !self.to_tty.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// Whether the caller's terminal has gone away (seen already, or a hangup pending on it).
+    pub fn hung_up(&self) -> bool {
+        let mut one = [libc::pollfd { fd: self.tty.fd().as_raw_fd(), events: 0, revents: 0 }];
+        self.hung_up
+            || (crate::fdpoll::poll_raw(&mut one, 0).is_ok() && one[0].revents & (libc::POLLHUP | libc::POLLERR) != 0)
     }
 
     /// Whether keys are being copied.

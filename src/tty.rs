@@ -63,6 +63,11 @@ impl CallerTty {
         termios::tcgetattr(&self.fd).ok()
     }
 
+    /// The caller's own settings snug saved when it went raw.
+    pub fn saved(&self) -> Option<&Termios> {
+        self.raw.as_ref().map(|(saved, _)| saved)
+    }
+
     /// The terminal's window size.
     pub fn size(&self) -> Option<Winsize> {
         termios::tcgetwinsize(&self.fd).ok()

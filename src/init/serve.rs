@@ -30,6 +30,21 @@ fn int_unanswered(group: Option<i32>) -> bool {
     procfs::int_unanswered(&pids)
 }
 
+/// The payload's exec error, if it wrote one (a non-blocking read of at most 4 bytes); the
+/// pipe is dropped once it said something or reached EOF (the exec happened, or the process
+/// died).
+fn read_exec_error(pipe: &mut Option<OwnedFd>, chan: &Channel) {
+    let Some(fd) = pipe else { return };
+    let mut e = [0u8; 4];
+    let n = rustix::io::read(&*fd, &mut e);
+    if n == Ok(4) {
+        let _ = chan.report(Report::ExecFailed(i32::from_le_bytes(e)), None);
+    }
+    if n.is_ok() {
+        *pipe = None;
+    }
+}
+
 /// The sandbox's pty as init holds it: init leads its session; the payload's side holds its
 /// foreground while snug copies keys, init's own group otherwise (T1, T5, T8).
 struct Pty {
@@ -150,18 +165,7 @@ pub fn serve(
             }
         }
         // Before the payload's exit is looked at: its exec error is written before it exits.
-        if let Some(fd) = &exec_err {
-            let mut e = [0u8; 4];
-            // A non-blocking read of at most 4 bytes.
-            let n = rustix::io::read(fd, &mut e);
-            if n == Ok(4) {
-                let _ = chan.report(Report::ExecFailed(i32::from_le_bytes(e)), None);
-            }
-            if n.is_ok() {
-                // Our read end; EOF means the exec happened (or the process died).
-                exec_err = None;
-            }
-        }
+        read_exec_error(&mut exec_err, chan);
         // Drained only: init acts on no signal of its own (a namespace init gets only what it
         // handles; the pty's keys are snug's to report, T2).
         while signals.read().is_some() {}
@@ -194,6 +198,8 @@ pub fn serve(
             } else if libc::WIFCONTINUED(status) {
                 continue;
             } else {
+                // Its exec error, written just before it exited, comes before its end (R4).
+                read_exec_error(&mut exec_err, chan);
                 let _ = chan.report(Report::Exited(status), None);
                 if jobs == crate::live::Jobs::Grace && !grace {
                     // L4: what is left gets TERM; snug runs the 1.0 s grace from its report.

@@ -35,6 +35,9 @@ impl Supervisor {
     /// run meanwhile: a stopped sandbox cannot clean up, and a grace that expired while the
     /// job sat stopped would tear down a payload that never had its second (G2).
     fn stop_self(&mut self, sig: i32, group: bool) {
+        if let Some(b) = self.bridge.as_mut() {
+            b.flush();
+        }
         let since = Instant::now();
         crate::signals::stop_with(sig, group);
         let paused = since.elapsed();

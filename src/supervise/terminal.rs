@@ -30,6 +30,14 @@ impl Supervisor {
     /// the payload's foreground group gets its signal too, once (T2). A ^C also asks init
     /// whether anything caught it (T3). True when handled here.
     pub(super) fn on_terminal_key(&mut self, got: &Delivered) -> bool {
+        // One hangup, however many SIGHUPs tell of it (the kernel's to a session leader, the
+        // caller's shell's to its jobs, the bridge's EIO): it starts one grace, never the
+        // second signal's teardown (T10).
+        let hung_up = self.bridge.as_ref().is_some_and(Bridge::hung_up);
+        if got.sig == libc::SIGHUP && hung_up && self.grace.is_some_and(|(_, s)| s == libc::SIGHUP) {
+            log!("SIGHUP of the same hangup: it counts once (T10)");
+            return true;
+        }
         let key = matches!(got.sig, libc::SIGINT | libc::SIGQUIT | libc::SIGTSTP) && got.by_terminal();
         let Some(b) = self.bridge.as_mut().filter(|b| key && b.input()) else { return false };
         if !b.send_key(got.sig) {
@@ -49,6 +57,9 @@ impl Supervisor {
             Event::Typed(sig) => self.on_typed(sig),
             Event::HungUp => {
                 log!("the caller's terminal went away");
+                if self.grace.is_some_and(|(_, s)| s == libc::SIGHUP) {
+                    return log!("its hangup was relayed already: it counts once (T10)");
+                }
                 if crate::signals::ignored(libc::SIGHUP) {
                     return log!(
                         "SIGHUP ignored at start (nohup): the run goes on, the sandbox keeps its terminal (S2)"
