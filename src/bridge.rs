@@ -230,23 +230,38 @@ impl Bridge {
         }
     }
 
+    /// Read what the pty has, up to [`CHUNK`]: every read the master answers at once (it
+    /// hands out about 2 KiB a read), so one write to the caller's terminal carries it all.
     fn read_master(&mut self) {
         let Some(m) = &self.master else { return };
         let mut buf = vec![0u8; CHUNK];
-        match rustix::io::read(m, &mut buf) {
-            Ok(n) if n > 0 => {
-                buf.truncate(n);
-                self.to_tty = buf;
-                if self.input {
-                    // The payload may have changed its signal keys (went raw): follow them.
-                    if let Some(t) = self.pty_settings() {
-                        self.tty.mirror(&t);
-                    }
+        let mut got = 0;
+        let mut closed = false;
+        while got < CHUNK {
+            match rustix::io::read(m, &mut buf[got..]) {
+                Ok(n) if n > 0 => got += n,
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => break,
+                // EIO: no sandbox process holds the slave any more.
+                _ => {
+                    closed = true;
+                    break;
                 }
             }
-            Err(Errno::AGAIN | Errno::INTR) => {}
-            // EIO: no sandbox process holds the slave any more.
-            _ => self.master = None,
+        }
+        if closed {
+            self.master = None;
+        }
+        if got == 0 {
+            return;
+        }
+        buf.truncate(got);
+        self.to_tty = buf;
+        if self.input {
+            // The payload may have changed its signal keys (went raw): follow them.
+            if let Some(t) = self.pty_settings() {
+                self.tty.mirror(&t);
+            }
         }
     }
 

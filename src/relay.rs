@@ -69,12 +69,11 @@ pub enum Action {
 
 /// Decide for `got` in `mode`, given whether a grace is running.
 ///
-/// In terminal mode with the sandbox in the foreground, the terminal delivers ^C, ^\, ^Z and
-/// SIGWINCH to the sandbox's group directly, and snug, in a background group, never sees
-/// them: nothing to filter, nothing delivered twice (T2). A key that does reach snug found
-/// snug's group in front and the sandbox not (a pipeline's pager holds the terminal, T13, or
-/// the moment before the hand-over): relayed once, no grace. A SIGHUP the kernel sent is
-/// never a key: it goes to the session's leader alone when the terminal hangs up (T10).
+/// In terminal mode a key the caller's terminal sends snug's job while snug copies keys goes
+/// to the sandbox's pty as that key before this table is asked (`on_terminal_key`, T2). One
+/// that reaches the table came while the hand-over is deferred (a pipeline's pager holds
+/// the terminal, T13): relayed once to the payload's group, no grace. A SIGHUP the kernel
+/// sent is never a key: it goes to the session's leader alone when the terminal hangs up (T10).
 pub fn decide(got: &Delivered, mode: Mode, in_grace: bool) -> Action {
     let key = got.by_terminal() && got.sig != libc::SIGHUP;
     match answer(got.sig) {

@@ -13,13 +13,15 @@ import time
 class Counts:
     """Samples per row. `full` meets the SPEC minimums (B1 ≥ 30 each, B2 ≥ 100, B3/B4 ≥ 30)."""
 
-    def __init__(self, b1, parts, b2, b2_ref, b3, b4, b5_sleep, b6=(30, 20, 5, 10), b7=(32, 10)):
+    def __init__(self, b1, parts, b2, b2_ref, b3, b4, b5_sleep, b6=(30, 20, 5, 10), b7=(32, 10), b8=(1000, 5)):
         self.b1, self.parts, self.b2, self.b2_ref = b1, parts, b2, b2_ref
         self.b3, self.b4, self.b5_sleep = b3, b4, b5_sleep
         # B6 trials per tool: startup, relay, TERM → gone, SIGKILL leftovers
         self.b6_start, self.b6_relay, self.b6_stop, self.b6_leak = b6
         # B7: sandboxes at once, lone runs between the batches (three times)
         self.b7_many, self.b7_lone = b7
+        # B8: keystroke round trips per launcher, copies of the big file per launcher
+        self.b8 = b8
         self.profile = True  # the perf stage timeline for B1, when perf and root are there
 
     @staticmethod
@@ -28,7 +30,7 @@ class Counts:
 
     @staticmethod
     def quick():
-        return Counts(b1=8, parts=3, b2=10, b2_ref=5, b3=3, b4=3, b5_sleep=2, b6=(4, 3, 2, 2), b7=(8, 3))
+        return Counts(b1=8, parts=3, b2=10, b2_ref=5, b3=3, b4=3, b5_sleep=2, b6=(4, 3, 2, 2), b7=(8, 3), b8=(50, 1))
 
 
 def pct(xs, q):

@@ -114,15 +114,33 @@ fn relay(
         }
         if fds[1].revents != 0 {
             while let Some(got) = signals.read() {
+                // A signal key of the caller's terminal (its keys are the pty's): the pty gets
+                // the key and signals CMD's foreground with it (T2, T5).
+                let key = matches!(got.sig, libc::SIGINT | libc::SIGQUIT | libc::SIGTSTP) && got.by_terminal();
+                if key && bridge.as_mut().is_some_and(|b| b.input() && b.send_key(got.sig)) {
+                    continue;
+                }
                 match (got.sig, bridge.as_mut()) {
                     (libc::SIGWINCH, Some(b)) => b.resize(),
                     (libc::SIGCONT, _) => {}
-                    // A signal key of the caller's terminal (its keys are the pty's): the pty
-                    // gets the key and signals CMD's foreground with it (T2, T5).
-                    (libc::SIGINT | libc::SIGQUIT | libc::SIGTSTP, Some(b)) if got.by_terminal() && b.input() => {
-                        if !b.send_key(got.sig) && got.sig != libc::SIGTSTP {
-                            let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, got.sig), &[]);
+                    // Job control for the client's job that the pty did not take (keys not
+                    // copied, or a TSTP from a process): CMD's session stops (SIGSTOP: it may
+                    // ignore TSTP), then this job; CONT continues both (T12).
+                    (libc::SIGTSTP, b) => {
+                        let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, libc::SIGSTOP), &[]);
+                        if let Some(b) = b {
+                            b.set_input(false);
+                            b.flush();
                         }
+                        crate::signals::stop_with(libc::SIGTSTP, true);
+                        if let Some(b) = bridge.as_mut() {
+                            b.stopped();
+                            if wanted_input && b.tty.in_front() {
+                                b.set_input(true);
+                                b.resize();
+                            }
+                        }
+                        let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, libc::SIGCONT), &[]);
                     }
                     _ => {
                         let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, got.sig), &[]);

@@ -43,8 +43,9 @@ impl Supervisor {
         if !b.send_key(got.sig) {
             return false;
         }
+        // Not a relay: the pty's line discipline makes the signal (the report lists a ^C as
+        // delivered by the terminal, from init's answer to Typed, O5).
         log!("typed {}: passed to the sandbox's terminal as its key", signame(got.sig));
-        self.record.signal(got, crate::relay::Action::Key);
         if got.sig == libc::SIGINT {
             self.order(Order::Typed(got.sig));
         }

@@ -220,16 +220,22 @@ fn t6_job_control_inside() {
     parallel(&row, &[&control]);
 }
 
-/// `sh -c 'LAUNCH; echo "after:$?"; read x; echo "got:$x"'`: a non-interactive shell that
-/// does not take the terminal back itself, reading after the launcher is done.
+/// `sh -c 'LAUNCH; echo "after:$?"; echo "@g:$(stty -g):"; read x; echo "got:$x"'`: a
+/// non-interactive shell that does not take the terminal back itself nor touch its
+/// settings, reading after the launcher is done; it shows the settings it reads in.
 fn then_read(launch: &str) -> String {
-    format!("sh -c '{launch}; echo \"after:$?\"; read x; echo \"got:$x\"'")
+    format!("sh -c '{launch}; echo \"after:$?\"; echo \"@g:$(stty -g):\"; read x; echo \"got:$x\"'")
 }
 
 /// After `after:CODE`, type a line: the shell around snug must read it (T7), not be stopped
-/// by SIGTTIN.
-fn reads_next_line(t: &mut Term, code: i32, line: &str) {
+/// by SIGTTIN, in the settings the caller's terminal had before snug (`before`, its
+/// `stty -g`), not snug's raw ones.
+fn reads_next_line(t: &mut Term, code: i32, line: &str, before: &str) {
     t.expect(&format!("after:{code}"));
+    let now = t.expect_g();
+    if now != before {
+        t.fail(&format!("the caller's terminal after snug: stty -g {now}, before {before}"));
+    }
     let shell = outer_sh(t);
     let end = Instant::now() + Duration::from_secs(10);
     while stat(shell).is_none_or(|s| s.pgrp != t.foreground()) {
@@ -259,17 +265,20 @@ fn outer_sh(t: &mut Term) -> i32 {
 }
 
 /// T7: on every way out (normal, force-quit, grace teardown) the terminal is handed back,
-/// so the shell that ran snug reads the next line without a SIGTTIN stop. Positive control
-/// by mutation: with `self.terminal.restore()` removed from `Supervisor::run`
-/// (src/supervise.rs), the first case fails: the caller shows the `sh -c` job Stopped and
-/// `line-a` runs as a command.
+/// so the shell that ran snug reads the next line without a SIGTTIN stop, in the settings
+/// the terminal had before snug (its `stty -g`), not snug's raw mode. In-test control: a
+/// program without snug that leaves the terminal raw (`tty.setraw`) is caught by the same
+/// settings check. Positive control by mutation (earlier model): with the terminal's restore
+/// removed from the supervisor's way out, the first case fails: the caller shows the
+/// `sh -c` job Stopped and `line-a` runs as a command.
 #[test]
 fn t7_terminal_handed_back() {
     let row = |who: Who| {
         let (mut t, dir) = caller(who, "T7");
         let m = marker();
+        let before = t.stty_g();
         t.line(&then_read(&snug_line("bash -i -c true")));
-        reads_next_line(&mut t, 0, "line-a");
+        reads_next_line(&mut t, 0, "line-a", &before);
         // Force-quit (T3).
         let ignint = scripts::write(dir.path(), "ignint.sh", scripts::IGNORE_INT);
         t.line(&then_read(&snug_line(&format!("sh {ignint} {m}"))));
@@ -290,10 +299,22 @@ fn t7_terminal_handed_back() {
         t.expect("ready");
         let snug = t.snug_pid();
         crate::common::kill(snug as u32, libc::SIGTERM);
-        reads_next_line(&mut t, 143, "line-c");
+        reads_next_line(&mut t, 143, "line-c", &before);
         reap_leftovers(&format!("sleep {m}"));
     };
-    parallel(&row, &[]);
+    let control = || {
+        let (mut t, dir) = caller(Who::Root, "T7 control: left raw");
+        let before = t.stty_g();
+        let raw = scripts::write(dir.path(), "raw.py", "import tty\ntty.setraw(0)\n");
+        t.line(&then_read(&format!("python3 {raw}")));
+        t.expect("after:0");
+        let now = t.expect_g();
+        t.line("stty sane");
+        if now == before {
+            t.fail("control: a program leaving the terminal raw was not seen in stty -g");
+        }
+    };
+    parallel(&row, &[&control]);
 }
 
 /// T7: the payload moved itself to a group of its own, gave that group the foreground and
@@ -304,10 +325,11 @@ fn t7_terminal_handed_back() {
 fn t7_foreground_back_after_the_payload_moved_it() {
     let row = |who: Who| {
         let (mut t, dir) = caller(who, "T7 moved");
+        let before = t.stty_g();
         let steal = scripts::write(dir.path(), "steal.py", scripts::STEAL_FOREGROUND);
         t.line(&then_read(&snug_line(&format!("python3 {steal}"))));
         t.expect("stolen");
-        reads_next_line(&mut t, 0, "line-d");
+        reads_next_line(&mut t, 0, "line-d", &before);
     };
     let control = || {
         let (mut t, dir) = caller(Who::Root, "T7 control: plain bwrap");
@@ -328,13 +350,15 @@ fn t7_foreground_back_after_the_payload_moved_it() {
 }
 
 /// T8: snug started in the background leaves the terminal to the caller: the payload's read
-/// stops it (SIGTTIN) instead of taking the line typed for the shell; `fg` gives it input.
+/// stops it (SIGTTIN) instead of taking the line typed for the shell, the caller's settings
+/// stay as they were (`stty -g`); `fg` gives it input.
 /// Control: under `bwrap --new-session` the payload reads the shell's line.
 #[test]
 fn t8_background_start_does_not_steal_input() {
     let row = |who: Who| {
         let (mut t, dir) = caller(who, "T8");
         let reader = scripts::write(dir.path(), "read.sh", scripts::READ_LINE);
+        let before = t.stty_g();
         t.line(&format!("{} &", snug_line(&format!("sh {reader} 0"))));
         t.expect("[1] ");
         let snug = t.snug_pid();
@@ -346,6 +370,11 @@ fn t8_background_start_does_not_steal_input() {
         t.line("jobs -l");
         t.expect("Stopped (tty input)");
         t.reject("got:");
+        // snug in the background never changed the caller's terminal.
+        let now = t.stty_g();
+        if now != before {
+            t.fail(&format!("the caller's stty -g was {before}, is {now} with snug in the background"));
+        }
         t.line("fg");
         in_front(&mut t, &format!("sh {reader} 0"));
         t.line("line-for-payload");

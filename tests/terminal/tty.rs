@@ -5,10 +5,13 @@ use crate::pty::{scripts, stat, CTRL_C, PROMPT};
 use crate::{bwrap_line, caller, in_front, is_root, parallel, snug_line, the_pid};
 use std::time::Duration;
 
-/// T1: in terminal mode the payload has the terminal as its controlling terminal, in a
-/// process group of its own (never snug's) in the caller's session, and that group is the
-/// terminal's foreground. Control: under `bwrap --new-session` the payload has no
-/// controlling terminal, so `fg-yes` is never printed.
+/// T1: in terminal mode the payload has a terminal as its controlling terminal, in a process
+/// group of its own (never snug's), and that group is the terminal's foreground; the
+/// terminal is the sandbox's own pty, never the caller's (T11: the payload is in another
+/// session, with another tty), and the caller's terminal's foreground stays snug's job (snug
+/// never moves it). Control: under `bwrap --new-session` the payload has no controlling
+/// terminal, so `fg-yes` is never printed. Positive control: fails on main@4e23d01 (the shared
+/// terminal), root and user: the payload's `tty_nr` and session were the caller's shell's.
 #[test]
 fn t1_payload_owns_the_terminal_foreground() {
     let row = |who: Who| {
@@ -24,8 +27,9 @@ fn t1_payload_owns_the_terminal_foreground() {
         let snug = t.snug_pid();
         let (p, s, shell) = (stat(payload).unwrap(), stat(snug).unwrap(), stat(t.shell_pid()).unwrap());
         let fg = t.foreground();
-        if !(p.tpgid == p.pgrp && fg == p.pgrp && p.pgrp != s.pgrp && p.session == shell.session && p.tty_nr != 0) {
-            t.fail(&format!("payload {p:?}, snug {s:?}, shell {shell:?}, foreground {fg}"));
+        let own_pty = p.tty_nr != 0 && p.tty_nr != shell.tty_nr && p.session != shell.session;
+        if !(p.tpgid == p.pgrp && own_pty && fg == s.pgrp && p.pgrp != s.pgrp && s.tty_nr == shell.tty_nr) {
+            t.fail(&format!("payload {p:?}, snug {s:?}, shell {shell:?}, caller's foreground {fg}"));
         }
         t.send(CTRL_C);
         t.expect(PROMPT);

@@ -140,28 +140,47 @@ fn t11_a_sandbox_pty_with_the_callers_number_is_not_the_callers() {
     parallel(&row, &[]);
 }
 
-/// T11: TIOCEXCL on the caller's terminal from the sandbox is refused: exclusive mode would
-/// outlive snug and make the caller's own opens of /dev/tty fail with EBUSY. Positive controls:
-/// without a launcher the same ioctl succeeds (in-test, then undone with TIOCNXCL); on
-/// main@dfb2ca6 the row fails (TIOCEXCL was not trapped).
+/// The caller's terminal's exclusive mode as its shell sees it (TIOCGEXCL, `ioctl_tty(2)`),
+/// and whether the caller (as the test user, whom TIOCEXCL binds; root is exempt) can open
+/// `/dev/tty`: `gexcl=0 open=ok` when all is well.
+const GEXCL: &str = "import fcntl, struct, os\nv = struct.unpack('i', fcntl.ioctl(0, 0x80045440, b'\\0' * 4))[0]\ntry:\n    os.close(os.open('/dev/tty', os.O_RDWR))\n    o = 'ok'\nexcept OSError as e:\n    o = e.errno\nprint(f'gexcl={v} open={o}', flush=True)\n";
+
+/// T11: TIOCEXCL from the sandbox (on fds 0–2 and `/dev/tty`, never undone) does not put the
+/// caller's terminal in exclusive mode: exclusive mode would outlive snug and make the
+/// caller's own opens of /dev/tty fail with EBUSY. The sandbox's terminal is a pty of its
+/// own, so the ioctl may succeed there; after snug, the caller's terminal is not exclusive
+/// and opens. Positive controls: without a launcher the same probe leaves the caller's
+/// terminal exclusive (in-test, `gexcl=1`, then undone with TIOCNXCL); on main@dfb2ca6 the
+/// row fails (TIOCEXCL was not trapped and reached the caller's terminal).
 #[test]
 fn t11_exclusive_mode_is_refused() {
-    let probe = "import fcntl, termios, sys\ntry:\n    fcntl.ioctl(0, termios.TIOCEXCL)\n    print('excl-set', flush=True)\n    fcntl.ioctl(0, termios.TIOCNXCL)\nexcept OSError as e:\n    print('excl-refused', e.errno, flush=True)\n";
+    let probe = "import fcntl, termios, os\nfds = [0, 1, 2, os.open('/dev/tty', os.O_RDWR)]\nn = 0\nfor fd in fds:\n    try:\n        fcntl.ioctl(fd, termios.TIOCEXCL)\n        n += 1\n    except OSError as e:\n        print('excl-refused', e.errno, flush=True)\nprint(f'excl-done {n}', flush=True)\n";
     let row = |who: Who| {
         let (mut t, dir) = caller(who, "review: TIOCEXCL");
         let s = scripts::write(dir.path(), "excl.py", probe);
+        let g = scripts::write(dir.path(), "gexcl.py", GEXCL);
         t.line(&snug_line(&format!("python3 {s}")));
-        t.expect("excl-");
+        t.expect("excl-done ");
         t.expect(PROMPT);
-        assert!(t.text().contains("excl-refused 1"), "{who:?}: {}", t.text());
+        t.line(&format!("python3 {g}"));
+        t.expect("gexcl=");
+        t.expect(PROMPT);
+        assert!(t.text().contains("gexcl=0 open=ok"), "{who:?}: {}", t.text());
     };
     let control = || {
         let (mut t, dir) = caller(Who::Root, "review: TIOCEXCL control");
         let s = scripts::write(dir.path(), "excl.py", probe);
+        let g = scripts::write(dir.path(), "gexcl.py", GEXCL);
         t.line(&format!("python3 {s}"));
-        t.expect("excl-");
+        t.expect("excl-done 4");
         t.expect(PROMPT);
-        assert!(t.text().contains("excl-set"), "control: {}", t.text());
+        t.line(&format!("python3 {g}"));
+        t.expect("gexcl=");
+        t.expect(PROMPT);
+        let set = t.text().contains("gexcl=1");
+        t.line("python3 -c 'import fcntl, termios; fcntl.ioctl(0, termios.TIOCNXCL)'");
+        t.expect(PROMPT);
+        assert!(set, "control: {}", t.text());
     };
     parallel(&row, &[&control]);
 }

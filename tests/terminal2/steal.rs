@@ -1,5 +1,6 @@
 //! T11: while the caller's group holds the terminal's foreground, no sandbox process can take
-//! it (`tcsetpgrp` with SIGTTOU ignored) or read what is typed for the caller.
+//! it (`tcsetpgrp` with SIGTTOU ignored) or read what is typed for the caller: the
+//! sandbox's `/dev/tty` is a pty of its own, and the caller's terminal is never handed to it.
 
 use crate::common::{reap_leftovers, Who};
 use crate::pty::{Term, CTRL_Z, PROMPT};
@@ -111,12 +112,19 @@ pub fn type_secrets(t: &mut Term, file: &Path, lines: u32) -> Outcome {
 /// T11 (a): a background payload (`snug -- python3 attacker.py &`) that ignores SIGTTOU and
 /// SIGTTIN and calls `tcsetpgrp` in a tight loop while the caller types 20 secret lines: it
 /// reads no byte of them, the terminal's foreground stays the caller's at every check, and
-/// the shell runs every line. Control (in-test, root): the same attacker with no launcher
-/// steals the terminal. (Under plain `bwrap --unshare-pid` it cannot: its group, bwrap's,
-/// has no id inside the new pid namespace, so `tcsetpgrp` fails with ESRCH.)
+/// the shell runs every line. No sandbox process holds the caller's terminal in any way (its
+/// `/dev/tty` is the sandbox's own pty: not the controlling terminal, no descriptor), snug in
+/// the background never put the caller's terminal in raw mode (its -v log), and the caller's
+/// `stty -g` is the same after as before. Control (in-test, root): the same attacker with no
+/// launcher steals the terminal. (Under plain `bwrap --unshare-pid` it cannot: its group,
+/// bwrap's, has no id inside the new pid namespace, so `tcsetpgrp` fails with ESRCH.)
 /// Positive control: fails on main@76434d3, as root and as the user: "attacker read 16 bytes
 /// \"echo sec''ret-1\\n\"; lines the shell did not run: [1, 2, 3]; foreground not the
-/// caller's at 2 of the checks" (the caller's bash, its read failing with EIO, exited).
+/// caller's at 2 of the checks" (the caller's bash, its read failing with EIO, exited); on
+/// main@4e23d01 (the shared terminal with the trap) the holding check fails, root and user:
+/// "sandbox processes hold the caller's terminal: [\"73: fd 0\", \"73: fd 1\", \"75:
+/// controlling terminal 34821\", …]". The `holding` control below shows the check on plain
+/// bwrap in-test.
 #[test]
 fn t11_background_payload_cannot_steal_keystrokes() {
     let row = |who: Who| {
@@ -125,16 +133,27 @@ fn t11_background_payload_cannot_steal_keystrokes() {
         let s = crate::pty::scripts::write(dir.path(), "attacker.py", ATTACKER);
         let file = dir.path().join(format!("stolen-{m}"));
         let snug = crate::common::snug();
+        let before = t.stty_g();
         t.line(&format!("{} -v -- python3 {s} stolen-{m} 60 {m} 2>snug-{m}.log &", snug.display()));
         armed(&mut t, &file);
+        let snug_pid = t.snug_pid();
+        let held = crate::pty::rows::sandbox_holds_callers_tty(&t, snug_pid);
         let got = type_secrets(&mut t, &file, 20);
         reap_leftovers(&format!("stolen-{m}"));
         if !got.clean() {
             t.fail(&format!("T11 (a): {}", got.describe()));
         }
-        // -v says what it refused (issue 10: "foreground change refused").
+        if !held.is_empty() {
+            t.fail(&format!("T11 (a): sandbox processes hold the caller's terminal: {held:?}"));
+        }
+        let after = t.stty_g();
+        if after != before {
+            t.fail(&format!("T11 (a): the caller's stty -g was {before}, is {after}"));
+        }
+        // -v says the hand-over waits for a read, and snug never took the caller's terminal.
         let log = crate::common::read_text(&dir.path().join(format!("snug-{m}.log")));
-        assert!(log.contains("refused a sandbox process's change of the caller's terminal"), "{who:?}: -v log: {log}");
+        assert!(log.contains("handed over when it reads it"), "{who:?}: -v log: {log}");
+        assert!(!log.contains("caller's terminal: raw"), "{who:?}: snug went raw in the background: {log}");
         eprintln!("T11 (a) {who:?}: {}", got.describe());
     };
     let control = || {
@@ -151,7 +170,19 @@ fn t11_background_payload_cannot_steal_keystrokes() {
         }
         eprintln!("T11 (a) control: {}", got.describe());
     };
-    parallel(&row, &[&control]);
+    // The holding check sees a sandbox that has the caller's terminal: plain bwrap's payload.
+    let holding = || {
+        let (mut t, dir) = caller(Who::Root, "T11 control: plain bwrap holds the terminal");
+        let m = crate::common::marker();
+        t.line(&format!("{} &", crate::bwrap_line(dir.path(), "", &format!("sleep {m}"))));
+        crate::the_pid(&mut t, &format!("sleep {m}"));
+        let held = crate::pty::rows::sandbox_holds_callers_tty(&t, t.shell_pid());
+        reap_leftovers(&format!("sleep {m}"));
+        if held.is_empty() {
+            t.fail("control: plain bwrap's payload was not seen holding the caller's terminal");
+        }
+    };
+    parallel(&row, &[&control, &holding]);
 }
 
 /// T11 (b): a foreground payload `sh -c 'python3 attacker.py & exec sleep M'`, the attacker
