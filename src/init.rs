@@ -13,6 +13,7 @@ mod exec;
 mod guard;
 mod held;
 mod procfs;
+mod relay;
 mod serve;
 mod spawn;
 mod unotify;

@@ -48,6 +48,8 @@ pub fn serve(
     let mut ended: Option<i32> = None;
     // Every sandbox process was stopped on snug's order and not continued since.
     let mut halted = false;
+    // The payload's job stopped at the terminal (T5) and not continued since.
+    let mut job_stopped = false;
     let stops = if terminal { WaitOptions::UNTRACED | WaitOptions::CONTINUED } else { WaitOptions::empty() };
     if !terminal {
         // Detached, a stop or continue of a child is nobody's business: not even a SIGCHLD
@@ -75,7 +77,9 @@ pub fn serve(
                     }
                 }
                 Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
-                Ok(Received::Packet(Some(Order::Signal(sig)), _)) => relay(sig),
+                Ok(Received::Packet(Some(Order::Signal(sig)), _)) => {
+                    super::relay::relay_with_cont(sig, halted || job_stopped)
+                }
                 Ok(Received::Packet(Some(Order::Key(sig)), _)) => {
                     relay(sig);
                     if sig == libc::SIGINT {
@@ -94,6 +98,7 @@ pub fn serve(
                 }
                 Ok(Received::Packet(Some(Order::Continue(how)), _)) => {
                     halted = false;
+                    job_stopped = false;
                     match how {
                         Resume::Job => resume_job(payload),
                         Resume::All => relay(libc::SIGCONT),
@@ -169,8 +174,10 @@ pub fn serve(
                         g.handed = false;
                     }
                     let _ = chan.report(Report::Stopped(libc::WSTOPSIG(status)), None);
+                    job_stopped = true;
                 }
             } else if libc::WIFCONTINUED(status) {
+                job_stopped = false;
                 continue;
             } else {
                 let _ = chan.report(Report::Exited(status), None);
