@@ -7,6 +7,11 @@
 //! its own one, so it bounds the sandbox alone, also for host root (whose own processes
 //! the kernel exempts). A memory bound has no such fallback: asking for one where no cgroup
 //! can be made is an error (69).
+//!
+//! On cgroup v1 the sandbox also gets a cgroup of its own, without limits, in every other
+//! hierarchy snug may write (freezer, cpu, cpuset, blkio, devices, ...): otherwise it would
+//! sit in snug's own cgroup there, often the root, and its cgroup namespace would show all
+//! of that hierarchy (SPEC K5, X2).
 
 pub mod cgroup;
 
@@ -16,6 +21,10 @@ use std::sync::Mutex;
 
 use crate::error::{failure, UNAVAILABLE, USAGE};
 use cgroup::Where;
+
+/// How many cgroups the nest child may enter: one per v1 hierarchy, with room to spare
+/// (the kernel has 14 v1 controllers).
+pub const SLOTS: usize = 16;
 
 /// The default process cap (SPEC K5).
 pub const DEFAULT_MAX_PROCS: u64 = 4096;
@@ -98,8 +107,8 @@ pub struct ForChild {
 
 impl ForChild {
     /// The descriptors to write `0` into, -1 for none (a fixed array: no allocation in the child).
-    pub fn procs_fds(&self) -> [RawFd; 2] {
-        let mut fds = [-1; 2];
+    pub fn procs_fds(&self) -> [RawFd; SLOTS] {
+        let mut fds = [-1; SLOTS];
         for (slot, fd) in fds.iter_mut().zip(&self.procs) {
             *slot = fd.as_raw_fd();
         }
@@ -162,7 +171,35 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
     if out.nproc.is_some() {
         crate::log::log!("bound: RLIMIT_NPROC={} in the sandbox's user namespace", limits.max_procs);
     }
+    own_in_other_hierarchies(&host, &mut out);
     Ok(out)
+}
+
+/// A cgroup of the sandbox's own in each v1 hierarchy not used for a bound yet, where snug
+/// may create one; one it cannot make is logged and left out (the bounds stand without it).
+fn own_in_other_hierarchies(host: &cgroup::Host, out: &mut ForChild) {
+    let have: Vec<PathBuf> = CREATED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter_map(|d| d.parent().map(PathBuf::from))
+        .collect();
+    for controller in host.v1_controllers() {
+        let Ok(w @ Where::V1(_)) = usable(host, &controller) else { continue };
+        if have.iter().any(|d| d == w.dir()) || out.procs.len() >= SLOTS {
+            continue;
+        }
+        cgroup::remove_stale(w.dir());
+        let files = if controller == "cpuset" { cgroup::cpuset_files(&w) } else { Vec::new() };
+        match cgroup::create(&w, &files) {
+            Ok((dir, fd)) => {
+                crate::log::log!("own cgroup in the {controller} hierarchy: {}", dir.display());
+                CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(dir);
+                out.procs.push(fd);
+            }
+            Err(e) => crate::log::log!("no cgroup of its own in the {controller} hierarchy: {e}"),
+        }
+    }
 }
 
 /// Remove the cgroups this run created (the sandbox is gone by now).

@@ -86,6 +86,8 @@ pub struct RunArgs {
     pub name: Option<String>,
     /// `--jobs wait|grace|kill` (SPEC L4).
     pub jobs: crate::live::Jobs,
+    /// `--allow-userns`: let the payload create user namespaces (SPEC X2).
+    pub allow_userns: bool,
 }
 
 pub use crate::policy::Grants;
@@ -143,6 +145,10 @@ struct Cli {
     /// When the main process exits, what is left is killed (kill), gets TERM and the grace (grace), or is waited for (wait)
     #[arg(long, value_name = "HOW", value_parser = ["kill", "wait", "grace"])]
     jobs: Option<String>,
+    /// Let the payload create user namespaces (for payloads that sandbox in turn: bwrap,
+    /// podman, browsers); a payload run as root can then mount cgroupfs and write what root owns
+    #[arg(long)]
+    allow_userns: bool,
     /// The writable directory and the payload's working directory [default: .]
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -329,6 +335,7 @@ where
 
         name: cli.name,
         jobs: cli.jobs.as_deref().and_then(crate::live::Jobs::from_word).unwrap_or_default(),
+        allow_userns: cli.allow_userns,
     })))
 }
 

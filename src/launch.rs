@@ -85,8 +85,14 @@ pub fn command_line(policy: &Policy, mode: Mode, jobs: crate::live::Jobs) -> Res
     if jobs != crate::live::Jobs::Kill {
         init_args.push(jobs.word().to_string()); // SPEC L4: init outlives the main process
     }
+    let bwrap = find_bwrap()?;
+    let disable_userns = bwrap::has_disable_userns(&bwrap);
+    if !disable_userns && !policy.allow_userns {
+        log!("this bwrap lacks --disable-userns (bubblewrap 0.8.0): the payload can create user namespaces");
+    }
     let launch = Launch {
-        bwrap: find_bwrap()?,
+        disable_userns,
+        bwrap,
         init_exe: std::env::current_exe().context("cannot find snug's own executable")?,
         init_libs: libraries(),
         seccomp_fd: Some(SECCOMP_FD),

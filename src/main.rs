@@ -142,6 +142,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     }
     let request = policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), args.grants.clone());
     let mut policy = policy::resolve(&request)?;
+    policy.allow_userns |= args.allow_userns;
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let mode = mode::Mode::detect();

@@ -103,6 +103,9 @@ pub struct Policy {
     pub max_procs: Option<u64>,
     /// The smallest `memory` of the profiles, in bytes (SPEC K5).
     pub memory: Option<u64>,
+    /// Nested user namespaces allowed (`allow_userns` in a profile, `--allow-userns`; SPEC
+    /// X2); otherwise bwrap's `--disable-userns`.
+    pub allow_userns: bool,
 }
 
 /// What the caller asked for, with the host facts resolution depends on.
@@ -174,6 +177,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut net = false;
+    let mut allow_userns = false;
     let (mut max_procs, mut memory): (Option<u64>, Option<u64>) = (None, None);
     // `NAME+` entries: prepended to NAME with `:`, first profile first, so profiles combine.
     let mut prepend: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -216,6 +220,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
             sys_host_view(p, host, &mut mounts);
         }
         net |= p.net;
+        allow_userns |= p.allow_userns;
         for (k, raw) in &p.env {
             if k.is_empty() || k.contains(['=', '\0']) || raw.contains('\0') {
                 return Err(bad(p, "env", k, "not a valid environment entry"));
@@ -252,6 +257,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         home,
         max_procs,
         memory,
+        allow_userns,
     })
 }
 

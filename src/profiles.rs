@@ -100,6 +100,9 @@ pub struct Profile {
     pub net: bool,
     /// `max_procs`: a process cap (SPEC K5); the smallest of all profiles applies.
     pub max_procs: Option<u64>,
+    /// `allow_userns`: the payload may create user namespaces of its own (SPEC X2); on when
+    /// any profile in effect says so.
+    pub allow_userns: bool,
     /// `memory`: a memory bound as written (`512M`); the smallest of all profiles applies.
     pub memory: Option<String>,
 }
@@ -119,6 +122,7 @@ impl Profile {
             host_view: false,
             net: false,
             max_procs: None,
+            allow_userns: false,
             memory: None,
         }
     }
@@ -177,6 +181,8 @@ struct ProfileFile {
     env: BTreeMap<String, String>,
     max_procs: Option<u64>,
     memory: Option<String>,
+    #[serde(default)]
+    allow_userns: bool,
 }
 
 /// A user profile name is a file stem: letters, digits, `-`, `_`, `.`, not starting with
@@ -211,6 +217,7 @@ pub fn parse(name: &str, file: &Path, text: &str) -> anyhow::Result<Profile> {
         net: false,
         max_procs: parsed.max_procs,
         memory: parsed.memory,
+        allow_userns: parsed.allow_userns,
     })
 }
 

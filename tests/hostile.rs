@@ -14,3 +14,5 @@ mod exit_codes;
 mod fown;
 #[path = "hostile/profiles.rs"]
 mod profiles;
+#[path = "hostile/userns.rs"]
+mod userns;

@@ -31,7 +31,7 @@ pub struct Plan<'a> {
     pub fds: [RawFd; 5],
     /// Descriptors of each cgroup's `tasks` (v1) or `cgroup.procs` (v2) to write `0` to, and
     /// RLIMIT_NPROC (SPEC K5).
-    pub bounds: ([RawFd; 2], Option<u64>),
+    pub bounds: ([RawFd; crate::bounds::SLOTS], Option<u64>),
     /// NULL-terminated argv of bwrap.
     pub argv: &'a [*const libc::c_char],
     /// NULL-terminated (empty) environment.
