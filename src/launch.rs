@@ -110,8 +110,8 @@ pub struct Plan<'a> {
     pub mode: Mode,
     /// CMD and its arguments, raw bytes.
     pub cmd: &'a [OsString],
-    /// The payload's environment.
-    pub env: &'a [(String, String)],
+    /// The payload's environment; values of any bytes (R7).
+    pub env: &'a [(String, OsString)],
     /// The process cap and memory bound.
     pub limits: &'a crate::bounds::Limits,
 }
@@ -146,7 +146,7 @@ pub fn run(
     let signals = SignalFd::new(&caught).context("signalfd")?;
     let (ours, theirs) = Channel::pair().context("socketpair")?;
     let seccomp = crate::seccomp::memfd()?;
-    let args = crate::payload_args::memfd(cmd, env)?;
+    let args = crate::payload_args::memfd_bytes(cmd, env)?;
     let bounds = crate::bounds::apply(limits)?;
     log!("mode: {}", mode.describe());
     let nest = crate::start::nest(argv, theirs.as_fd(), seccomp.as_fd(), args.as_fd(), &bounds)?;

@@ -29,6 +29,7 @@ mod report;
 mod report_sink;
 mod seccomp;
 mod signals;
+mod stack;
 mod start;
 mod supervise;
 mod terminal;
@@ -46,6 +47,12 @@ fn main() {
         report(info);
         std::process::abort();
     }));
+    // On a stack of snug's choosing, whatever `ulimit -s` says (SPEC R4).
+    stack::run(work)
+}
+
+/// Everything snug does, as init or as snug; ends the process.
+fn work() -> ! {
     // The same binary is the sandbox init (bound at /run/snug/init).
     if std::env::args_os().nth(1).is_some_and(|a| a == init::FLAG) {
         let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
@@ -130,19 +137,20 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     }
     let name = args.name.clone().unwrap_or_else(|| live::generated_name(&cmd));
     record.name(&name);
-    // A variable passed by name whose value is not text cannot be carried (profiles and the
-    // bwrap command line hold UTF-8): refuse rather than leave it out unsaid (P5).
-    for name in args.grants.env.iter().filter(|e| !e.contains('=')) {
-        if std::env::var_os(name).is_some_and(|v| v.to_str().is_none()) {
-            return Err(error::failure(
-                error::USAGE,
-                format!("-e {name}: its value is not UTF-8, which snug cannot pass"),
-            ));
-        }
-    }
+    // `-e NAME` whose value is not text: resolution holds text, so the value is shown in
+    // `--dry-run` as text and passed as the caller's bytes (R7).
+    let raw_env = policy::raw_values(&args.grants);
     let request = policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), args.grants.clone());
     let mut policy = policy::resolve(&request)?;
     policy.allow_userns |= args.allow_userns;
+    for (k, v) in &raw_env {
+        let shown = v.to_string_lossy().into_owned();
+        match policy.env.iter_mut().find(|(n, _)| n == k) {
+            Some(slot) => slot.1 = shown,
+            None => policy.env.push((k.clone(), shown)),
+        }
+    }
+    let env = policy::with_raw_values(&policy.env, &raw_env);
     // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let mode = mode::Mode::detect();
@@ -164,7 +172,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         Some(mut net) => Box::new(move |init| net.attach(init).map(Some)),
         None => Box::new(|_| Ok(None)),
     };
-    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &policy.env, limits: &limits };
+    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits };
     launch::run(&plan, on_init, record, (control, jobs))
 }
 

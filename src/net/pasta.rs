@@ -121,6 +121,7 @@ fn spawn(argv: &[String], userns: Option<i32>) -> Result<(Pasta, std::process::C
             let parent_fd = std::os::fd::BorrowedFd::borrow_raw(parent_fd);
             nestproc::own_group_tied_to(parent_fd).map_err(std::io::Error::from_raw_os_error)?;
             nestproc::cloexec_from(3);
+            crate::stack::roomy_for_exec();
             match userns {
                 // dup2 onto itself would leave close-on-exec set.
                 Some(fd) if fd == USERNS_FD => {

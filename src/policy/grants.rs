@@ -65,6 +65,37 @@ pub(super) fn as_profiles(g: &Grants, host_env: &[(String, String)]) -> Vec<Prof
     out
 }
 
+/// `-e NAME` entries whose caller's value is not UTF-8 (R7: it reaches the payload byte
+/// for byte), as (NAME, value), unless a later `-e NAME=VALUE` replaces it. Resolution
+/// holds text only; [`with_raw_values`] puts these in place afterwards.
+pub fn raw_values(g: &Grants) -> Vec<(String, std::ffi::OsString)> {
+    let mut out: Vec<(String, std::ffi::OsString)> = Vec::new();
+    for (i, name) in g.env.iter().enumerate().filter(|(_, e)| !e.contains('=') && !e.is_empty()) {
+        let later = g.env[i + 1..].iter().any(|e| e == name || e.split_once('=').is_some_and(|(k, _)| k == name));
+        let Some(v) = std::env::var_os(name).filter(|v| v.to_str().is_none()) else { continue };
+        if !later {
+            out.push((name.clone(), v));
+        }
+    }
+    out
+}
+
+/// The payload's environment as bytes: `env` with each of `raw` in place of, or after, the
+/// entry of its name.
+pub fn with_raw_values(
+    env: &[(String, String)],
+    raw: &[(String, std::ffi::OsString)],
+) -> Vec<(String, std::ffi::OsString)> {
+    let mut out: Vec<(String, std::ffi::OsString)> = env.iter().map(|(k, v)| (k.clone(), v.into())).collect();
+    for (k, v) in raw {
+        match out.iter_mut().find(|(n, _)| n == k) {
+            Some(slot) => slot.1 = v.clone(),
+            None => out.push((k.clone(), v.clone())),
+        }
+    }
+    out
+}
+
 /// How an env conflict names the one that set the second value: `profile NAME`, or the flag.
 pub(super) fn who(p: &Profile) -> String {
     match p.source {

@@ -88,6 +88,8 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             if nestproc::own_group_tied_to(p.parent_pidfd).is_err() {
                 libc::_exit(INTERNAL);
             }
+            // bwrap's stack is the main thread's: a tiny `ulimit -s` would crash it (R4).
+            crate::stack::roomy_for_exec();
             // SPEC K5: enter this run's cgroups before anything else is forked, so every
             // sandbox process is born inside them (`0` means the writer, `cgroups(7)`; on v1
             // the writing thread, which is all of this fork child, without an RCU grace
