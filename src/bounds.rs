@@ -14,6 +14,8 @@
 //! of that hierarchy (SPEC K5, X2).
 
 pub mod cgroup;
+mod hits;
+pub use hits::Hits;
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
@@ -116,6 +118,26 @@ impl ForChild {
     }
 }
 
+/// The process cap this run applied (0 before [`apply`]), for [`cap_hint`].
+static CAP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// When a fork in the sandbox was refused (EAGAIN): the words naming the likely cause, the
+/// process cap, with what already counts against it (SPEC R4, K5). Empty when no cap applied.
+pub fn cap_hint() -> String {
+    match CAP.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => String::new(),
+        n => format!(
+            " (likely the process cap, --max-procs {n}: bwrap and snug's init count against it, \
+             so {n} leaves the payload {})",
+            match n.saturating_sub(2) {
+                0 => "no process at all".to_string(),
+                1 => "1 process".to_string(),
+                k => format!("{k} processes"),
+            }
+        ),
+    }
+}
+
 /// The cgroups this run created, removed by [`cleanup`].
 static CREATED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -126,6 +148,8 @@ static CREATED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// 69 when `--memory` was asked for and no cgroup can hold it; 71 when creating or
 /// writing a cgroup snug may create fails.
 pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
+    CAP.store(limits.max_procs, std::sync::atomic::Ordering::Relaxed);
+    MEMORY_BOUND.store(limits.memory.is_some(), std::sync::atomic::Ordering::Relaxed);
     // The memory controller is looked up only when a bound asks for it.
     let host = cgroup::Host::read();
     let procs = procs_mechanism(&host);
@@ -200,6 +224,15 @@ fn own_in_other_hierarchies(host: &cgroup::Host, out: &mut ForChild) {
             Err(e) => crate::log::log!("no cgroup of its own in the {controller} hierarchy: {e}"),
         }
     }
+}
+
+/// Whether this run set a memory limit (for [`hits`]).
+static MEMORY_BOUND: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Which bounds the sandbox hit, from this run's cgroups; call before [`cleanup`].
+pub fn hits() -> Hits {
+    let dirs = CREATED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    hits::read_all(&dirs, MEMORY_BOUND.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 /// Remove the cgroups this run created (the sandbox is gone by now).

@@ -61,6 +61,7 @@ fn work() -> ! {
     let mut record = RunRecord::new();
     let mut sink = None;
     let outcome = run(&mut record, &mut sink).unwrap_or_else(Outcome::Fail);
+    record.hits(bounds::hits()); // before the cgroups that counted them go (O5)
     bounds::cleanup(); // the sandbox is gone: remove this run's cgroups (SPEC K5)
     live::server::cleanup(); // and its control socket (SPEC L5)
     match settle(outcome, &mut record, sink) {

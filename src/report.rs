@@ -51,6 +51,9 @@ pub enum EndedBy {
     /// snug's own failure, before or after the payload started (R4), including a payload
     /// that could not be executed (126, 127).
     SnugError,
+    /// The kernel's OOM killer killed the payload's main process: the sandbox was at its
+    /// `--memory` bound (K5, O5).
+    Oom,
 }
 
 /// How snug itself ends, for `snug_exit`.
@@ -107,6 +110,7 @@ pub struct RunRecord {
     keys: u32,
     end: Option<Instant>,
     error: Option<String>,
+    hits: crate::bounds::Hits,
 }
 
 impl Default for RunRecord {
@@ -138,6 +142,7 @@ impl RunRecord {
             keys: 0,
             end: None,
             error: None,
+            hits: crate::bounds::Hits::default(),
         }
     }
 
@@ -285,10 +290,20 @@ impl RunRecord {
             return if ended.is_some() { EndedBy::RelayedHandled } else { EndedBy::GraceExpired };
         }
         match self.payload {
+            Some((_, st))
+                if libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGKILL && self.hits.oom_kills > Some(0) =>
+            {
+                EndedBy::Oom
+            }
             Some((_, st)) if libc::WIFSIGNALED(st) => EndedBy::PayloadSignal,
             Some(_) => EndedBy::Payload,
             None => self.teardown.unwrap_or(EndedBy::SnugError),
         }
+    }
+
+    /// The bounds the sandbox hit, read at its end (O5).
+    pub fn hits(&mut self, hits: crate::bounds::Hits) {
+        self.hits = hits;
     }
 
     /// snug's own failure, as its one-line message (the report's `error`).

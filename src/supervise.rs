@@ -265,7 +265,8 @@ impl Supervisor {
             Report::ExecFailed(e) => self.ending.note(End::ExecFailed(e)),
             Report::InitFailed(e) => {
                 let code = crate::error::errno_code(e, INTERNAL);
-                let e = failure(code, format!("sandbox init failed: {}", crate::error::strerror(e)));
+                let hint = if e == libc::EAGAIN { crate::bounds::cap_hint() } else { String::new() };
+                let e = failure(code, format!("sandbox init failed: {}{hint}", crate::error::strerror(e)));
                 self.ending.note(End::Failed(e));
             }
         }
