@@ -63,6 +63,7 @@ fn work() -> ! {
     let outcome = run(&mut record, &mut sink).unwrap_or_else(Outcome::Fail);
     record.hits(bounds::hits()); // before the cgroups that counted them go (O5)
     bounds::cleanup(); // the sandbox is gone: remove this run's cgroups (SPEC K5)
+    log::log!("cgroups removed");
     live::server::cleanup(); // and its control socket (SPEC L5)
     match settle(outcome, &mut record, sink) {
         Outcome::Status(raw) => end::as_status(raw),

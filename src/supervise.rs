@@ -126,10 +126,12 @@ impl Supervisor {
     pub fn run(mut self, record: RunRecord) -> (Outcome, RunRecord) {
         self.record = record;
         while !self.step() {}
+        log!("the outer namespace is gone");
         if let Some(mut pasta) = self.pasta.take() {
             pasta.stop();
         }
         self.bwrap.reap();
+        log!("bwrap reaped");
         self.terminal.restore();
         let outcome = self.outcome();
         self.finish_control(&outcome);

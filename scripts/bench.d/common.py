@@ -20,6 +20,7 @@ class Counts:
         self.b6_start, self.b6_relay, self.b6_stop, self.b6_leak = b6
         # B7: sandboxes at once, lone runs between the batches (three times)
         self.b7_many, self.b7_lone = b7
+        self.tree = 5  # G3 (tree): pairs of a 4000-process teardown, snug and a bare namespace
         self.profile = True  # the perf stage timeline for B1, when perf and root are there
 
     @staticmethod
@@ -28,7 +29,9 @@ class Counts:
 
     @staticmethod
     def quick():
-        return Counts(b1=8, parts=3, b2=10, b2_ref=5, b3=3, b4=3, b5_sleep=2, b6=(4, 3, 2, 2), b7=(8, 3))
+        q = Counts(b1=8, parts=3, b2=10, b2_ref=5, b3=3, b4=3, b5_sleep=2, b6=(4, 3, 2, 2), b7=(8, 3))
+        q.tree = 2
+        return q
 
 
 def pct(xs, q):
