@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn r7_truncated_input_is_refused() {
-        let bytes = encode(&[OsString::from("true")], &[], 0, u64::MAX);
+        let bytes = encode::<String>(&[OsString::from("true")], &[], 0, u64::MAX);
         for cut in 0..bytes.len() {
             assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
         }

@@ -127,12 +127,8 @@ fn spawn(argv: &[String], userns: Option<i32>) -> Result<(Pasta, std::process::C
                 Some(fd) if fd == USERNS_FD => {
                     libc::fcntl(fd, libc::F_SETFD, 0);
                 }
-                Some(fd) => {
-                    if libc::dup2(fd, USERNS_FD) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                None => {}
+                Some(fd) if libc::dup2(fd, USERNS_FD) < 0 => return Err(std::io::Error::last_os_error()),
+                _ => {}
             }
             sigseal::seal().map_err(|e| std::io::Error::from_raw_os_error(e.0))
         });

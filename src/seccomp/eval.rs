@@ -39,9 +39,9 @@ impl Call {
         match off {
             0 => self.nr,
             4 => self.arch,
-            16..=63 if off % 4 == 0 => {
+            16..=63 if off.is_multiple_of(4) => {
                 let arg = self.args[(off as usize - 16) / 8];
-                if off % 8 == 0 {
+                if off.is_multiple_of(8) {
                     arg as u32
                 } else {
                     (arg >> 32) as u32
