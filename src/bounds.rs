@@ -8,10 +8,11 @@
 //! the kernel exempts). A memory bound has no such fallback: asking for one where no cgroup
 //! can be made is an error (69).
 //!
-//! On cgroup v1 the sandbox also gets a cgroup of its own, without limits, in every other
-//! hierarchy snug may write (freezer, cpu, cpuset, blkio, devices, ...): otherwise it would
-//! sit in snug's own cgroup there, often the root, and its cgroup namespace would show all
-//! of that hierarchy (SPEC K5, X2).
+//! On cgroup v1, when the payload may create user namespaces (and so mount a cgroupfs), the
+//! sandbox also gets a cgroup of its own, without limits, in every other hierarchy snug may
+//! write (freezer, cpu, cpuset, blkio, devices, ...): otherwise it would sit in snug's own
+//! cgroup there, often the root, and its cgroup namespace would show all of that hierarchy
+//! (SPEC K5, X2).
 
 pub mod cgroup;
 mod hits;
@@ -38,6 +39,11 @@ pub struct Limits {
     pub max_procs: u64,
     /// Most memory in bytes (`--memory`, profile `memory`); `None`: no bound.
     pub memory: Option<u64>,
+    /// The payload may create user namespaces (`--allow-userns`, or a bwrap without
+    /// `--disable-userns`; SPEC X2), and so mount a cgroupfs: then the sandbox also gets a
+    /// cgroup of its own in every other v1 hierarchy. Without one it cannot mount anything,
+    /// and those cgroups would only cost start-up time (1–2 ms for seven of them).
+    pub nested_userns: bool,
 }
 
 /// How one bound is enforced here.
@@ -195,7 +201,9 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
     if out.nproc.is_some() {
         crate::log::log!("bound: RLIMIT_NPROC={} in the sandbox's user namespace", limits.max_procs);
     }
-    own_in_other_hierarchies(&host, &mut out);
+    if limits.nested_userns {
+        own_in_other_hierarchies(&host, &mut out);
+    }
     Ok(out)
 }
 

@@ -160,6 +160,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     let limits = bounds::Limits {
         max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
         memory: args.memory.or(policy.memory),
+        nested_userns: !argv.iter().any(|a| a == "--disable-userns"),
     };
     if args.dry_run {
         let mut extra: Vec<(&str, Vec<String>)> = vec![("payload", payload_args::lossy(&cmd))];
