@@ -320,7 +320,7 @@ where
         return Err(failure(USAGE, "--json only goes with --dry-run"));
     }
     for entry in &cli.env {
-        check_env_entry(entry)?;
+        crate::policy::check_env_entry(entry)?;
     }
     Ok(Command::Run(Box::new(RunArgs {
         profiles: cli.profiles,
@@ -345,29 +345,6 @@ where
 /// snug's command line as clap defines it: for hints, completions and the man page.
 pub fn definition() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
-}
-
-/// `-e NAME` or `-e NAME=VALUE`: NAME must be a name a program can look up, not empty, with
-/// no `=`, white space or control character (`environ(7)`; R4: a usage error, 64).
-fn check_env_entry(entry: &str) -> anyhow::Result<()> {
-    let name = entry.split_once('=').map_or(entry, |(k, _)| k);
-    // Control characters written as escapes: never raw on the caller's terminal.
-    let escaped = |s: &str| crate::quote::quote(&s.escape_debug().to_string()).into_owned();
-    let shown = escaped(entry);
-    if name.is_empty() {
-        return Err(failure(
-            USAGE,
-            format!("-e {shown}: the variable's name is empty (write -e NAME or -e NAME=VALUE)"),
-        ));
-    }
-    if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        let name = escaped(name);
-        return Err(failure(
-            USAGE,
-            format!("-e {shown}: {name} is not a variable name (no spaces or control characters in a name)"),
-        ));
-    }
-    Ok(())
 }
 
 /// `--report`'s value: `fd:N` names a descriptor, anything else a path.

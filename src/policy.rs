@@ -14,7 +14,7 @@
 //!   before anything below it and never covers it.
 
 mod grants;
-pub use grants::{raw_values, with_raw_values, Grants};
+pub use grants::{check_env_entry, raw_values, with_raw_values, Grants};
 mod show;
 #[cfg(test)]
 mod tests;

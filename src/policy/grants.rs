@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use crate::error::{failure, USAGE};
 use crate::profiles::{Profile, Source};
 
 /// Grants on the command line (SPEC P5), as written: checked and expanded by
@@ -94,6 +95,29 @@ pub fn with_raw_values(
         }
     }
     out
+}
+
+/// `-e NAME` or `-e NAME=VALUE`: NAME must be a name a program can look up, not empty, with
+/// no `=`, white space or control character (`environ(7)`; R4: a usage error, 64).
+pub fn check_env_entry(entry: &str) -> anyhow::Result<()> {
+    let name = entry.split_once('=').map_or(entry, |(k, _)| k);
+    // Control characters written as escapes: never raw on the caller's terminal.
+    let escaped = |s: &str| crate::quote::quote(&s.escape_debug().to_string()).into_owned();
+    let shown = escaped(entry);
+    if name.is_empty() {
+        return Err(failure(
+            USAGE,
+            format!("-e {shown}: the variable's name is empty (write -e NAME or -e NAME=VALUE)"),
+        ));
+    }
+    if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        let name = escaped(name);
+        return Err(failure(
+            USAGE,
+            format!("-e {shown}: {name} is not a variable name (no spaces or control characters in a name)"),
+        ));
+    }
+    Ok(())
 }
 
 /// How an env conflict names the one that set the second value: `profile NAME`, or the flag.
