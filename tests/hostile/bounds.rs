@@ -107,7 +107,8 @@ fn k5_cgroups_are_removed() {
     let _ = child.wait();
     assert!(until(Duration::from_secs(2), || ours(pid).len() == 1), "left behind by SIGKILL (positive control)");
     // Its sandbox dies with it (K1); wait until the cgroup is empty, then run again.
-    let procs = parent.join(&ours(pid)[0]).join("cgroup.procs");
+    // The sandbox's processes sit in the leaf `sandbox` below the cgroup holding the limits.
+    let procs = parent.join(&ours(pid)[0]).join("sandbox/cgroup.procs");
     assert!(until(Duration::from_secs(2), || std::fs::read_to_string(&procs).is_ok_and(|t| t.trim().is_empty())));
     let o = run_bounded(&mut snug_cmd(Who::Root, dir.path(), &["--", "true"]), LIMIT);
     assert!(o.status.success(), "{}", o.err);
