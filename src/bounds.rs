@@ -7,9 +7,17 @@
 //! its own one, so it bounds the sandbox alone, also for host root (whose own processes
 //! the kernel exempts). A memory bound has no such fallback: asking for one where no cgroup
 //! can be made is an error (69).
+//!
+//! On cgroup v1, when the payload may create user namespaces (and so mount a cgroupfs), the
+//! sandbox also gets a cgroup of its own, without limits, in every other hierarchy snug may
+//! write (freezer, cpu, cpuset, blkio, devices, ...): otherwise it would sit in snug's own
+//! cgroup there, often the root, and its cgroup namespace would show all of that hierarchy
+//! (SPEC K5, X2).
 
 pub mod cgroup;
+mod hits;
 pub mod usage;
+pub use hits::Hits;
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
@@ -17,6 +25,10 @@ use std::sync::Mutex;
 
 use crate::error::{failure, UNAVAILABLE, USAGE};
 use cgroup::Where;
+
+/// How many cgroups the nest child may enter: one per v1 hierarchy, with room to spare
+/// (the kernel has 14 v1 controllers).
+pub const SLOTS: usize = 16;
 
 /// The default process cap (SPEC K5).
 pub const DEFAULT_MAX_PROCS: u64 = 4096;
@@ -28,6 +40,11 @@ pub struct Limits {
     pub max_procs: u64,
     /// Most memory in bytes (`--memory`, profile `memory`); `None`: no bound.
     pub memory: Option<u64>,
+    /// The payload may create user namespaces (`--allow-userns`, or a bwrap without
+    /// `--disable-userns`; SPEC X2), and so mount a cgroupfs: then the sandbox also gets a
+    /// cgroup of its own in every other v1 hierarchy. Without one it cannot mount anything,
+    /// and those cgroups would only cost start-up time (1–2 ms for seven of them).
+    pub nested_userns: bool,
 }
 
 /// How one bound is enforced here.
@@ -99,12 +116,32 @@ pub struct ForChild {
 
 impl ForChild {
     /// The descriptors to write `0` into, -1 for none (a fixed array: no allocation in the child).
-    pub fn procs_fds(&self) -> [RawFd; 2] {
-        let mut fds = [-1; 2];
+    pub fn procs_fds(&self) -> [RawFd; SLOTS] {
+        let mut fds = [-1; SLOTS];
         for (slot, fd) in fds.iter_mut().zip(&self.procs) {
             *slot = fd.as_raw_fd();
         }
         fds
+    }
+}
+
+/// The process cap this run applied (0 before [`apply`]), for [`cap_hint`].
+static CAP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// When a fork in the sandbox was refused (EAGAIN): the words naming the likely cause, the
+/// process cap, with what already counts against it (SPEC R4, K5). Empty when no cap applied.
+pub fn cap_hint() -> String {
+    match CAP.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => String::new(),
+        n => format!(
+            " (likely the process cap, --max-procs {n}: bwrap and snug's init count against it, \
+             so {n} leaves the payload {})",
+            match n.saturating_sub(2) {
+                0 => "no process at all".to_string(),
+                1 => "1 process".to_string(),
+                k => format!("{k} processes"),
+            }
+        ),
     }
 }
 
@@ -118,6 +155,8 @@ static CREATED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// 69 when `--memory` was asked for and no cgroup can hold it; 71 when creating or
 /// writing a cgroup snug may create fails.
 pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
+    CAP.store(limits.max_procs, std::sync::atomic::Ordering::Relaxed);
+    MEMORY_BOUND.store(limits.memory.is_some(), std::sync::atomic::Ordering::Relaxed);
     // The memory controller is looked up only when a bound asks for it.
     let host = cgroup::Host::read();
     let procs = procs_mechanism(&host);
@@ -167,6 +206,9 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
     if out.nproc.is_some() {
         crate::log::log!("bound: RLIMIT_NPROC={} in the sandbox's user namespace", limits.max_procs);
     }
+    if limits.nested_userns {
+        own_in_other_hierarchies(&host, &mut out);
+    }
     Ok(out)
 }
 
@@ -174,6 +216,42 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
 /// sandbox is gone, before [`cleanup`]).
 pub fn usage() -> usage::Usage {
     usage::read(&CREATED.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// A cgroup of the sandbox's own in each v1 hierarchy not used for a bound yet, where snug
+/// may create one; one it cannot make is logged and left out (the bounds stand without it).
+fn own_in_other_hierarchies(host: &cgroup::Host, out: &mut ForChild) {
+    let have: Vec<PathBuf> = CREATED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter_map(|d| d.parent().map(PathBuf::from))
+        .collect();
+    for controller in host.v1_controllers() {
+        let Ok(w @ Where::V1(_)) = usable(host, &controller) else { continue };
+        if have.iter().any(|d| d == w.dir()) || out.procs.len() >= SLOTS {
+            continue;
+        }
+        cgroup::remove_stale(w.dir());
+        let files = if controller == "cpuset" { cgroup::cpuset_files(&w) } else { Vec::new() };
+        match cgroup::create(&w, &files) {
+            Ok((dir, fd)) => {
+                crate::log::log!("own cgroup in the {controller} hierarchy: {}", dir.display());
+                CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(dir);
+                out.procs.push(fd);
+            }
+            Err(e) => crate::log::log!("no cgroup of its own in the {controller} hierarchy: {e}"),
+        }
+    }
+}
+
+/// Whether this run set a memory limit (for [`hits`]).
+static MEMORY_BOUND: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Which bounds the sandbox hit, from this run's cgroups; call before [`cleanup`].
+pub fn hits() -> Hits {
+    let dirs = CREATED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    hits::read_all(&dirs, MEMORY_BOUND.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 /// Remove the cgroups this run created (the sandbox is gone by now).

@@ -27,6 +27,19 @@ pub struct Launch {
     /// bind: each gets an empty tmpfs after every policy mount (SPEC X4,
     /// [`crate::live::runtime::masks`]).
     pub masks: Vec<PathBuf>,
+    /// This bwrap has `--disable-userns` (0.8.0 and later, [`has_disable_userns`]).
+    pub disable_userns: bool,
+}
+
+/// Whether the bwrap binary at `path` knows `--disable-userns` (bubblewrap 0.8.0): its
+/// option table names it. Read from the file rather than asked with `--help`, which would
+/// cost a fork and exec on every start; a bwrap that cannot be read counts as lacking it.
+pub fn has_disable_userns(path: &Path) -> bool {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(path).and_then(|f| f.take(16 << 20).read_to_end(&mut bytes));
+    let needle = b"--disable-userns";
+    read.is_ok() && bytes.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The namespace and privilege options, before the environment and mounts. Each
@@ -58,6 +71,11 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let mut argv = vec![s(&launch.bwrap)];
     argv.extend(PROLOGUE.iter().map(|a| a.to_string()));
+    if !policy.allow_userns && launch.disable_userns {
+        // SPEC X2: no user namespace inside, so no capability over mounts or cgroupfs even
+        // for a payload that is the host's uid 0 (bwrap(1), `--disable-userns`).
+        argv.push("--disable-userns".to_string());
+    }
     for m in &policy.mounts {
         let src = m.src.as_deref().map(s).unwrap_or_default();
         let dest = s(&m.dest);
@@ -182,6 +200,7 @@ pub(crate) mod golden {
             seccomp_fd: Some(5),
             init_args: ["--snug-init", "detached"].map(String::from).to_vec(),
             masks: vec![],
+            disable_userns: true,
         }
     }
 
@@ -297,6 +316,7 @@ mod tests {
             seccomp_fd: None,
             init_args: vec!["-c".into(), script.into()],
             masks: vec![],
+            disable_userns: false,
         };
         let argv = command_line(&policy, &launch);
         let out = std::process::Command::new(&argv[0]).args(&argv[1..]).env_clear().output().expect("run");

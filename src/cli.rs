@@ -103,6 +103,8 @@ pub struct RunArgs {
     pub jobs: crate::live::Jobs,
     /// `--no-project`: do not apply DIR's `.snug.toml` (SPEC P6).
     pub no_project: bool,
+    /// `--allow-userns`: let the payload create user namespaces (SPEC X2).
+    pub allow_userns: bool,
 }
 
 pub use crate::policy::Grants;
@@ -168,6 +170,10 @@ struct Cli {
     /// When the main process exits, what is left is killed (kill), gets TERM and the grace (grace), or is waited for (wait)
     #[arg(long, value_name = "HOW", value_parser = ["kill", "wait", "grace"])]
     jobs: Option<String>,
+    /// Let the payload create user namespaces (for payloads that sandbox in turn: bwrap,
+    /// podman, browsers); a payload run as root can then mount cgroupfs and write what root owns
+    #[arg(long)]
+    allow_userns: bool,
     /// The writable directory and the payload's working directory [default: .]
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -357,6 +363,9 @@ where
     if cli.json && !cli.dry_run {
         return Err(failure(USAGE, "--json only goes with --dry-run"));
     }
+    for entry in &cli.env {
+        crate::policy::check_env_entry(entry)?;
+    }
     Ok(Command::Run(Box::new(RunArgs {
         profiles: cli.profiles,
         no_defaults: cli.no_defaults,
@@ -374,6 +383,7 @@ where
         name: cli.name,
         jobs: cli.jobs.as_deref().and_then(crate::live::Jobs::from_word).unwrap_or_default(),
         no_project: cli.no_project,
+        allow_userns: cli.allow_userns,
     })))
 }
 

@@ -85,6 +85,7 @@ fn checks() -> Vec<Row> {
         Some(p) => row("bwrap", Status::Ok, format!("{} ({})", p.display(), version(p)), true),
         None => row("bwrap", Status::Missing, "not in PATH: install the Debian package bubblewrap", true),
     });
+    rows.push(nested_userns(bwrap.as_deref()));
     let kernel_userns = match fork_unshare_user() {
         Ok(()) => "unshare(CLONE_NEWUSER) works".to_string(),
         Err(e) => format!("unshare(CLONE_NEWUSER): {e}"),
@@ -132,6 +133,26 @@ fn checks() -> Vec<Row> {
     rows
 }
 
+/// SPEC X2: whether this bwrap can keep the payload from creating user namespaces.
+fn nested_userns(bwrap: Option<&std::path::Path>) -> Row {
+    let risk = crate::dryrun::USERNS_RISK;
+    match bwrap {
+        Some(p) if crate::bwrap::has_disable_userns(p) => row(
+            "nested user namespaces",
+            Status::Ok,
+            format!("off in every sandbox (bwrap --disable-userns); --allow-userns turns them on, and then {risk}"),
+            false,
+        ),
+        Some(_) => row(
+            "nested user namespaces",
+            Status::Warn,
+            format!("this bwrap lacks --disable-userns: install bubblewrap 0.8.0 or later, else {risk}"),
+            false,
+        ),
+        None => row("nested user namespaces", Status::Missing, "needs bwrap", false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +181,7 @@ mod tests {
         let names: Vec<&str> = rows.iter().map(|r| r.name).collect();
         for want in [
             "bwrap",
+            "nested user namespaces",
             "user namespaces",
             "userns sysctls",
             "proc in new pid namespace",

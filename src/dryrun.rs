@@ -29,6 +29,7 @@ fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
     let _ = writeln!(out, "dir:      {}", quote(&policy.target.to_string_lossy()));
     let net = if policy.net { "pasta (@net)" } else { "none (loopback only)" };
     let _ = writeln!(out, "network:  {net}");
+    let _ = writeln!(out, "userns:   {}", userns(policy, argv));
     out.push_str("mounts:\n");
     for m in &policy.mounts {
         let dest = policy_path(&m.dest);
@@ -60,6 +61,24 @@ fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
     out
 }
 
+/// What a payload run as the host's root risks with nested user namespaces (SPEC X2).
+pub const USERNS_RISK: &str = "a payload running as the host's root gets capabilities in namespaces of its own: \
+     it can mount filesystems such as cgroupfs and write files the host's root owns there";
+
+/// The `userns:` line: off (bwrap's `--disable-userns` is on the command line), or allowed
+/// and why, with what that risks.
+fn userns(policy: &Policy, argv: &[String]) -> String {
+    if argv.iter().any(|a| a == "--disable-userns") {
+        return "disabled (bwrap --disable-userns; --allow-userns turns them on)".to_string();
+    }
+    let why = if policy.allow_userns {
+        "allowed (--allow-userns or a profile's allow_userns)"
+    } else {
+        "allowed: this bwrap lacks --disable-userns (bubblewrap 0.8.0 or later turns them off)"
+    };
+    format!("{why}; {USERNS_RISK}")
+}
+
 /// The payload's argv among `extra`.
 fn payload_of<'a>(extra: &'a [(&str, Vec<String>)]) -> &'a [String] {
     extra.iter().find(|(name, _)| *name == "payload").map_or(&[], |(_, words)| words.as_slice())
@@ -73,6 +92,7 @@ fn render_json(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
         "mounts": policy.mounts,
         "env": env,
         "net": policy.net,
+        "userns": if argv.iter().any(|a| a == "--disable-userns") { "disabled" } else { "allowed" },
         "bwrap": argv,
         "bwrap_by_hand": by_hand(argv, &policy.env, payload_of(extra)),
     });

@@ -12,6 +12,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 mod exec;
 mod held;
 mod procfs;
+mod relay;
 mod serve;
 mod spawn;
 
@@ -46,6 +47,8 @@ fn run(chan: &Channel, args: &[String], stderr: OwnedFd, spec: OwnedFd) -> Resul
     use rustix::process::{set_dumpable_behavior, setsid, DumpableBehavior};
     let mode = args.first().map(String::as_str).unwrap_or("detached");
     let spec = crate::payload_args::receive_from(std::fs::File::from(spec))?;
+    // The payload, and what `snug exec` starts, get the caller's `ulimit -s` (R4, R7).
+    crate::stack::restore(spec.stack);
     let os = |e: rustix::io::Errno| e.raw_os_error();
     // The payload runs as the same uid: keep it from opening our descriptors via /proc.
     let _ = set_dumpable_behavior(DumpableBehavior::NotDumpable);

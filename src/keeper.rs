@@ -60,7 +60,8 @@ impl Keeper {
         use rustix::pipe::{pipe_with, PipeFlags};
         let (r, w) = pipe_with(PipeFlags::CLOEXEC).ok()?;
         let (tty_fd, r_fd) = (tty.as_raw_fd(), r.as_raw_fd());
-        // SAFETY: snug is single-threaded; the child makes only async-signal-safe calls
+        // SAFETY: the child of a fork (of the one thread that runs snug's work) makes only
+        // async-signal-safe calls
         // (setpgid, sigaction, dup2, close_range, read, tcgetattr, tcsetattr, _exit;
         // `signal-safety(7)`) on integers and stack memory, and never returns.
         unsafe {

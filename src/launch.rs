@@ -92,8 +92,14 @@ pub fn command_line(
     if jobs != crate::live::Jobs::Kill {
         init_args.push(jobs.word().to_string()); // SPEC L4: init outlives the main process
     }
+    let bwrap = find_bwrap()?;
+    let disable_userns = bwrap::has_disable_userns(&bwrap);
+    if !disable_userns && !policy.allow_userns {
+        log!("this bwrap lacks --disable-userns (bubblewrap 0.8.0): the payload can create user namespaces");
+    }
     let launch = Launch {
-        bwrap: find_bwrap()?,
+        disable_userns,
+        bwrap,
         init_exe: std::env::current_exe().context("cannot find snug's own executable")?,
         init_libs: libraries(),
         seccomp_fd: Some(SECCOMP_FD),
@@ -112,8 +118,8 @@ pub struct Plan<'a> {
     pub mode: Mode,
     /// CMD and its arguments, raw bytes.
     pub cmd: &'a [OsString],
-    /// The payload's environment.
-    pub env: &'a [(String, String)],
+    /// The payload's environment; values of any bytes (R7).
+    pub env: &'a [(String, OsString)],
     /// The process cap and memory bound.
     pub limits: &'a crate::bounds::Limits,
 }
@@ -149,7 +155,7 @@ pub fn run(
     let signals = SignalFd::new(&caught).context("signalfd")?;
     let (ours, theirs) = Channel::pair().context("socketpair")?;
     let seccomp = crate::seccomp::memfd()?;
-    let args = crate::payload_args::memfd(cmd, env)?;
+    let args = crate::payload_args::memfd_bytes(cmd, env)?;
     let bounds = crate::bounds::apply(limits)?;
     log!("mode: {}", mode.describe());
     // Terminal mode: the sandbox's own pty, with the caller's settings and size (SPEC T1).

@@ -35,6 +35,7 @@ mod report;
 mod report_sink;
 mod seccomp;
 mod signals;
+mod stack;
 mod start;
 mod supervise;
 mod tty;
@@ -52,6 +53,12 @@ fn main() {
         report(info);
         std::process::abort();
     }));
+    // On a stack of snug's choosing, whatever `ulimit -s` says (SPEC R4).
+    stack::run(work)
+}
+
+/// Everything snug does, as init or as snug; ends the process.
+fn work() -> ! {
     // The same binary is the sandbox init (bound at /run/snug/init).
     if std::env::args_os().nth(1).is_some_and(|a| a == init::FLAG) {
         let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
@@ -64,7 +71,9 @@ fn main() {
     if sink.is_some() && record.context().bounds.is_some() {
         record.context().usage = Some(bounds::usage());
     }
+    record.hits(bounds::hits()); // before the cgroups that counted them go (O5)
     bounds::cleanup(); // the sandbox is gone: remove this run's cgroups (SPEC K5)
+    log::log!("cgroups removed");
     live::server::cleanup(); // and its control socket (SPEC L5)
     match settle(outcome, &mut record, sink) {
         Outcome::Status(raw) => end::as_status(raw),
@@ -148,20 +157,21 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     record.name(&name);
     record.context().argv = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     record.context().command = payload_args::lossy(&cmd);
-    // A variable passed by name whose value is not text cannot be carried (profiles and the
-    // bwrap command line hold UTF-8): refuse rather than leave it out unsaid (P5).
-    for name in args.grants.env.iter().filter(|e| !e.contains('=')) {
-        if std::env::var_os(name).is_some_and(|v| v.to_str().is_none()) {
-            return Err(error::failure(
-                error::USAGE,
-                format!("-e {name}: its value is not UTF-8, which snug cannot pass"),
-            ));
-        }
-    }
+    // `-e NAME` whose value is not text: resolution holds text, so the value is shown in
+    // `--dry-run` as text and passed as the caller's bytes (R7).
+    let raw_env = policy::raw_values(&args.grants);
     let grants = args.grants.clone();
     let request =
         policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
     let mut policy = policy::resolve(&request)?;
+    policy.allow_userns |= args.allow_userns;
+    for (k, v) in &raw_env {
+        let shown = v.to_string_lossy().into_owned();
+        match policy.env.iter_mut().find(|(n, _)| n == k) {
+            Some(slot) => slot.1 = shown,
+            None => policy.env.push((k.clone(), shown)),
+        }
+    }
     record.context().dir = Some(policy.target.clone());
     let visible = |p: &std::path::Path| policy.shows(p);
     if let Some(line) = hints::git_worktree(&policy.target, &visible) {
@@ -190,6 +200,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     let limits = bounds::Limits {
         max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
         memory: args.memory.or(policy.memory),
+        nested_userns: !argv.iter().any(|a| a == "--disable-userns"),
     };
     record.context().bounds = Some((limits.max_procs, limits.memory));
     if args.dry_run {
@@ -219,7 +230,8 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         }
         net.as_mut().map(|n| n.attach(init)).transpose()
     });
-    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &policy.env, limits: &limits };
+    let env = policy::with_raw_values(&policy.env, &raw_env);
+    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits };
     let outcome = launch::run(&plan, tty, on_init, record, (control, jobs))?;
     if let Some(summary) = watch.borrow().summary() {
         log::say!("snug: {}", summary.line(&policy.home));

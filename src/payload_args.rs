@@ -4,10 +4,11 @@
 //! bytes and as many as `execve(2)` accepts.
 //!
 //! Layout (little-endian): `b"SNUGARGS"`, `u32` closed-descriptor mask (bit n: fd n of
-//! 0–2 was closed when snug started), `u32` argc, then argc × (`u32` length, bytes), `u32`
+//! 0–2 was closed when snug started), `u64` soft RLIMIT_STACK snug started with
+//! (`u64::MAX`: unlimited), `u32` argc, then argc × (`u32` length, bytes), `u32`
 //! envc, then envc × (`u32` length, `NAME=VALUE` bytes). No NULs inside a word.
 
-use std::ffi::{CString, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::io::{Read, Seek, Write};
 use std::os::fd::{OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -54,16 +55,17 @@ fn put(out: &mut Vec<u8>, word: &[u8]) {
 }
 
 /// The encoded form of `argv`, `env` and `closed` (layout in the module doc).
-pub fn encode(argv: &[OsString], env: &[(String, String)], closed: u32) -> Vec<u8> {
+pub fn encode<V: AsRef<OsStr>>(argv: &[OsString], env: &[(String, V)], closed: u32, stack: u64) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&closed.to_le_bytes());
+    out.extend_from_slice(&stack.to_le_bytes());
     out.extend_from_slice(&(argv.len() as u32).to_le_bytes());
     for a in argv {
         put(&mut out, a.as_bytes());
     }
     out.extend_from_slice(&(env.len() as u32).to_le_bytes());
     for (k, v) in env {
-        put(&mut out, format!("{k}={v}").as_bytes());
+        put(&mut out, &[k.as_bytes(), b"=", v.as_ref().as_bytes()].concat());
     }
     out
 }
@@ -71,15 +73,23 @@ pub fn encode(argv: &[OsString], env: &[(String, String)], closed: u32) -> Vec<u
 /// A close-on-exec memfd holding [`encode`]'s bytes, rewound, for [`ARGS_FD`].
 ///
 /// # Errors
-/// `memfd_create(2)` or write errors; a NUL byte in an argument is a usage error.
+/// As [`memfd_bytes`].
 pub fn memfd(argv: &[OsString], env: &[(String, String)]) -> anyhow::Result<OwnedFd> {
+    memfd_bytes(argv, env)
+}
+
+/// [`memfd`] with values of any bytes (R7: `-e NAME` passes the caller's value as it is).
+///
+/// # Errors
+/// `memfd_create(2)` or write errors; a NUL byte in an argument is a usage error.
+pub fn memfd_bytes<V: AsRef<OsStr>>(argv: &[OsString], env: &[(String, V)]) -> anyhow::Result<OwnedFd> {
     if let Some(a) = argv.iter().find(|a| a.as_bytes().contains(&0)) {
         return Err(crate::error::failure(crate::error::USAGE, format!("argument contains a NUL byte: {a:?}")));
     }
     let fd = rustix::fs::memfd_create(c"snug-args", rustix::fs::MemfdFlags::CLOEXEC)
         .map_err(|e| anyhow::Error::new(std::io::Error::from(e)).context("memfd_create"))?;
     let mut file = std::fs::File::from(fd);
-    file.write_all(&encode(argv, env, closed_at_start()))?;
+    file.write_all(&encode(argv, env, closed_at_start(), crate::stack::soft_limit()))?;
     file.rewind()?;
     Ok(file.into())
 }
@@ -92,6 +102,9 @@ pub struct Spec {
     pub env: Vec<CString>,
     /// Bit n: fd n must be closed in the payload (SPEC R2).
     pub closed: u32,
+    /// The soft RLIMIT_STACK the payload gets: the caller's (`u64::MAX`: unlimited); bwrap
+    /// and init may have run with more ([`crate::stack::roomy_for_exec`]).
+    pub stack: u64,
 }
 
 /// A cursor over the memfd's bytes; every read is bounds-checked.
@@ -111,6 +124,10 @@ impl<'a> Cursor<'a> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
 
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
     fn words(&mut self) -> Option<Vec<CString>> {
         let n = self.u32()? as usize;
         let mut v = Vec::with_capacity(n.min(1 << 16));
@@ -128,9 +145,10 @@ fn decode(bytes: &[u8]) -> Option<Spec> {
         return None;
     }
     let closed = c.u32()?;
+    let stack = c.u64()?;
     let argv = c.words()?;
     let env = c.words()?;
-    Some(Spec { argv, env, closed })
+    Some(Spec { argv, env, closed, stack })
 }
 
 /// Read a spec from `file` and close it: a memfd [`memfd`] made, which init has at
@@ -198,7 +216,8 @@ mod tests {
     fn r7_round_trip_of_any_bytes() {
         let argv: Vec<OsString> = vec![OsString::from("sh"), OsString::from_vec(vec![0xff, b'x']), OsString::from("")];
         let env = vec![("PATH".to_string(), "/bin".to_string()), ("A".to_string(), "b=c".to_string())];
-        let spec = decode(&encode(&argv, &env, 0b010)).expect("decodes");
+        let spec = decode(&encode(&argv, &env, 0b010, 16 << 10)).expect("decodes");
+        assert_eq!(spec.stack, 16 << 10);
         assert_eq!(
             spec.argv.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>(),
             [b"sh".to_vec(), vec![0xff, b'x'], vec![]]
@@ -212,7 +231,7 @@ mod tests {
 
     #[test]
     fn r7_truncated_input_is_refused() {
-        let bytes = encode(&[OsString::from("true")], &[], 0);
+        let bytes = encode::<String>(&[OsString::from("true")], &[], 0, u64::MAX);
         for cut in 0..bytes.len() {
             assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
         }

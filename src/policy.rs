@@ -18,7 +18,7 @@ pub mod program;
 pub use caller::create_missing;
 use caller::passed;
 mod grants;
-pub use grants::Grants;
+pub use grants::{check_env_entry, raw_values, with_raw_values, Grants};
 mod show;
 #[cfg(test)]
 mod tests;
@@ -113,6 +113,9 @@ pub struct Policy {
     /// by [`create_missing`] before the run (SPEC O8), never by `--dry-run`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub create: Vec<PathBuf>,
+    /// Nested user namespaces allowed (`allow_userns` in a profile, `--allow-userns`; SPEC
+    /// X2); otherwise bwrap's `--disable-userns`.
+    pub allow_userns: bool,
 }
 
 impl Policy {
@@ -206,6 +209,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut net = false;
+    let mut allow_userns = false;
     let (mut max_procs, mut memory): (Option<u64>, Option<u64>) = (None, None);
     let mut create: Vec<PathBuf> = Vec::new();
     // `NAME+` entries: prepended to NAME with `:`, first profile first, so profiles combine.
@@ -253,6 +257,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         }
         net |= p.net;
         passed(p, &req.host_env, host, &mut env, &mut mounts);
+        allow_userns |= p.allow_userns;
         for (k, raw) in &p.env {
             if k.is_empty() || k.contains(['=', '\0']) || raw.contains('\0') {
                 return Err(bad(p, "env", k, "not a valid environment entry"));
@@ -290,6 +295,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         max_procs,
         memory,
         create,
+        allow_userns,
     })
 }
 

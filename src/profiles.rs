@@ -101,6 +101,9 @@ pub struct Profile {
     pub net: bool,
     /// `max_procs`: a process cap (SPEC K5); the smallest of all profiles applies.
     pub max_procs: Option<u64>,
+    /// `allow_userns`: the payload may create user namespaces of its own (SPEC X2); on when
+    /// any profile in effect says so.
+    pub allow_userns: bool,
     /// `memory`: a memory bound as written (`512M`); the smallest of all profiles applies.
     pub memory: Option<String>,
     /// Builtins only: variables passed with the caller's value when the caller has one; a
@@ -127,6 +130,7 @@ impl Profile {
             host_view: false,
             net: false,
             max_procs: None,
+            allow_userns: false,
             memory: None,
             pass: Vec::new(),
             create_rw: false,
@@ -225,6 +229,8 @@ struct ProfileFile {
     env: BTreeMap<String, String>,
     max_procs: Option<u64>,
     memory: Option<String>,
+    #[serde(default)]
+    allow_userns: bool,
 }
 
 /// A user profile name is a file stem: letters, digits, `-`, `_`, `.`, not starting with
@@ -261,6 +267,7 @@ pub fn parse(name: &str, file: &Path, text: &str) -> anyhow::Result<Profile> {
         memory: parsed.memory,
         pass: Vec::new(),
         create_rw: false,
+        allow_userns: parsed.allow_userns,
     })
 }
 

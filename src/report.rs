@@ -51,6 +51,9 @@ pub enum EndedBy {
     /// snug's own failure, before or after the payload started (R4), including a payload
     /// that could not be executed (126, 127).
     SnugError,
+    /// The kernel's OOM killer killed the payload's main process: the sandbox was at its
+    /// `--memory` bound (K5, O5).
+    Oom,
 }
 
 /// How snug itself ends, for `snug_exit`.
@@ -113,6 +116,7 @@ pub struct RunRecord {
     wall_start: std::time::SystemTime,
     /// The command, DIR, bounds and usage (O5).
     context: Context,
+    hits: crate::bounds::Hits,
 }
 
 impl Default for RunRecord {
@@ -147,6 +151,7 @@ impl RunRecord {
             discarded: None,
             wall_start: std::time::SystemTime::now(),
             context: Context::default(),
+            hits: crate::bounds::Hits::default(),
         }
     }
 
@@ -294,6 +299,11 @@ impl RunRecord {
             return if ended.is_some() { EndedBy::RelayedHandled } else { EndedBy::GraceExpired };
         }
         match self.payload {
+            Some((_, st))
+                if libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGKILL && self.hits.oom_kills > Some(0) =>
+            {
+                EndedBy::Oom
+            }
             Some((_, st)) if libc::WIFSIGNALED(st) => EndedBy::PayloadSignal,
             Some(_) => EndedBy::Payload,
             None => self.teardown.unwrap_or(EndedBy::SnugError),
@@ -313,6 +323,11 @@ impl RunRecord {
     /// `--timeout`'s duration for people (`0.5 s`), when one is set (O6).
     pub fn timeout_text(&self) -> Option<String> {
         self.timeout.map(reason::seconds)
+    }
+
+    /// The bounds the sandbox hit, read at its end (O5).
+    pub fn hits(&mut self, hits: crate::bounds::Hits) {
+        self.hits = hits;
     }
 
     /// snug's own failure, as its one-line message (the report's `error`).

@@ -18,12 +18,19 @@
 //!   A descriptor the caller already armed (owner and `O_ASYNC` set on the host) keeps
 //!   signalling its owner with the signal the caller chose: that is the caller's setup.
 //!
+//! Every other system-call ABI (SPEC X2): the program's first check kills the process on a
+//! call whose `AUDIT_ARCH` is not the native one (i386 on x86-64, 32-bit ARM on arm64), and
+//! on x86-64 a second kills it on an x32 number (`nr & __X32_SYSCALL_BIT`): x32 shares
+//! `AUDIT_ARCH_X86_64` with x86-64 but numbers its calls apart (`x32 ioctl` is 0x40000202,
+//! not 16), so the rules keyed by native numbers would never see it (`seccomp(2)`, "Caveats").
+//!
 //! Never denied: kill, tgkill, setpgid, setsid, the `tcsetpgrp` ioctls, pidfd calls — job
 //! control inside the sandbox needs them (SPEC T6, DESIGN.md "What not to do").
 
 use anyhow::{anyhow, Context, Result};
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+    sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
 };
 use std::collections::BTreeMap;
 use std::io::{Seek, Write};
@@ -62,11 +69,47 @@ fn denied() -> Vec<i64> {
     ]
 }
 
-/// The filter as classic BPF (`seccomp(2)`), through the seccompiler crate.
+/// `__X32_SYSCALL_BIT` (`arch/x86/include/uapi/asm/unistd.h`): set in every x32 call number.
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+/// The classic BPF codes the x32 guard uses (`include/uapi/linux/bpf_common.h`).
+const LD_W_ABS: u16 = 0x20;
+const JGE_K: u16 = 0x35;
+const JEQ_K: u16 = 0x15;
+const RET_K: u16 = 0x06;
+/// `SECCOMP_RET_KILL_PROCESS` (`seccomp(2)`), what seccompiler also returns on a foreign arch.
+const KILL_PROCESS: u32 = 0x8000_0000;
+
+/// The filter as classic BPF (`seccomp(2)`): seccompiler's program for the native ABI, then,
+/// on x86-64, the x32 guard after its arch check.
 ///
 /// # Errors
 /// An unsupported architecture (only x86-64 and arm64 are built).
 pub fn program() -> Result<BpfProgram> {
+    let mut prog = native()?;
+    if cfg!(target_arch = "x86_64") {
+        guard_x32(&mut prog);
+    }
+    Ok(prog)
+}
+
+/// Insert, after seccompiler's three-instruction arch check (load arch, equal: skip, else
+/// kill), a kill for any x32 number. `nr == -1` stays out of it: the kernel turns it into
+/// ENOSYS itself, and a tracer uses it to skip a call (libseccomp makes the same exception).
+/// No jump in the original crosses the insertion point: the arch check's one jump lands on it.
+fn guard_x32(prog: &mut BpfProgram) {
+    let ins = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    let guard = [
+        ins(LD_W_ABS, 0, 0, 0), // A = seccomp_data.nr
+        ins(JGE_K, 0, 2, X32_SYSCALL_BIT),
+        ins(JEQ_K, 1, 0, u32::MAX),
+        ins(RET_K, 0, 0, KILL_PROCESS),
+    ];
+    let at = 3.min(prog.len());
+    prog.splice(at..at, guard);
+}
+
+/// seccompiler's program: native numbers only, any other `AUDIT_ARCH` killed.
+fn native() -> Result<BpfProgram> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = denied().into_iter().map(|s| (s, vec![])).collect();
     // The ioctl request is an `unsigned int` (`ioctl(2)`): compare the low 32 bits only, so a
     // request with junk in the high half cannot slip past.
@@ -117,6 +160,9 @@ pub fn memfd() -> Result<OwnedFd> {
 }
 
 #[cfg(test)]
+mod eval;
+
+#[cfg(test)]
 mod tests {
     #[test]
     fn program_builds_for_this_machine() {
@@ -139,5 +185,93 @@ mod tests {
         ] {
             assert!(!denied.contains(&call), "syscall {call} must stay allowed");
         }
+    }
+}
+
+/// X2 for every ABI: the compiled program, run by a BPF interpreter on calls through x86-64,
+/// x32 and i386 (arm64 and its 32-bit compat where built).
+#[cfg(test)]
+mod abi_tests {
+    use super::eval::{run, Call, ALLOW, EPERM, KILL};
+    use super::{TIOCLINUX, TIOCSTI};
+
+    fn native() -> u32 {
+        if cfg!(target_arch = "x86_64") {
+            super::eval::X86_64
+        } else {
+            super::eval::AARCH64
+        }
+    }
+
+    #[test]
+    fn x2_native_denials_and_allowances() {
+        let p = super::program().unwrap();
+        let n = |nr: i64, args: &[u64]| run(&p, &Call::new(native(), nr as u32, args));
+        assert_eq!(n(libc::SYS_ioctl, &[0, TIOCSTI]), EPERM);
+        assert_eq!(n(libc::SYS_ioctl, &[0, TIOCLINUX]), EPERM);
+        // High bits of the request are ignored by the kernel; so by the filter.
+        assert_eq!(n(libc::SYS_ioctl, &[0, TIOCSTI | 0xdead_0000_0000]), EPERM);
+        assert_eq!(n(libc::SYS_fcntl, &[0, libc::F_SETOWN as u64, 1]), EPERM);
+        assert_eq!(n(libc::SYS_ptrace, &[]), EPERM);
+        assert_eq!(n(libc::SYS_ioctl, &[0, libc::TIOCGWINSZ]), ALLOW);
+        assert_eq!(n(libc::SYS_write, &[1]), ALLOW);
+        assert_eq!(n(libc::SYS_kill, &[1, 15]), ALLOW);
+        assert_eq!(n(-1, &[]), ALLOW, "nr -1 is the kernel's ENOSYS, never a kill");
+    }
+
+    /// x32 numbers (`arch/x86/entry/syscalls/syscall_64.tbl`, `__X32_SYSCALL_BIT` added):
+    /// ioctl 514, ptrace 521, fcntl 72 (shared).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn x2_x32_calls_are_not_allowed() {
+        const X32: u32 = 0x4000_0000;
+        let calls = [
+            ("x32 ioctl(TIOCSTI)", Call::new(super::eval::X86_64, X32 | 514, &[0, TIOCSTI])),
+            ("x32 fcntl(F_SETOWN)", Call::new(super::eval::X86_64, X32 | 72, &[0, libc::F_SETOWN as u64, 1])),
+            ("x32 ptrace", Call::new(super::eval::X86_64, X32 | 521, &[])),
+            ("x32 write", Call::new(super::eval::X86_64, X32 | 1, &[1])),
+        ];
+        // Positive control: seccompiler's program alone lets every one of them through
+        // (fails without the x32 guard: each evaluated to ALLOW, 0x7fff0000).
+        let bare = super::native().unwrap();
+        for (what, c) in &calls {
+            assert_eq!(run(&bare, c), ALLOW, "control: {what} is caught without the guard?");
+        }
+        let p = super::program().unwrap();
+        for (what, c) in &calls {
+            assert_eq!(run(&p, c), KILL, "{what}");
+        }
+    }
+
+    /// i386 through `int 0x80` on x86-64 (`syscall_32.tbl`): ioctl 54, fcntl 55, fcntl64 221,
+    /// ptrace 26, process_vm_writev 348. A foreign arch is killed whatever the call.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn x2_i386_calls_are_not_allowed() {
+        let p = super::program().unwrap();
+        // Positive control: without its arch check (the first three instructions) the
+        // program reads i386 numbers as x86-64 ones and allows i386 ioctl(TIOCSTI) (54 is
+        // setsockopt there) and ptrace (26 is msync).
+        let unchecked = &p[3..];
+        for nr in [54, 26] {
+            assert_eq!(run(unchecked, &Call::new(super::eval::I386, nr, &[0, TIOCSTI])), ALLOW, "control: {nr}");
+        }
+        let i386 = |nr, args: &[u64]| run(&p, &Call::new(super::eval::I386, nr, args));
+        assert_eq!(i386(54, &[0, TIOCSTI]), KILL);
+        assert_eq!(i386(54, &[0, TIOCLINUX]), KILL);
+        assert_eq!(i386(55, &[0, libc::F_SETOWN as u64, 1]), KILL);
+        assert_eq!(i386(221, &[0, libc::F_SETOWN as u64, 1]), KILL);
+        assert_eq!(i386(26, &[]), KILL);
+        assert_eq!(i386(348, &[]), KILL);
+    }
+
+    /// arm64's 32-bit compat ABI (`AUDIT_ARCH_ARM`): ioctl 54, ptrace 26.
+    #[cfg(target_arch = "aarch64")]
+    #[test]
+    fn x2_arm_compat_calls_are_not_allowed() {
+        let p = super::program().unwrap();
+        let arm = |nr, args: &[u64]| run(&p, &Call::new(super::eval::ARM, nr, args));
+        assert_eq!(arm(54, &[0, TIOCSTI]), KILL);
+        assert_eq!(arm(26, &[]), KILL);
     }
 }

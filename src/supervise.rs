@@ -140,10 +140,12 @@ impl Supervisor {
     pub fn run(mut self, record: RunRecord) -> (Outcome, RunRecord) {
         self.record = record;
         while !self.step() {}
+        log!("the outer namespace is gone");
         if let Some(mut pasta) = self.pasta.take() {
             pasta.stop();
         }
         self.bwrap.reap();
+        log!("bwrap reaped");
         // Every sandbox process is gone: the pty's last bytes, then the caller's own settings
         // back before snug says anything or dies of a signal (T7, T14).
         if let Some(b) = self.bridge.as_mut() {
@@ -296,7 +298,8 @@ impl Supervisor {
             Report::ExecFailed(e) => self.ending.note(End::ExecFailed(e)),
             Report::InitFailed(e) => {
                 let code = crate::error::errno_code(e, INTERNAL);
-                let e = failure(code, format!("sandbox init failed: {}", crate::error::strerror(e)));
+                let hint = if e == libc::EAGAIN { crate::bounds::cap_hint() } else { String::new() };
+                let e = failure(code, format!("sandbox init failed: {}{hint}", crate::error::strerror(e)));
                 self.ending.note(End::Failed(e));
             }
         }

@@ -12,5 +12,9 @@ mod bounds;
 mod exit_codes;
 #[path = "hostile/fown.rs"]
 mod fown;
+#[path = "hostile/limits.rs"]
+mod limits;
 #[path = "hostile/profiles.rs"]
 mod profiles;
+#[path = "hostile/userns.rs"]
+mod userns;

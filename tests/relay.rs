@@ -22,3 +22,6 @@ mod grace;
 
 #[path = "relay/delivery.rs"]
 mod delivery;
+
+#[path = "relay/stopped.rs"]
+mod stopped;

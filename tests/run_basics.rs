@@ -221,7 +221,8 @@ fn p1_environment_is_only_the_listed_variables() {
     }
 }
 
-/// P1: /proc shows only the sandbox: pid 1 is snug's init, and the payload is pid 2.
+/// P1: /proc shows only the sandbox: pid 1 is snug's init, and the payload is the only other
+/// process (pid 3: init's work runs on a thread of its own, which took 2; R4's stack).
 #[test]
 fn p1_proc_shows_only_the_sandbox() {
     for who in everyone() {
@@ -229,7 +230,8 @@ fn p1_proc_shows_only_the_sandbox() {
         let o = snug_run(who, dir.path(), &["--", "ls", "/proc"]);
         ok(who, &o);
         let pids: BTreeSet<u32> = o.out.lines().filter_map(|l| l.parse().ok()).collect();
-        assert_eq!(pids, BTreeSet::from([1, 2]), "{who:?}");
+        assert_eq!(pids.len(), 2, "{who:?}: {pids:?}");
+        assert!(pids.contains(&1), "{who:?}: {pids:?}");
         let o = snug_run(who, dir.path(), &["--", "cat", "/proc/1/cmdline"]);
         assert!(o.out.contains("--snug-init"), "{who:?}: pid 1 is {:?}", o.out);
     }

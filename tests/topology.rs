@@ -76,7 +76,15 @@ fn s1_bwrap_and_init_start_sealed() {
         let up = until(LIMIT, || read_text(&log).contains("payload started") && running(&format!("sleep {m}")));
         let text = read_text(&log);
         let state = |key| logged_pid(&text, key).and_then(|p| SigState::of(p).ok());
-        let (bwrap, init, payload) = (state("bwrap pid "), state("init pid "), state("payload started: pid "));
+        // init's work runs on a thread of its own; its main thread blocks every signal by
+        // design (so that they reach the worker) and only waits: read the worker's mask.
+        let worker = |p: i32| {
+            let tids = std::fs::read_dir(format!("/proc/{p}/task")).ok()?;
+            let tid = tids.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).find(|t| *t != p)?;
+            SigState::parse(&std::fs::read_to_string(format!("/proc/{p}/task/{tid}/status")).ok()?).ok()
+        };
+        let (bwrap, payload) = (state("bwrap pid "), state("payload started: pid "));
+        let init = logged_pid(&text, "init pid ").and_then(worker);
         kill(child.id(), libc::SIGTERM);
         let end = wait_bounded(&mut child, LIMIT);
         reap_leftovers(&m);

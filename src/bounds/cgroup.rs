@@ -4,6 +4,12 @@
 //! `memory`) and the v2 unified hierarchy are both understood; v2 only when snug's cgroup
 //! already enables the controller for its children (`cgroup.subtree_control`), since
 //! enabling it would change snug's own cgroup, which holds processes.
+//!
+//! The sandbox sits in a leaf below the cgroup that holds the limits ([`LEAF`]): with its own
+//! cgroup namespace (bwrap `--unshare-cgroup-try`) rooted at the leaf, a cgroupfs the
+//! payload might mount shows the leaf and what is below it, never the limits above it, nor
+//! any other cgroup; and limits are hierarchical, so nothing written in the leaf lifts them
+//! (SPEC K5, X2).
 
 use std::fs;
 use std::io::Write;
@@ -25,6 +31,9 @@ fn pid_ns() -> u64 {
     use std::os::unix::fs::MetadataExt;
     fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino())
 }
+
+/// The cgroup the sandbox's processes sit in, below the one holding the limits.
+pub const LEAF: &str = "sandbox";
 
 /// A controller as snug can reach it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,6 +116,18 @@ impl Host {
         Host { mounts: cgroup_mounts(), own: own_cgroups() }
     }
 
+    /// The v1 hierarchies snug's own cgroups are in, by the first controller each carries
+    /// (`cpu`, `freezer`, ...); named hierarchies without a controller (`name=systemd`,
+    /// whose tree belongs to the init system's process tracking) are left out.
+    pub fn v1_controllers(&self) -> Vec<String> {
+        let real = |c: &String| !c.starts_with("name=");
+        self.own
+            .iter()
+            .filter(|(id, _, _)| id != "0")
+            .filter_map(|(_, c, _)| c.iter().find(|c| real(c)).cloned())
+            .collect()
+    }
+
     /// Where `controller` (`pids`, `memory`) can be bounded by snug, or why not.
     pub fn find(&self, controller: &str) -> Result<Where, String> {
         let (mounts, own) = (&self.mounts, &self.own);
@@ -173,7 +194,7 @@ pub fn remove_stale(dir: &Path) {
             age.is_some_and(|a| a > FOREIGN_STALE_AFTER)
         };
         if gone {
-            let _ = fs::remove_dir(e.path());
+            remove_tree(&e.path());
         }
     }
 }
@@ -200,22 +221,61 @@ fn entry_file(w: &Where) -> &'static str {
 pub fn create(w: &Where, files: &[(&str, String)]) -> Result<(PathBuf, OwnedFd), String> {
     let parent = w.dir();
     let dir = parent.join(own_name());
-    fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {}", dir.display(), crate::error::io_text(&e)))?;
+    let mkdir = |d: &Path| {
+        fs::create_dir(d).map_err(|e| format!("cannot create {}: {}", d.display(), crate::error::io_text(&e)))
+    };
+    mkdir(&dir)?;
     let set = || -> Result<OwnedFd, String> {
         for (file, value) in files {
             let path = dir.join(file);
             let w = fs::OpenOptions::new().write(true).open(&path).and_then(|mut f| f.write_all(value.as_bytes()));
             w.map_err(|e| format!("cannot write {value} to {}: {}", path.display(), crate::error::io_text(&e)))?;
         }
-        let entry = dir.join(entry_file(w));
+        let leaf = dir.join(LEAF);
+        mkdir(&leaf)?;
+        let entry = leaf.join(entry_file(w));
         let f = fs::OpenOptions::new().write(true).open(&entry);
         Ok(f.map_err(|e| format!("cannot open {}: {}", entry.display(), crate::error::io_text(&e)))?.into())
     };
     match set() {
         Ok(fd) => Ok((dir, fd)),
         Err(e) => {
-            let _ = fs::remove_dir(&dir);
+            remove_tree(&dir);
             Err(e)
+        }
+    }
+}
+
+/// The `cpuset` settings a new v1 cpuset cgroup needs before a task may enter it (it starts
+/// with no CPUs and no memory nodes, `cpusets(7)`): the parent's, and `cgroup.clone_children`
+/// so that the leaf below copies them.
+pub fn cpuset_files(w: &Where) -> Vec<(&'static str, String)> {
+    let read = |f: &str| fs::read_to_string(w.dir().join(f)).unwrap_or_default().trim().to_string();
+    vec![
+        ("cpuset.cpus", read("cpuset.cpus")),
+        ("cpuset.mems", read("cpuset.mems")),
+        ("cgroup.clone_children", "1".into()),
+    ]
+}
+
+/// Remove `dir` and every cgroup below it, deepest first (cgroupfs removes only empty
+/// directories with `rmdir(2)`; a payload allowed a user namespace may have made some). An
+/// explicit stack, not recursion: the depth is the payload's choice. Bounded: at most
+/// 10,000 directories are looked at.
+fn remove_tree(dir: &Path) {
+    let mut stack = vec![(dir.to_path_buf(), false)];
+    let mut budget = 10_000;
+    while let Some((d, expanded)) = stack.pop() {
+        if expanded || budget == 0 {
+            let _ = fs::remove_dir(&d);
+            continue;
+        }
+        budget -= 1;
+        stack.push((d.clone(), true));
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push((e.path(), false));
+            }
         }
     }
 }
@@ -225,6 +285,7 @@ pub fn create(w: &Where, files: &[(&str, String)]) -> Result<(PathBuf, OwnedFd),
 /// 50 ms in all); a cgroup left behind is removed by the next run ([`remove_stale`]).
 pub fn remove(dir: &Path) {
     for _ in 0..50 {
+        remove_tree(dir);
         match fs::remove_dir(dir) {
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => std::thread::sleep(std::time::Duration::from_millis(1)),
             _ => return,

@@ -17,6 +17,7 @@ fn policy(home: &Path) -> Policy {
         max_procs: None,
         memory: None,
         create: Vec::new(),
+        allow_userns: false,
     }
 }
 

@@ -96,6 +96,8 @@ pub fn serve(
     let mut ended: Option<i32> = None;
     // Every sandbox process was stopped on snug's order and not continued since.
     let mut halted = false;
+    // The payload's job stopped at the terminal (T5) and not continued since.
+    let mut job_stopped = false;
     let stops = if terminal { WaitOptions::UNTRACED | WaitOptions::CONTINUED } else { WaitOptions::empty() };
     if !terminal {
         // Detached, a stop or continue of a child is nobody's business: not even a SIGCHLD
@@ -122,7 +124,9 @@ pub fn serve(
                     }
                 }
                 Ok(Received::Packet(Some(Order::Grace), _)) => grace = true,
-                Ok(Received::Packet(Some(Order::Signal(sig)), _)) => relay(sig),
+                Ok(Received::Packet(Some(Order::Signal(sig)), _)) => {
+                    super::relay::relay_with_cont(sig, halted || job_stopped)
+                }
                 Ok(Received::Packet(Some(Order::Key(sig)), _)) => {
                     // As the caller's terminal would have sent it: to the payload's group.
                     let group = procfs::pgrp(payload).filter(|g| *g > 1);
@@ -153,6 +157,7 @@ pub fn serve(
                 }
                 Ok(Received::Packet(Some(Order::Continue(how)), _)) => {
                     halted = false;
+                    job_stopped = false;
                     match how {
                         Resume::Job => resume_job(payload),
                         Resume::All => relay(libc::SIGCONT),
@@ -194,8 +199,10 @@ pub fn serve(
                 // The stop of snug's own Order::Stop is no news: snug stops once, on Halted.
                 if terminal && !halted {
                     let _ = chan.report(Report::Stopped(libc::WSTOPSIG(status)), None);
+                    job_stopped = true;
                 }
             } else if libc::WIFCONTINUED(status) {
+                job_stopped = false;
                 continue;
             } else {
                 // Its exec error, written just before it exited, comes before its end (R4).

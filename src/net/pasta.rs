@@ -46,19 +46,21 @@ pub fn start(init: &Pinned, argv: impl FnOnce(&str) -> Vec<String>) -> Result<Pa
         // The pid may since name another process: what was opened is not known to be init's.
         return Err(failure(INTERNAL, "the sandbox ended before its network was attached"));
     }
-    // Root: the owner is init's own user namespace, by its /proc path (pasta, having dropped
-    // its capabilities, may not open a root snug's descriptors). Unprivileged: the owner is
-    // the parent of init's; pasta opens it through snug's descriptor, and the netns by
-    // init's pid only once inside it, where no process outside the sandbox can be found.
-    let userns = if same_ns(&owner, &format!("/proc/{pid}/ns/user")) {
-        format!("/proc/{pid}/ns/user")
+    // The owner is init's own user namespace (root without `--disable-userns`): by its /proc
+    // path. Otherwise it is an ancestor of init's (unprivileged, or bwrap's `--disable-userns`
+    // put init one level further down): pasta inherits snug's descriptor of it at
+    // [`USERNS_FD`] and opens it as its own (a root snug's descriptors are closed to a pasta
+    // that dropped its capabilities, `ptrace(2)` access mode), and the netns by init's pid
+    // only once inside it, where no process outside the sandbox can be found.
+    let (userns, pass) = if same_ns(&owner, &format!("/proc/{pid}/ns/user")) {
+        (format!("/proc/{pid}/ns/user"), None)
     } else {
-        format!("/proc/{}/fd/{}", std::process::id(), owner.as_raw_fd())
+        (format!("/proc/self/fd/{USERNS_FD}"), Some(owner.as_raw_fd()))
     };
     let argv = argv(&userns);
     log!("pasta: {}", crate::quote::quote_line(&argv));
     let started = Instant::now();
-    let (mut pasta, out) = spawn(&argv)?;
+    let (mut pasta, out) = spawn(&argv, pass)?;
     let ready = pasta.wait_ready(out, started + READY_WITHIN);
     drop((net, owner));
     if let Err(e) = ready {
@@ -100,20 +102,34 @@ fn same_ns(fd: &OwnedFd, path: &str) -> bool {
 /// state (snug blocks INT, TERM, HUP… for its signalfd, and Rust keeps that mask across exec),
 /// stdin /dev/null, stdout and stderr pipes to snug. Pinned by a pidfd at once: it is snug's
 /// unreaped child, so its pid cannot have been reused.
-fn spawn(argv: &[String]) -> Result<(Pasta, std::process::ChildStdout)> {
+/// The descriptor number at which pasta inherits the user namespace it joins, when it is
+/// passed as a descriptor ([`start`]).
+const USERNS_FD: i32 = 3;
+
+fn spawn(argv: &[String], userns: Option<i32>) -> Result<(Pasta, std::process::ChildStdout)> {
     let parent = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
     let parent_fd = parent.raw();
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     // SAFETY: the closure runs between fork and exec and makes only async-signal-safe system
-    // calls (nestproc's setpgid, prctl, poll and close_range; sigseal's rt_sigaction and
-    // rt_sigprocmask); it allocates nothing. `parent` outlives the spawn.
+    // calls (nestproc's setpgid, prctl, poll and close_range; dup2 and fcntl; sigseal's
+    // rt_sigaction and rt_sigprocmask); it allocates nothing. `parent` and the user
+    // namespace's descriptor outlive the spawn.
     unsafe {
         cmd.pre_exec(move || {
             // A snug that died before the prctl took effect would never stop this pasta.
             let parent_fd = std::os::fd::BorrowedFd::borrow_raw(parent_fd);
             nestproc::own_group_tied_to(parent_fd).map_err(std::io::Error::from_raw_os_error)?;
             nestproc::cloexec_from(3);
+            crate::stack::roomy_for_exec();
+            match userns {
+                // dup2 onto itself would leave close-on-exec set.
+                Some(fd) if fd == USERNS_FD => {
+                    libc::fcntl(fd, libc::F_SETFD, 0);
+                }
+                Some(fd) if libc::dup2(fd, USERNS_FD) < 0 => return Err(std::io::Error::last_os_error()),
+                _ => {}
+            }
             sigseal::seal().map_err(|e| std::io::Error::from_raw_os_error(e.0))
         });
     }

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use crate::error::{failure, USAGE};
 use crate::profiles::{Profile, Source};
 
 /// Grants on the command line (SPEC P5), as written: checked and expanded by
@@ -63,6 +64,60 @@ pub(super) fn as_profiles(g: &Grants, host_env: &[(String, String)]) -> Vec<Prof
         out.push(p);
     }
     out
+}
+
+/// `-e NAME` entries whose caller's value is not UTF-8 (R7: it reaches the payload byte
+/// for byte), as (NAME, value), unless a later `-e NAME=VALUE` replaces it. Resolution
+/// holds text only; [`with_raw_values`] puts these in place afterwards.
+pub fn raw_values(g: &Grants) -> Vec<(String, std::ffi::OsString)> {
+    let mut out: Vec<(String, std::ffi::OsString)> = Vec::new();
+    for (i, name) in g.env.iter().enumerate().filter(|(_, e)| !e.contains('=') && !e.is_empty()) {
+        let later = g.env[i + 1..].iter().any(|e| e == name || e.split_once('=').is_some_and(|(k, _)| k == name));
+        let Some(v) = std::env::var_os(name).filter(|v| v.to_str().is_none()) else { continue };
+        if !later {
+            out.push((name.clone(), v));
+        }
+    }
+    out
+}
+
+/// The payload's environment as bytes: `env` with each of `raw` in place of, or after, the
+/// entry of its name.
+pub fn with_raw_values(
+    env: &[(String, String)],
+    raw: &[(String, std::ffi::OsString)],
+) -> Vec<(String, std::ffi::OsString)> {
+    let mut out: Vec<(String, std::ffi::OsString)> = env.iter().map(|(k, v)| (k.clone(), v.into())).collect();
+    for (k, v) in raw {
+        match out.iter_mut().find(|(n, _)| n == k) {
+            Some(slot) => slot.1 = v.clone(),
+            None => out.push((k.clone(), v.clone())),
+        }
+    }
+    out
+}
+
+/// `-e NAME` or `-e NAME=VALUE`: NAME must be a name a program can look up, not empty, with
+/// no `=`, white space or control character (`environ(7)`; R4: a usage error, 64).
+pub fn check_env_entry(entry: &str) -> anyhow::Result<()> {
+    let name = entry.split_once('=').map_or(entry, |(k, _)| k);
+    // Control characters written as escapes: never raw on the caller's terminal.
+    let escaped = |s: &str| crate::quote::quote(&s.escape_debug().to_string()).into_owned();
+    let shown = escaped(entry);
+    if name.is_empty() {
+        return Err(failure(
+            USAGE,
+            format!("-e {shown}: the variable's name is empty (write -e NAME or -e NAME=VALUE)"),
+        ));
+    }
+    if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        let name = escaped(name);
+        return Err(failure(
+            USAGE,
+            format!("-e {shown}: {name} is not a variable name (no spaces or control characters in a name)"),
+        ));
+    }
+    Ok(())
 }
 
 /// How an env conflict names the one that set the second value: `profile NAME`, or the flag.

@@ -42,6 +42,7 @@ impl RunRecord {
             signals,
             signals_omitted: self.omitted,
             killed_at_end: self.killed,
+            bounds_hit: BoundsHit { oom_kills: self.hits.oom_kills, forks_refused: self.hits.forks_refused },
             timeout_ms: self.timeout.map(ms),
             command: &self.context.command,
             argv: &self.context.argv,
@@ -101,6 +102,7 @@ struct ReportOut<'a> {
     signals: Vec<SignalOut>,
     signals_omitted: u32,
     killed_at_end: Option<u32>,
+    bounds_hit: BoundsHit,
     timeout_ms: Option<u64>,
     durations_ms: Durations,
     /// SPEC O8: what the payload wrote where the sandbox discards it; null when nothing.
@@ -132,6 +134,13 @@ struct UsageOut {
     peak_memory_of: &'static str,
     cpu_ms: Option<u64>,
     cpu_of: &'static str,
+}
+
+/// Which bounds the sandbox hit: `null` where no cgroup counted (K5, O5).
+#[derive(Serialize)]
+struct BoundsHit {
+    oom_kills: Option<u64>,
+    forks_refused: Option<u64>,
 }
 
 #[derive(Serialize)]

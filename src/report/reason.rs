@@ -39,6 +39,9 @@ impl RunRecord {
     pub(super) fn reason(&self, ended_by: EndedBy, exit: Exit) -> String {
         let payload = self.payload.map(|(_, st)| status(st));
         let mut line = match ended_by {
+            EndedBy::Oom => {
+                format!("the kernel's OOM killer ended the payload ({})", payload.as_deref().unwrap_or("killed"))
+            }
             EndedBy::Payload | EndedBy::PayloadSignal => {
                 format!("the payload {}", payload.as_deref().unwrap_or("ended"))
             }

@@ -34,7 +34,7 @@ pub struct Plan<'a> {
     pub pty: Option<(RawFd, u32)>,
     /// Descriptors of each cgroup's `tasks` (v1) or `cgroup.procs` (v2) to write `0` to, and
     /// RLIMIT_NPROC (SPEC K5).
-    pub bounds: ([RawFd; 2], Option<u64>),
+    pub bounds: ([RawFd; crate::bounds::SLOTS], Option<u64>),
     /// NULL-terminated argv of bwrap.
     pub argv: &'a [*const libc::c_char],
     /// NULL-terminated (empty) environment.
@@ -91,6 +91,8 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             if nestproc::own_group_tied_to(p.parent_pidfd).is_err() {
                 libc::_exit(INTERNAL);
             }
+            // bwrap's stack is the main thread's: a tiny `ulimit -s` would crash it (R4).
+            crate::stack::roomy_for_exec();
             // SPEC K5: enter this run's cgroups before anything else is forked, so every
             // sandbox process is born inside them (`0` means the writer, `cgroups(7)`; on v1
             // the writing thread, which is all of this fork child, without an RCU grace

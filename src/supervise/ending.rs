@@ -138,6 +138,11 @@ impl Supervisor {
             Some(End::TornDown(sig)) => Outcome::Signal(sig),
             None if self.sandbox.is_none() => {
                 let said = String::from_utf8_lossy(&self.bwrap_said);
+                if said.trim().is_empty() {
+                    if let Some(line) = crate::stack::too_small_for_bwrap() {
+                        return Outcome::Fail(failure(crate::error::OS_ERROR, line));
+                    }
+                }
                 let line =
                     said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("exited before the sandbox started");
                 let line = line.strip_prefix("bwrap: ").unwrap_or(line);

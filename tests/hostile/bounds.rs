@@ -107,8 +107,12 @@ fn k5_cgroups_are_removed() {
     let _ = child.wait();
     assert!(until(Duration::from_secs(2), || ours(pid).len() == 1), "left behind by SIGKILL (positive control)");
     // Its sandbox dies with it (K1); wait until the cgroup is empty, then run again.
-    let procs = parent.join(&ours(pid)[0]).join("cgroup.procs");
-    assert!(until(Duration::from_secs(2), || std::fs::read_to_string(&procs).is_ok_and(|t| t.trim().is_empty())));
+    // The sandbox's processes sit in the leaf `sandbox` below the cgroup holding the limits.
+    // Threads too (`tasks`): a process whose leader has exited leaves `cgroup.procs` while its
+    // other threads still hold the cgroup.
+    let leaf = parent.join(&ours(pid)[0]).join("sandbox");
+    let empty = |f: &str| std::fs::read_to_string(leaf.join(f)).is_ok_and(|t| t.trim().is_empty());
+    assert!(until(Duration::from_secs(2), || empty("cgroup.procs") && (empty("tasks") || !leaf.join("tasks").exists())));
     let o = run_bounded(&mut snug_cmd(Who::Root, dir.path(), &["--", "true"]), LIMIT);
     assert!(o.status.success(), "{}", o.err);
     assert!(ours(pid).is_empty(), "the next run removes a dead snug's cgroup");

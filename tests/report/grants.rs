@@ -104,7 +104,11 @@ fn p5_errors_name_the_flag_and_dry_run_shows_grants() {
     assert_eq!(code(out.status), 77, "{}", out.err);
     assert_eq!(out.err, format!("snug: --ro \"{missing}\": {missing} does not exist\n"));
     let out = snug(Who::Root, dir.path(), &["-e", "A=B=C", "-e", "=x", "--", "true"]);
-    assert_eq!((code(out.status), out.err.as_str()), (77, "snug: -e \"\": not a valid environment entry\n"));
+    // An empty name is a usage error (R4, 64), said before any profile is read.
+    assert_eq!(
+        (code(out.status), out.err.as_str()),
+        (64, "snug: -e '=x': the variable's name is empty (write -e NAME or -e NAME=VALUE)\n")
+    );
 
     let d = host_dir(Who::Root);
     let ds = d.to_str().expect("utf-8");

@@ -1,0 +1,152 @@
+//! R4, R7, O5 at odd limits: a tiny `ulimit -s`, a process cap too small to start the
+//! payload, bad `-e` names, an `-e NAME` value that is not UTF-8, and the bounds the
+//! sandbox hit in `--report`.
+
+use crate::common::*;
+use std::process::Command;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// `snug ARGS` as `who` from `sh -c 'PRE; exec snug ARGS'` (a limit set just before).
+fn snug_after(who: Who, dir: &std::path::Path, pre: &str, args: &str) -> Out {
+    let line = format!("{pre}; exec {} {args}", snug_for(who).display());
+    let mut c = Command::new(as_who(who).first().map_or("sh", |s| s.as_str()));
+    let prefix = as_who(who);
+    if prefix.is_empty() {
+        c = Command::new("sh");
+    } else {
+        c.args(&prefix[1..]).arg("sh");
+    }
+    // A small environment: at 16 KiB the strings of the test harness's would take a good
+    // part of the stack before any code runs (a dynamic build's loader then has none left).
+    c.env_clear().env("PATH", "/usr/bin:/bin").env("HOME", "/");
+    c.arg("-c").arg(line).current_dir(dir).stdin(std::process::Stdio::null());
+    run_bounded(&mut c, LIMIT)
+}
+
+/// R4: with `ulimit -s` at 16, 24 and 32 KiB (soft and hard) snug never aborts: it runs, or,
+/// where bwrap itself cannot run on so small a stack, exits 71 with one line naming the
+/// limit; with only the soft limit that low it runs and the payload gets the caller's limit.
+/// Fails without the fix: snug aborted, exit 134 ("thread 'main' has overflowed its
+/// stack"), at each of the three sizes.
+#[test]
+fn r4_tiny_stack_never_aborts() {
+    for who in everyone() {
+        let dir = workdir(who);
+        for kib in [16, 24, 32] {
+            let o = snug_after(who, dir.path(), &format!("ulimit -s {kib}"), "-- sh -c 'ulimit -s'");
+            println!("R4 {who:?} ulimit -s {kib}: exit {} out {:?} err {:?}", code(o.status), o.out, o.err);
+            match code(o.status) {
+                0 => assert_eq!(o.out.trim(), kib.to_string(), "{who:?} {kib}"),
+                71 => {
+                    assert_eq!(o.err.lines().count(), 1, "{who:?} {kib}: {}", o.err);
+                    assert!(o.err.starts_with("snug: ") && o.err.contains("ulimit -s"), "{who:?} {kib}: {}", o.err);
+                }
+                c => panic!("{who:?} ulimit -s {kib}: exit {c}: {}", o.err),
+            }
+            let o = snug_after(who, dir.path(), &format!("ulimit -S -s {kib}"), "-- sh -c 'ulimit -s'");
+            assert_eq!(code(o.status), 0, "{who:?} soft {kib}: {}", o.err);
+            assert_eq!(o.out.trim(), kib.to_string(), "{who:?} soft {kib}: the payload gets the caller's limit");
+        }
+    }
+}
+
+/// R4: `--max-procs 2` leaves the payload no process (bwrap and init count): 71 with a line
+/// naming the cap. Fails without the fix: "snug: sandbox init failed: resource temporarily
+/// unavailable" and nothing more.
+#[test]
+fn r4_max_procs_too_small_names_the_cap() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let o = run_bounded(&mut snug_cmd(who, dir.path(), &["--max-procs", "2", "--", "true"]), LIMIT);
+        assert_eq!(code(o.status), 71, "{who:?}: {}", o.err);
+        assert_eq!(o.err.lines().count(), 1, "{who:?}: {}", o.err);
+        assert!(o.err.contains("--max-procs 2"), "{who:?}: {}", o.err);
+    }
+}
+
+/// R4: `-e =x` (no name) and `-e 'FOO BAR=1'` are usage errors (64) with one line saying
+/// what is wrong. Fails without the fix: `-e =x` exited 77 quoting the empty name, and
+/// `-e 'FOO BAR=1'` ran the payload (exit 0).
+#[test]
+fn r4_bad_env_names_are_usage_errors() {
+    let dir = workdir(Who::Root);
+    for (entry, says) in
+        [("=x", "name is empty"), ("FOO BAR=1", "not a variable name"), ("A\tB", "not a variable name")]
+    {
+        let o = run_bounded(&mut snug_cmd(Who::Root, dir.path(), &["-e", entry, "--", "true"]), LIMIT);
+        assert_eq!(code(o.status), 64, "-e {entry:?}: {}", o.err);
+        assert_eq!(o.err.lines().count(), 1, "-e {entry:?}: {}", o.err);
+        assert!(o.err.starts_with("snug: -e ") && o.err.contains(says), "-e {entry:?}: {}", o.err);
+    }
+}
+
+/// R7: `-e NAME` whose value is not UTF-8 reaches the payload byte for byte, as root and as
+/// the user. Fails without the fix: exit 64, "-e X: its value is not UTF-8, which snug
+/// cannot pass".
+#[test]
+fn r7_env_value_of_any_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let value = std::ffi::OsStr::from_bytes(b"a\xff\xfe b\x01\xc3(");
+    for who in everyone() {
+        let dir = workdir(who);
+        let mut c = snug_cmd(
+            who,
+            dir.path(),
+            &["-e", "SNUG_T_RAW", "--", "sh", "-c", "printf %s \"$SNUG_T_RAW\" | od -An -tx1"],
+        );
+        c.env("SNUG_T_RAW", value);
+        let o = run_bounded(&mut c, LIMIT);
+        assert_eq!(code(o.status), 0, "{who:?}: {}", o.err);
+        let want: Vec<String> = value.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        let got: Vec<&str> = o.out.split_whitespace().collect();
+        assert_eq!(got, want, "{who:?}");
+    }
+}
+
+/// O5, K5: an OOM kill under `--memory` is `ended_by: "oom"` with the kill counted, and forks
+/// refused at the cap are counted, where a cgroup holds the bound (root here). Fails
+/// without the fix: `ended_by` was "payload_signal" and the report had no `bounds_hit`.
+#[test]
+fn o5_oom_and_refused_forks_reported() {
+    if !is_root() {
+        return;
+    }
+    let dir = workdir(Who::Root);
+    let plan = run_bounded(&mut snug_cmd(Who::Root, dir.path(), &["-n", "--memory", "64M", "--", "true"]), LIMIT);
+    if plan.out.contains("memory    67108864   unavailable") {
+        return eprintln!("skipped: no memory cgroup here");
+    }
+    let report = dir.path().join("r.json");
+    let r = report.to_str().unwrap();
+    let alloc = "$x = 'x' x (256 * 1024 * 1024)";
+    let o = run_bounded(
+        &mut snug_cmd(Who::Root, dir.path(), &["--report", r, "--memory", "64M", "--", "perl", "-e", alloc]),
+        LIMIT,
+    );
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    println!("O5 oom: {json}");
+    assert_eq!(json["ended_by"], "oom", "{}", o.err);
+    assert!(json["bounds_hit"]["oom_kills"].as_u64() >= Some(1), "{json}");
+    // Control in-test: with room, the same payload ends by itself and nothing is counted.
+    let o = run_bounded(
+        &mut snug_cmd(Who::Root, dir.path(), &["--report", r, "--memory", "1G", "--", "perl", "-e", alloc]),
+        LIMIT,
+    );
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(
+        (json["ended_by"].as_str(), json["bounds_hit"]["oom_kills"].as_u64()),
+        (Some("payload"), Some(0)),
+        "{}",
+        o.err
+    );
+    let forks = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 5 & done 2>/dev/null; kill $(jobs -p) 2>/dev/null; true";
+    let _ = run_bounded(
+        &mut snug_cmd(Who::Root, dir.path(), &["--report", r, "--max-procs", "8", "--", "bash", "-c", forks]),
+        LIMIT,
+    );
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    println!("O5 forks: {}", json["bounds_hit"]);
+    assert!(json["bounds_hit"]["forks_refused"].as_u64() >= Some(1), "{json}");
+}
