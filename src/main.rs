@@ -67,11 +67,16 @@ fn work() -> ! {
     let mut record = RunRecord::new();
     let mut sink = None;
     let outcome = run(&mut record, &mut sink).unwrap_or_else(Outcome::Fail);
-    // What the sandbox used, read before its cgroups go (O5); only once it was started.
+    // What the sandbox used and which bounds it hit, read before its cgroups go (O5); the
+    // counters from the cgroups that count them (the sandbox's leaf, bounds::hits).
+    let hits = bounds::hits();
     if sink.is_some() && record.context().bounds.is_some() {
-        record.context().usage = Some(bounds::usage());
+        let mut usage = bounds::usage();
+        usage.oom_kills = hits.oom_kills.or(usage.oom_kills);
+        usage.refused_forks = hits.forks_refused.or(usage.refused_forks);
+        record.context().usage = Some(usage);
     }
-    record.hits(bounds::hits()); // before the cgroups that counted them go (O5)
+    record.hits(hits);
     bounds::cleanup(); // the sandbox is gone: remove this run's cgroups (SPEC K5)
     log::log!("cgroups removed");
     live::server::cleanup(); // and its control socket (SPEC L5)
