@@ -158,6 +158,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     if let Some(n) = &args.name {
         live::check_name(n)?;
     }
+    let generated = args.name.is_none();
     let name = args.name.clone().unwrap_or_else(|| live::generated_name(&cmd));
     record.name(&name);
     record.context().argv = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
@@ -221,8 +222,10 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     }
     let cmd_text = payload_args::lossy(&cmd).join(" ");
     let jobs = args.jobs;
-    let control =
-        move || runtime.map(|dir| live::server::Server::bind(&dir, &name, &cmd_text, mode.word(), jobs)).transpose();
+    let control = move || {
+        let bind = if generated { live::server::Server::bind_generated } else { live::server::Server::bind };
+        runtime.map(|dir| bind(&dir, &name, &cmd_text, mode.word(), jobs)).transpose()
+    };
     let watch = std::rc::Rc::new(std::cell::RefCell::new(discarded::Watch::new(&policy)));
     let seen = watch.clone();
     let mut net = net;

@@ -139,6 +139,9 @@ impl Supervisor {
     /// in `record` as it goes (O5).
     pub fn run(mut self, record: RunRecord) -> (Outcome, RunRecord) {
         self.record = record;
+        if let Some(c) = &self.control {
+            self.record.name(c.name()); // a generated name may have been drawn again (L1)
+        }
         while !self.step() {}
         log!("the outer namespace is gone");
         if let Some(mut pasta) = self.pasta.take() {
@@ -234,27 +237,6 @@ impl Supervisor {
             return true;
         }
         false
-    }
-
-    fn read_bwrap_err(&mut self) {
-        let Some(fd) = &self.bwrap_err else { return };
-        let mut buf = [0u8; 4096];
-        // Poll said readable, or the writer is gone (EOF).
-        let n = match rustix::io::read(fd, &mut buf) {
-            Ok(n) if n > 0 => n,
-            _ => {
-                self.bwrap_err = None;
-                return;
-            }
-        };
-        let text = &buf[..n];
-        if self.sandbox.is_some() {
-            for line in String::from_utf8_lossy(text).lines() {
-                crate::log::say!("snug: bwrap: {line}");
-            }
-        } else {
-            self.bwrap_said.extend_from_slice(text);
-        }
     }
 
     fn read_reports(&mut self) {

@@ -81,6 +81,43 @@ impl Server {
     /// 64 when a live run already has the name; 71 when the socket cannot be made.
     pub fn bind(dir: &Path, name: &str, cmd: &str, mode: &'static str, jobs: super::Jobs) -> anyhow::Result<Server> {
         sweep(dir);
+        Server::bind_swept(dir, name, cmd, mode, jobs)
+    }
+
+    /// [`Server::bind`] under a generated name (`STEM-XXXX`, [`super::generated_name`]): one
+    /// that a live run happens to have already is drawn again, at most 8 times, so that a
+    /// name the caller never chose never fails a run (L1).
+    ///
+    /// # Errors
+    /// As [`Server::bind`].
+    pub fn bind_generated(
+        dir: &Path,
+        name: &str,
+        cmd: &str,
+        mode: &'static str,
+        jobs: super::Jobs,
+    ) -> anyhow::Result<Server> {
+        sweep(dir);
+        let stem = name.rsplit_once('-').map_or(name, |(s, _)| s).to_string();
+        let mut name = name.to_string();
+        for _ in 0..8 {
+            match Server::bind_swept(dir, &name, cmd, mode, jobs) {
+                Err(e) if crate::error::code_of(&e) == USAGE => {
+                    crate::log::log!("the generated name {name} is taken: drawing another");
+                    name = super::generated_name(&[std::ffi::OsString::from(&stem)]);
+                }
+                other => return other,
+            }
+        }
+        Server::bind_swept(dir, &name, cmd, mode, jobs)
+    }
+
+    /// The run's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn bind_swept(dir: &Path, name: &str, cmd: &str, mode: &'static str, jobs: super::Jobs) -> anyhow::Result<Server> {
         let path = dir.join(format!("{name}.sock"));
         let os = |what: &str, e: std::io::Error| {
             failure(crate::error::OS_ERROR, format!("{what} {}: {}", path.display(), crate::error::io_text(&e)))
