@@ -142,7 +142,7 @@ pub fn not_found_for(cmd: &str, path: &std::ffi::OsStr, home: &str) -> String {
         Some(p) => format!("add -p {p}"),
         None => {
             let dir = Path::new(&found).parent().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
-            format!("add a profile with ro = [\"{dir}\"] and env {{ \"PATH+\" = \"{dir}\" }}")
+            format!("add a profile with ro = [\"{dir}\"] and env = {{ \"PATH+\" = \"{dir}\" }}")
         }
     };
     format!("{base} in the sandbox: it is {found}, under $HOME, which the sandbox hides; {fix}")
@@ -176,7 +176,7 @@ mod tests {
             not_found_for("mytool", &path, home),
             format!(
                 "command not found in the sandbox: it is {home}/bin/mytool, under $HOME, which the \
-                 sandbox hides; add a profile with ro = [\"{home}/bin\"] and env {{ \"PATH+\" = \"{home}/bin\" }}"
+                 sandbox hides; add a profile with ro = [\"{home}/bin\"] and env = {{ \"PATH+\" = \"{home}/bin\" }}"
             )
         );
         assert_eq!(not_found_for("no-such-cmd-snug", &path, home), "command not found");

@@ -104,9 +104,25 @@ pub fn command_line(
         init_libs: libraries(),
         seccomp_fd: Some(SECCOMP_FD),
         init_args,
-        masks: crate::live::runtime::masks(policy, &crate::live::runtime::hidden(runtime))?,
+        masks: crate::live::runtime::masks(policy, &hidden(runtime))?,
     };
     Ok(bwrap::command_line(policy, &launch))
+}
+
+/// What no sandbox may see, whatever it binds (SPEC X4, P6): snug's runtime directories, and
+/// its state directory, whose allow records a payload could otherwise write for a
+/// `.snug.toml` it wrote too (with `--rw ~/.local`, or DIR = `$HOME`). The state directory is
+/// made (0700) when missing, so that it can be hidden before anything else makes it.
+fn hidden(runtime: Option<&std::path::Path>) -> Vec<PathBuf> {
+    let mut out = crate::live::runtime::hidden(runtime);
+    let vars: Vec<(String, String)> =
+        ["XDG_STATE_HOME", "HOME"].iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
+    if let Some(state) = crate::project::state_dir(&vars) {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&state);
+        out.extend(std::fs::canonicalize(&state));
+    }
+    out
 }
 
 /// What a run starts: bwrap's command line, the mode, the payload's argv and environment (they

@@ -80,3 +80,28 @@ fn p6_project_file_needs_allow() {
         assert_eq!((o.status.code(), o.out.as_str()), (Some(0), "FOO=\n"), "{who:?}: {}", o.err);
     }
 }
+
+/// P6, X4: snug's state directory (the allow records) is hidden in every sandbox, also
+/// under a bind that contains it, so a payload cannot allow a `.snug.toml` it wrote itself.
+/// Fails without the fix (a newcomer's finding): with `--rw` of the directory holding it,
+/// the payload wrote `snug/allowed/…` on the host, and the next run applied its file.
+#[test]
+fn p6_x4_the_state_directory_is_hidden_in_every_sandbox() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let state = workdir(who);
+        give(who, state.path());
+        let st = state.path().to_str().expect("utf8");
+        let env = [("XDG_STATE_HOME", st)];
+        let script = format!("mkdir -p {st}/snug/allowed && echo forged > {st}/snug/allowed/x && echo wrote");
+        let o = snug_run(who, dir.path(), &["--rw", st, "--", "sh", "-c", &script], &env);
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", o.err);
+        assert!(o.out.contains("wrote"), "{who:?}: {}", o.out);
+        let forged = state.path().join("snug/allowed/x");
+        assert!(!forged.exists(), "{who:?}: the payload wrote {} on the host", forged.display());
+        // The control: the rest of the bind is the host's, as granted.
+        let o = snug_run(who, dir.path(), &["--rw", st, "--", "sh", "-c", &format!("echo ok > {st}/visible")], &env);
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", o.err);
+        assert!(state.path().join("visible").exists(), "{who:?}: the grant itself must still work");
+    }
+}
