@@ -76,7 +76,10 @@ pub fn masks(policy: &Policy, hidden: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>
                 let what = m.src.as_deref().unwrap_or(&src).display().to_string();
                 return Err(failure(
                     POLICY,
-                    format!("{what}: inside snug's own directory {}, which no sandbox may see", h.display()),
+                    format!(
+                        "{what}: inside {}, snug's runtime directory or state directory, which no sandbox may see",
+                        h.display()
+                    ),
                 ));
             }
             let Ok(rest) = h.strip_prefix(&src) else { continue };
