@@ -164,6 +164,29 @@ impl Bridge {
             || (crate::fdpoll::poll_raw(&mut one, 0).is_ok() && one[0].revents & (libc::POLLHUP | libc::POLLERR) != 0)
     }
 
+    /// Whether the pty's foreground is its session leader's own group. For `snug exec` that
+    /// group is orphaned (its leader's parent, init, is in another session), so the kernel
+    /// drops the pty's SIGTSTP for it (`kernel/signal.c`): the client stops it itself (T5).
+    pub fn front_is_leader(&self) -> bool {
+        let Some(m) = &self.master else { return false };
+        let front = termios::tcgetpgrp(m).ok().map(|p| p.as_raw_nonzero().get());
+        // SAFETY: TIOCGSID writes one pid_t (`tty_ioctl(4)`), the getter's type.
+        let sid = unsafe {
+            rustix::ioctl::ioctl(
+                m,
+                rustix::ioctl::Getter::<{ libc::TIOCGSID as rustix::ioctl::Opcode }, libc::pid_t>::new(),
+            )
+        };
+        front.is_some() && sid.ok() == front
+    }
+
+    /// Copy no more keys, leaving the caller's terminal's settings as they are (the payload
+    /// ended; [`Bridge::drain`] gives the settings back).
+    pub fn keys_off(&mut self) {
+        self.input = false;
+        self.held = None;
+    }
+
     /// Whether keys are being copied.
     pub fn input(&self) -> bool {
         self.input

@@ -270,8 +270,12 @@ impl Supervisor {
             Report::Interrupt(unanswered) => self.on_interrupt(unanswered),
             Report::Exited(status) => {
                 log!("payload ended: {}", describe(status));
-                // Keys typed from now on are the caller's shell's, not the sandbox's (T14).
-                self.set_input(false);
+                // Keys typed from now on are the caller's shell's, not the sandbox's; the
+                // terminal stays raw until the pty is drained, so its last bytes are not
+                // translated twice (T14).
+                if let Some(b) = self.bridge.as_mut() {
+                    b.keys_off();
+                }
                 self.ending.note(End::Payload(status));
                 self.on_main_exit();
             }

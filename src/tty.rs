@@ -116,7 +116,12 @@ impl CallerTty {
     /// is in front; the settings before are saved for [`CallerTty::cooked`] and for the keeper
     /// (T7). TCSADRAIN: output the caller queued is written in the old settings. True when raw.
     pub fn go_raw(&mut self, pty: Option<&Termios>) -> bool {
-        if self.raw.is_some() {
+        if let Some((_, raw)) = &self.raw {
+            // Raw already, unless the caller's shell put its own settings back while snug sat
+            // stopped by a SIGSTOP it never saw coming: then raw again, in front only.
+            if self.settings().is_some_and(|now| !same(&now, raw)) && self.in_front() {
+                let _ = termios::tcsetattr(&self.fd, OptionalActions::Drain, raw);
+            }
             return true;
         }
         let Some(saved) = self.settings() else { return false };

@@ -2,17 +2,40 @@
 //! the caller's terminal to the pty only then, so that keys typed while the payload never
 //! reads (typeahead during `snug -- sleep 2`, or right after its last output) stay in the
 //! caller's terminal for the caller's shell, as they would without snug. A process waits when
-//! it is blocked in a read or in a poll of any kind (`/proc/PID/syscall`, `proc(5)`); the
+//! it is blocked reading a terminal, or in a poll of any kind while it holds one
+//! (`/proc/PID/syscall`, `proc(5)`); the
 //! signal keys do not wait for that, the caller's terminal makes them (see
 //! [`crate::tty::CallerTty::mirror`]).
 
-/// System calls that wait for input (x86-64 and aarch64 numbers).
+/// System calls that read one descriptor, their first argument (x86-64 and aarch64 numbers):
+/// waiting for input when that descriptor is a terminal.
 #[cfg(target_arch = "x86_64")]
-const WAITS: [i64; 10] = [0, 7, 17, 19, 23, 232, 270, 271, 281, 441];
+const READS: [i64; 3] = [0, 17, 19];
+/// System calls that wait on several descriptors (poll, select, epoll): waiting for input
+/// when the process holds a terminal at all (their sets are in its memory, not told here).
+#[cfg(target_arch = "x86_64")]
+const WAITS: [i64; 7] = [7, 23, 232, 270, 271, 281, 441];
 #[cfg(target_arch = "aarch64")]
-const WAITS: [i64; 7] = [63, 65, 67, 22, 72, 73, 441];
+const READS: [i64; 3] = [63, 65, 67];
+#[cfg(target_arch = "aarch64")]
+const WAITS: [i64; 4] = [22, 72, 73, 441];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const READS: [i64; 0] = [];
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const WAITS: [i64; 0] = [];
+
+/// Whether descriptor `fd` of `pid` is a terminal (`/proc/PID/fd/N` names a tty device).
+fn is_terminal(pid: u32, fd: u32) -> bool {
+    let link = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).unwrap_or_default();
+    let link = link.to_string_lossy();
+    link.starts_with("/dev/pts/") || link.starts_with("/dev/tty") || link == "/dev/console"
+}
+
+/// Whether `pid` holds a terminal among its descriptors.
+fn holds_terminal(pid: u32) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
+    fds.flatten().filter_map(|f| f.file_name().to_str()?.parse().ok()).any(|fd| is_terminal(pid, fd))
+}
 /// Most processes of the foreground group looked at, from its leader down.
 const MOST: usize = 64;
 
@@ -20,8 +43,14 @@ const MOST: usize = 64;
 /// in another call, `None` when it cannot be told (no permission, gone).
 fn thread_waits(pid: u32, tid: &str) -> Option<bool> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
-    let first = text.split_whitespace().next()?;
-    Some(first.parse::<i64>().is_ok_and(|n| WAITS.contains(&n)))
+    let mut words = text.split_whitespace();
+    let Ok(nr) = words.next()?.parse::<i64>() else { return Some(false) };
+    if READS.contains(&nr) {
+        // The first argument, in hex (`0x3`).
+        let fd = words.next().and_then(|a| u32::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+        return Some(fd.is_some_and(|fd| is_terminal(pid, fd)));
+    }
+    Some(WAITS.contains(&nr) && holds_terminal(pid))
 }
 
 /// Whether any thread of `pid` waits; `None` when none could be told.
@@ -77,22 +106,43 @@ pub fn foreground_waits(group: u32) -> bool {
 mod tests {
     use super::*;
 
-    /// T14: a process blocked reading a pipe waits; one sleeping does not.
+    /// T14: a process blocked reading a terminal waits; one reading a pipe, or sleeping, does
+    /// not.
     #[test]
-    fn t14_a_reader_waits_and_a_sleeper_does_not() {
+    fn t14_a_terminal_reader_waits_and_a_pipe_reader_or_sleeper_does_not() {
         use std::process::{Command, Stdio};
-        let mut reader = Command::new("cat").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("cat");
+        let Ok(pty) = rustix::pty::openpt(rustix::pty::OpenptFlags::RDWR | rustix::pty::OpenptFlags::NOCTTY) else {
+            return;
+        };
+        let _ = rustix::pty::grantpt(&pty);
+        let _ = rustix::pty::unlockpt(&pty);
+        let slave =
+            rustix::pty::ioctl_tiocgptpeer(&pty, rustix::pty::OpenptFlags::RDWR | rustix::pty::OpenptFlags::NOCTTY)
+                .expect("slave");
+        let mut piped = Command::new("cat").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("cat");
+        let mut reader = Command::new("cat").stdin(Stdio::from(slave)).stdout(Stdio::null()).spawn().expect("cat");
         let mut sleeper = Command::new("sleep").arg("5").spawn().expect("sleep");
         let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while process_waits(reader.id()) != Some(true) && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(process_waits(reader.id()), Some(true));
+        let reading = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+                .is_ok_and(|s| s.split_whitespace().next() == Some("0"))
+        };
+        while !reading(piped.id()) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(reading(piped.id()), "cat blocks in read(2) of its pipe");
+        assert_eq!(process_waits(piped.id()), Some(false), "a pipe reader does not wait for keys");
         while process_waits(sleeper.id()).is_none() && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(process_waits(sleeper.id()), Some(false));
         let _ = reader.kill();
+        let _ = piped.kill();
+        let _ = piped.wait();
         let _ = sleeper.kill();
         let _ = reader.wait();
         let _ = sleeper.wait();

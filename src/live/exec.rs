@@ -93,6 +93,8 @@ fn relay(
     cmd: &[OsString],
 ) -> anyhow::Result<Outcome> {
     let wanted_input = bridge.as_ref().is_some_and(|b| b.input());
+    // CMD's stop that this client caused (its SIGSTOP below): init's report of it is no news.
+    let mut own_stop = false;
     loop {
         let mut fds = vec![
             libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 },
@@ -117,7 +119,8 @@ fn relay(
                 // A signal key of the caller's terminal (its keys are the pty's): the pty gets
                 // the key and signals CMD's foreground with it (T2, T5).
                 let key = matches!(got.sig, libc::SIGINT | libc::SIGQUIT | libc::SIGTSTP) && got.by_terminal();
-                if key && bridge.as_mut().is_some_and(|b| b.input() && b.send_key(got.sig)) {
+                let orphaned = got.sig == libc::SIGTSTP && bridge.as_ref().is_some_and(|b| b.front_is_leader());
+                if key && !orphaned && bridge.as_mut().is_some_and(|b| b.input() && b.send_key(got.sig)) {
                     continue;
                 }
                 match (got.sig, bridge.as_mut()) {
@@ -128,6 +131,7 @@ fn relay(
                     // ignore TSTP), then this job; CONT continues both (T12).
                     (libc::SIGTSTP, b) => {
                         let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, libc::SIGSTOP), &[]);
+                        own_stop = true;
                         if let Some(b) = b {
                             b.set_input(false);
                             b.flush();
@@ -161,6 +165,9 @@ fn relay(
                 }
                 if let Some(e) = wire::value(&b, wire::FAILED) {
                     return Err(exec_failed(e, cmd));
+                }
+                if wire::value(&b, wire::STOPPED) == Some(libc::SIGSTOP) && std::mem::take(&mut own_stop) {
+                    continue;
                 }
                 if let (Some(sig), Some(br)) = (wire::value(&b, wire::STOPPED), bridge.as_mut()) {
                     // CMD stopped at its pty (^Z): this job stops as it would have, and `fg`

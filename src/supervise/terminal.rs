@@ -39,6 +39,11 @@ impl Supervisor {
             return true;
         }
         let key = matches!(got.sig, libc::SIGINT | libc::SIGQUIT | libc::SIGTSTP) && got.by_terminal();
+        // Before the payload holds the pty's foreground, a key there would reach nobody: it
+        // waits with the other signals and goes to the payload's group (or stops the job).
+        if !self.started() {
+            return false;
+        }
         let Some(b) = self.bridge.as_mut().filter(|b| key && b.input()) else { return false };
         if !b.send_key(got.sig) {
             return false;
