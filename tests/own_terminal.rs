@@ -147,12 +147,18 @@ fn collect(file: &Path) -> Vec<u8> {
     std::fs::read(file).unwrap_or_default()
 }
 
-/// One reader row: start `line` (which runs the reader on `file`), wait until it runs, type
-/// 20 lines; 0 bytes read and every line run, settings unchanged.
+/// One reader row: start `line` (which runs the reader on `file`), wait until it runs, then
+/// [`nothing_read`].
 fn reader_row(t: &mut Term, line: &str, file: &Path, before: &str) {
     t.line(line);
     armed(t, file);
     t.wait_for(PROMPT, Duration::from_secs(2));
+    nothing_read(t, file, before);
+}
+
+/// Type 20 lines for the caller's shell while the reader on `file` runs: it read 0 bytes, the
+/// shell ran every line, and the caller's settings are still `before`.
+fn nothing_read(t: &mut Term, file: &Path, before: &str) {
     let missed = type_lines(t);
     let stolen = collect(file);
     let after = caller_stty(t);
@@ -204,15 +210,7 @@ fn t11_a_reader_after_ctrl_z_and_bg_reads_nothing() {
         t.expect(PROMPT);
         t.line("bg");
         t.expect(PROMPT);
-        let missed = type_lines(&mut t);
-        let stolen = collect(&file);
-        let after = caller_stty(&mut t);
-        if !stolen.is_empty() || !missed.is_empty() || after != before {
-            t.fail(&format!(
-                "read {:?}; missed {missed:?}; stty {before} -> {after}",
-                String::from_utf8_lossy(&stolen)
-            ));
-        }
+        nothing_read(&mut t, &file, &before);
         t.line("kill %1; wait");
         t.expect(PROMPT);
     };
@@ -313,15 +311,7 @@ fn l3_t11_exec_with_stdout_redirected_never_gets_the_callers_terminal() {
         t.send(CTRL_Z);
         t.expect("Stopped");
         t.expect(PROMPT);
-        let missed = type_lines(&mut t);
-        let stolen = collect(&file);
-        let after = caller_stty(&mut t);
-        if !stolen.is_empty() || !missed.is_empty() || after != before {
-            t.fail(&format!(
-                "read {:?}; missed {missed:?}; stty {before} -> {after}",
-                String::from_utf8_lossy(&stolen)
-            ));
-        }
+        nothing_read(&mut t, &file, &before);
         t.line(&format!("kill -9 %1 %2 2>/dev/null; {} stop --now {name} >/dev/null; wait", snug.display()));
         t.expect(PROMPT);
     };
