@@ -104,47 +104,23 @@ pub fn command_line(
         init_libs: libraries(),
         seccomp_fd: Some(SECCOMP_FD),
         init_args,
-        masks: crate::live::runtime::masks(policy, &hidden(policy, runtime))?,
+        masks: crate::live::runtime::masks(policy, &hidden(runtime))?,
     };
     Ok(bwrap::command_line(policy, &launch))
 }
 
 /// What no sandbox may see, whatever it binds (SPEC X4, P6): snug's runtime directories, and
-/// its state directory, whose allow records a payload could otherwise write for a
-/// `.snug.toml` it wrote too (with `--rw ~/.local`, or DIR = `$HOME`). A state directory that
-/// does not exist yet is made (0700) only where a writable bind would let the payload make
-/// it, so that it can be hidden there; elsewhere nothing is made on the host.
-fn hidden(policy: &Policy, runtime: Option<&std::path::Path>) -> Vec<PathBuf> {
+/// its state directory once it exists (`snug allow` makes it), whose allow records a payload
+/// could otherwise write for a `.snug.toml` it wrote too (with `--rw ~/.local`, or DIR =
+/// `$HOME`). snug makes nothing on the host for it.
+fn hidden(runtime: Option<&std::path::Path>) -> Vec<PathBuf> {
     let mut out = crate::live::runtime::hidden(runtime);
     let vars: Vec<(String, String)> =
         ["XDG_STATE_HOME", "HOME"].iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
-    let Some(state) = crate::project::state_dir(&vars) else { return out };
-    if std::fs::symlink_metadata(&state).is_err() {
-        let writable = policy.mounts.iter().filter(|m| m.kind == crate::policy::MountKind::Rw).any(|m| {
-            let src = m.src.as_deref().and_then(|s| std::fs::canonicalize(s).ok());
-            src.is_some_and(|src| resolved(&state).starts_with(src))
-        });
-        if writable {
-            use std::os::unix::fs::DirBuilderExt;
-            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&state);
-        }
+    if let Some(state) = crate::project::state_dir(&vars) {
+        out.extend(std::fs::canonicalize(&state));
     }
-    out.extend(std::fs::canonicalize(&state));
     out
-}
-
-/// `path` with its deepest existing ancestor resolved (`canonicalize` needs it to exist).
-fn resolved(path: &std::path::Path) -> PathBuf {
-    let mut base = path;
-    let mut rest = Vec::new();
-    while std::fs::symlink_metadata(base).is_err() {
-        let (Some(parent), Some(name)) = (base.parent(), base.file_name()) else { break };
-        rest.push(name.to_os_string());
-        base = parent;
-    }
-    let mut real = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
-    real.extend(rest.iter().rev());
-    real
 }
 
 /// What a run starts: bwrap's command line, the mode, the payload's argv and environment (they

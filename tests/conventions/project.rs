@@ -81,8 +81,9 @@ fn p6_project_file_needs_allow() {
     }
 }
 
-/// P6, X4: snug's state directory (the allow records) is hidden in every sandbox, also
-/// under a bind that contains it, so a payload cannot allow a `.snug.toml` it wrote itself.
+/// P6, X4: snug's state directory (the allow records, made by `snug allow`) is hidden in
+/// every sandbox, also under a bind that contains it, so a payload cannot allow a
+/// `.snug.toml` it wrote itself.
 /// Fails without the fix (a newcomer's finding): with `--rw` of the directory holding it,
 /// the payload wrote `snug/allowed/…` on the host, and the next run applied its file.
 #[test]
@@ -93,6 +94,8 @@ fn p6_x4_the_state_directory_is_hidden_in_every_sandbox() {
         give(who, state.path());
         let st = state.path().to_str().expect("utf8");
         let env = [("XDG_STATE_HOME", st)];
+        std::fs::create_dir_all(state.path().join("snug")).expect("the state directory, as snug allow makes it");
+        give(who, state.path());
         let script = format!("mkdir -p {st}/snug/allowed && echo forged > {st}/snug/allowed/x && echo wrote");
         let o = snug_run(who, dir.path(), &["--rw", st, "--", "sh", "-c", &script], &env);
         assert_eq!(o.status.code(), Some(0), "{who:?}: {}", o.err);
