@@ -4,14 +4,15 @@
 //! A profile is kept here as written: paths still hold their `{home}`, `{target}` and
 //! `{target_parent}` placeholders. [`crate::policy`] expands and merges them.
 
+mod file;
 pub mod includes;
 pub mod toolchains;
+
+pub use file::{parse, parse_project};
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-use serde::Deserialize;
 
 use crate::error::{failure, POLICY};
 use crate::host::{Host, RealHost};
@@ -211,64 +212,12 @@ pub fn builtin(name: &str) -> Option<Profile> {
     Some(p)
 }
 
-/// The keys a profile file may hold, exactly (SPEC P2); anything else is an error (P3).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProfileFile {
-    #[serde(default)]
-    description: String,
-    #[serde(default)]
-    include: Vec<String>,
-    #[serde(default)]
-    ro: Vec<String>,
-    #[serde(default)]
-    rw: Vec<String>,
-    #[serde(default)]
-    tmpfs: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    max_procs: Option<u64>,
-    memory: Option<String>,
-    #[serde(default)]
-    allow_userns: bool,
-}
-
 /// A user profile name is a file stem: letters, digits, `-`, `_`, `.`, not starting with
 /// `.`, so that a name can never walk out of the profile directory (`../x`).
 pub fn valid_user_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with('.')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-/// Parse the text of profile file `file` named `name`.
-///
-/// # Errors
-/// A [`POLICY`] failure naming the file, the line and the offending key: unknown key,
-/// wrong type, bad TOML (SPEC P3).
-pub fn parse(name: &str, file: &Path, text: &str) -> anyhow::Result<Profile> {
-    let parsed: ProfileFile = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-        let at = line.map(|l| format!(":{l}")).unwrap_or_default();
-        failure(POLICY, format!("{}{at}: {}", file.display(), e.message()))
-    })?;
-    Ok(Profile {
-        name: name.to_string(),
-        source: Source::File(file.to_path_buf()),
-        description: parsed.description,
-        include: parsed.include,
-        ro: parsed.ro,
-        rw: parsed.rw,
-        tmpfs: parsed.tmpfs,
-        env: parsed.env,
-        host_view: false,
-        net: false,
-        max_procs: parsed.max_procs,
-        memory: parsed.memory,
-        pass: Vec::new(),
-        create_rw: false,
-        allow_userns: parsed.allow_userns,
-    })
 }
 
 /// Find and read profile `name`: a builtin when it starts with `@`, else the first

@@ -5,18 +5,16 @@
 //! allowed so a changed file can be reviewed with `diff`. A file never allowed, or changed
 //! since, is refused (77) with the command that shows it; `--no-project` skips it.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::{failure, OS_ERROR, POLICY, USAGE};
 use crate::host::{Entry, Host};
-use crate::profiles::{Profile, Source};
+use crate::profiles::Profile;
 use crate::quote::quote;
 
 /// The project file's name in DIR.
@@ -24,28 +22,6 @@ pub const FILE: &str = ".snug.toml";
 
 /// The project profile's name in the policy (`--dry-run`, messages).
 pub const NAME: &str = ".snug.toml";
-
-/// The keys of a profile file (SPEC P2), plus `profiles`: more profiles to add, as `-p`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProjectFile {
-    #[serde(default)]
-    description: String,
-    #[serde(default)]
-    include: Vec<String>,
-    #[serde(default)]
-    profiles: Vec<String>,
-    #[serde(default)]
-    ro: Vec<String>,
-    #[serde(default)]
-    rw: Vec<String>,
-    #[serde(default)]
-    tmpfs: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    max_procs: Option<u64>,
-    memory: Option<String>,
-}
 
 /// snug's state directory: `$XDG_STATE_HOME/snug`, else `$HOME/.local/state/snug` (the
 /// XDG Base Directory spec; a relative value is ignored, as it says).
@@ -116,25 +92,7 @@ pub fn load(
 }
 
 fn parse(file: &Path, text: &str) -> anyhow::Result<(Profile, Vec<String>)> {
-    let p: ProjectFile = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-        let at = line.map(|l| format!(":{l}")).unwrap_or_default();
-        failure(POLICY, format!("{}{at}: {}", file.display(), e.message()))
-    })?;
-    let mut more = p.profiles;
-    more.extend(p.include);
-    let profile = Profile {
-        source: Source::File(file.to_path_buf()),
-        description: p.description,
-        ro: p.ro,
-        rw: p.rw,
-        tmpfs: p.tmpfs,
-        env: p.env,
-        max_procs: p.max_procs,
-        memory: p.memory,
-        ..Profile::builtin(NAME, "")
-    };
-    Ok((profile, more))
+    crate::profiles::parse_project(NAME, file, text)
 }
 
 /// `snug allow [DIR]` (or `--revoke`): record (or forget) DIR's `.snug.toml` as it is now.
