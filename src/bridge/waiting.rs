@@ -75,8 +75,14 @@ fn pgrp(pid: u32) -> Option<u32> {
 
 /// Whether a process of group `group` (host pid of its leader) waits for input: the leader
 /// first, then its descendants in the same group (`/proc/PID/task/TID/children`), at most
-/// [`MOST`]. Unknown counts as waiting: snug then copies keys as they come.
+/// [`MOST`]. Unknown (no permission to tell) counts as waiting: snug then copies keys as
+/// they come; a group whose leader is gone does not.
 pub fn foreground_waits(group: u32) -> bool {
+    // A group whose leader is gone (the payload just exited) has nobody to read: the keys
+    // are the caller's shell's.
+    if std::fs::symlink_metadata(format!("/proc/{group}")).is_err() {
+        return false;
+    }
     let mut todo = vec![group];
     let mut seen = 0;
     let mut told = false;
