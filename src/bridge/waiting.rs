@@ -78,9 +78,11 @@ fn pgrp(pid: u32) -> Option<u32> {
 /// [`MOST`]. Unknown (no permission to tell) counts as waiting: snug then copies keys as
 /// they come; a group whose leader is gone does not.
 pub fn foreground_waits(group: u32) -> bool {
-    // A group whose leader is gone (the payload just exited) has nobody to read: the keys
+    // A group whose leader is gone or a zombie (the payload just exited) has nobody to read: the keys
     // are the caller's shell's.
-    if std::fs::symlink_metadata(format!("/proc/{group}")).is_err() {
+    let stat = std::fs::read_to_string(format!("/proc/{group}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
+    if state.is_none_or(|s| s == "Z" || s == "X") {
         return false;
     }
     let mut todo = vec![group];
