@@ -1,0 +1,9 @@
+//! snug's decisions, without I/O: the supervisor's and init's state machines take events
+//! and return effects, so every ordering row of the behaviour contract (docs/contract.md)
+//! is decided in one place and can be unit-tested (and mutation-tested) without a sandbox.
+//! The binary's poll loops decode events from the kernel, call `on`, and carry out the
+//! effects; they decide nothing.
+
+pub mod types;
+
+pub use types::{Pid, Signal, WaitStatus};
