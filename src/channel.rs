@@ -16,16 +16,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 mod outbox;
 pub use outbox::Outbox;
 
-/// Descriptor number the channel has in bwrap and init (set up between fork and exec).
-pub const INIT_FD: RawFd = 3;
-/// Descriptor number of the caller's own stderr in init; bwrap's fd 2 is a pipe to snug so
-/// its errors can be reported as one `snug: ` line, and init puts this one back on fd 2.
-pub const STDERR_FD: RawFd = 4;
-/// Descriptor number of the seccomp program bwrap loads (`--seccomp 5`).
-pub const SECCOMP_FD: RawFd = 5;
-/// Descriptor number of the sandbox's pty slave in bwrap and init, in terminal mode: init
-/// makes it its controlling terminal (SPEC T1) and holds it for the pty's foreground.
-pub const PTY_FD: RawFd = 7;
+/// The fixed descriptor numbers, kept where callers of the channel have always found them.
+pub use crate::sys::fds::{INIT_FD, PTY_FD, SECCOMP_FD, STDERR_FD};
 
 /// Messages init sends to snug.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

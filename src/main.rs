@@ -38,6 +38,7 @@ mod signals;
 mod stack;
 mod start;
 mod supervise;
+mod sys;
 mod tty;
 
 use crate::cli::Command;

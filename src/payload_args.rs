@@ -10,12 +10,11 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{Read, Seek, Write};
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Descriptor number of the memfd in bwrap and init (after the channel's 3–5).
-pub const ARGS_FD: RawFd = 6;
+pub use crate::sys::fds::ARGS_FD;
 
 const MAGIC: &[u8; 8] = b"SNUGARGS";
 /// `execve(2)` takes at most this many bytes of argv and envp together on Linux

@@ -102,9 +102,7 @@ fn same_ns(fd: &OwnedFd, path: &str) -> bool {
 /// state (snug blocks INT, TERM, HUP… for its signalfd, and Rust keeps that mask across exec),
 /// stdin /dev/null, stdout and stderr pipes to snug. Pinned by a pidfd at once: it is snug's
 /// unreaped child, so its pid cannot have been reused.
-/// The descriptor number at which pasta inherits the user namespace it joins, when it is
-/// passed as a descriptor ([`start`]).
-const USERNS_FD: i32 = 3;
+use crate::sys::fds::PASTA_USERNS_FD as USERNS_FD;
 
 fn spawn(argv: &[String], userns: Option<i32>) -> Result<(Pasta, std::process::ChildStdout)> {
     let parent = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;

@@ -2,9 +2,8 @@
 //! libc on purpose: the child of a multi-threaded-capable process may make only
 //! async-signal-safe calls (`signal-safety(7)`), and every one here is a bare system call.
 
-use crate::channel::{INIT_FD, PTY_FD, SECCOMP_FD, STDERR_FD};
 use crate::error::INTERNAL;
-use crate::payload_args::ARGS_FD;
+use crate::sys::fds::{ARGS_FD, INIT_FD, PTY_FD, SECCOMP_FD, STDERR_FD};
 use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// Error-pipe tag: entering the cgroups or setting RLIMIT_NPROC failed.
