@@ -1,5 +1,5 @@
 //! The channel between snug and its sandbox init: a `SOCK_SEQPACKET` socketpair
-//! (`unix(7)`), one fixed 8-byte message per packet, pidfds passed with `SCM_RIGHTS`.
+//! (`unix(7)`), one [`crate::sys::codec`] frame per packet, pidfds passed with `SCM_RIGHTS`.
 //!
 //! Messages come from inside the sandbox; snug treats each as a hint it checks before
 //! acting (DESIGN.md, "Channel").
@@ -91,13 +91,10 @@ pub enum Order {
     Exec,
 }
 
-fn encode(tag: u8, value: i32) -> [u8; 8] {
-    let v = value.to_le_bytes();
-    [tag, 0, 0, 0, v[0], v[1], v[2], v[3]]
-}
+use crate::sys::codec::{self, encode, FRAME};
 
 impl Report {
-    fn to_bytes(self) -> [u8; 8] {
+    fn to_bytes(self) -> [u8; FRAME] {
         match self {
             Report::Hello => encode(1, 0),
             Report::Started(p) => encode(2, p),
@@ -112,9 +109,9 @@ impl Report {
         }
     }
 
-    fn from_bytes(b: [u8; 8]) -> Option<Report> {
-        let v = i32::from_le_bytes([b[4], b[5], b[6], b[7]]);
-        Some(match b[0] {
+    fn from_bytes(b: &[u8]) -> Option<Report> {
+        let (tag, v) = codec::decode(b)?;
+        Some(match tag {
             1 => Report::Hello,
             2 => Report::Started(v),
             3 => Report::Stopped(v),
@@ -131,7 +128,7 @@ impl Report {
 }
 
 impl Order {
-    fn to_bytes(self) -> [u8; 8] {
+    fn to_bytes(self) -> [u8; FRAME] {
         match self {
             Order::Go => encode(1, 0),
             Order::Grace => encode(2, 0),
@@ -146,9 +143,9 @@ impl Order {
         }
     }
 
-    fn from_bytes(b: [u8; 8]) -> Option<Order> {
-        let v = i32::from_le_bytes([b[4], b[5], b[6], b[7]]);
-        Some(match b[0] {
+    fn from_bytes(b: &[u8]) -> Option<Order> {
+        let (tag, v) = codec::decode(b)?;
+        Some(match tag {
             1 => Order::Go,
             2 => Order::Grace,
             3 => Order::Signal(v),
@@ -256,20 +253,20 @@ impl Channel {
         self.recv_as(nonblock, Order::from_bytes)
     }
 
-    fn recv_as<T>(&self, nonblock: bool, decode: fn([u8; 8]) -> Option<T>) -> io::Result<Received<T>> {
+    fn recv_as<T>(&self, nonblock: bool, decode: fn(&[u8]) -> Option<T>) -> io::Result<Received<T>> {
         Ok(match self.recv(nonblock)? {
-            Received::Packet(bytes, fd) => Received::Packet(bytes.and_then(decode), fd),
+            Received::Packet(bytes, fd) => Received::Packet(bytes.and_then(|b| decode(&b)), fd),
             Received::Closed => Received::Closed,
             Received::Empty => Received::Empty,
         })
     }
 
-    fn send(&self, bytes: [u8; 8], pass: Option<BorrowedFd<'_>>) -> io::Result<()> {
+    fn send(&self, bytes: [u8; FRAME], pass: Option<BorrowedFd<'_>>) -> io::Result<()> {
         self.send_with(bytes, pass, SendFlags::empty())
     }
 
     /// `sendmsg(2)` of one packet, with `pass` as `SCM_RIGHTS` when given; never SIGPIPE.
-    fn send_with(&self, bytes: [u8; 8], pass: Option<BorrowedFd<'_>>, flags: SendFlags) -> io::Result<()> {
+    fn send_with(&self, bytes: [u8; FRAME], pass: Option<BorrowedFd<'_>>, flags: SendFlags) -> io::Result<()> {
         let fds: Vec<BorrowedFd<'_>> = pass.into_iter().collect();
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = SendAncillaryBuffer::new(&mut space);
@@ -286,9 +283,10 @@ impl Channel {
     }
 
     /// `recvmsg(2)` of one packet; every descriptor passed with it arrives close-on-exec and
-    /// owned, the first is kept and any others are closed.
-    fn recv(&self, nonblock: bool) -> io::Result<Received<[u8; 8]>> {
-        let mut bytes = [0u8; 8];
+    /// owned, the first is kept and any others are closed. A packet longer than a frame is
+    /// not one (the buffer has room for one byte more, to see it).
+    fn recv(&self, nonblock: bool) -> io::Result<Received<[u8; FRAME]>> {
+        let mut bytes = [0u8; FRAME + 1];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
         let flags = RecvFlags::CMSG_CLOEXEC | if nonblock { RecvFlags::DONTWAIT } else { RecvFlags::empty() };
@@ -311,7 +309,7 @@ impl Channel {
         if n == 0 {
             return Ok(Received::Closed);
         }
-        Ok(Received::Packet(if n == 8 { Some(bytes) } else { None }, passed))
+        Ok(Received::Packet(bytes[..n].try_into().ok(), passed))
     }
 }
 

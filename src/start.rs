@@ -122,20 +122,23 @@ fn clone_failure(e: std::io::Error) -> anyhow::Error {
     failure(UNAVAILABLE, format!("cannot create the sandbox's namespaces (clone3: {e}); `snug doctor` says why"))
 }
 
-/// The error for what nest wrote to its error pipe before it could exec bwrap: a
-/// [`nestproc::NestError`], or a tag byte and an `errno` (0xfc bounds, 0xff execve).
+/// The error for what nest wrote to its error pipe before it could exec bwrap: one
+/// [`crate::sys::codec`] frame, a [`nestproc::Step`]'s code or one of [`child`]'s tags
+/// (0xfc bounds, 0xff execve), and an `errno`.
 fn nest_failure(buf: &[u8], program: &str) -> anyhow::Error {
-    if let Some(e) = nestproc::NestError::from_bytes(buf).filter(|_| buf.len() == 5) {
-        return failure(UNAVAILABLE, e.to_string());
+    let Some((tag, errno)) = crate::sys::codec::decode(buf) else {
+        return failure(INTERNAL, "nest failed before running bwrap");
+    };
+    if let Some(step) = nestproc::Step::from_code(tag) {
+        return failure(UNAVAILABLE, nestproc::NestError { step, errno }.to_string());
     }
-    let errno = |b: &[u8]| i32::from_le_bytes([b[1], b[2], b[3], b[4]]);
-    match (buf.len(), buf[0]) {
-        (5, child::BOUNDS) => {
-            let e = crate::error::strerror(errno(buf));
+    match tag {
+        child::BOUNDS => {
+            let e = crate::error::strerror(errno);
             failure(OS_ERROR, format!("cannot put the sandbox under its bounds (cgroup or RLIMIT_NPROC): {e}"))
         }
-        (5, child::EXEC) => {
-            let e = std::io::Error::from_raw_os_error(errno(buf));
+        child::EXEC => {
+            let e = std::io::Error::from_raw_os_error(errno);
             failure(UNAVAILABLE, format!("cannot run {program}: {e}"))
         }
         _ => failure(INTERNAL, "nest failed before running bwrap"),

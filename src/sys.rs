@@ -3,3 +3,4 @@
 //! this module `unsafe` appears only in fork→exec child bodies (`signal-safety(7)`).
 
 pub mod fds;
+pub mod codec;

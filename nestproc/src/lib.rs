@@ -49,29 +49,19 @@ impl Step {
         }
     }
 
-    /// The step's number on the wire (see [`NestError::to_bytes`]).
-    fn code(self) -> u8 {
+    /// The step's number, for a child to send to its parent with the step's `errno`. The
+    /// library has no wire format of its own: the program that forks carries this number in
+    /// whatever encoding its other messages use (snug: a tag byte and an i32), so a parent
+    /// decodes every child error with one decoder.
+    pub fn code(self) -> u8 {
         self as u8
     }
 
-    fn from_code(code: u8) -> Option<Step> {
+    /// The inverse of [`Step::code`]; `None` for a number no step has.
+    pub fn from_code(code: u8) -> Option<Step> {
         [Step::Setgroups, Step::GidMap, Step::UidMap, Step::MakePrivate, Step::MountProc]
             .into_iter()
             .find(|s| s.code() == code)
-    }
-}
-
-impl NestError {
-    /// Five bytes a child writes to its parent: the step, then `errno` little-endian.
-    pub fn to_bytes(self) -> [u8; 5] {
-        let e = self.errno.to_le_bytes();
-        [self.step.code(), e[0], e[1], e[2], e[3]]
-    }
-
-    /// The inverse of [`NestError::to_bytes`]; `None` for bytes no child wrote.
-    pub fn from_bytes(b: &[u8]) -> Option<NestError> {
-        let b: &[u8; 5] = b.try_into().ok()?;
-        Some(NestError { step: Step::from_code(b[0])?, errno: i32::from_le_bytes([b[1], b[2], b[3], b[4]]) })
     }
 }
 
@@ -178,10 +168,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn error_round_trips_through_bytes() {
+    fn step_codes_round_trip() {
         let e = NestError { step: Step::MountProc, errno: libc::EPERM };
-        assert_eq!(NestError::from_bytes(&e.to_bytes()), Some(e));
-        assert_eq!(NestError::from_bytes(&[9, 0, 0, 0, 0]), None);
+        for s in [Step::Setgroups, Step::GidMap, Step::UidMap, Step::MakePrivate, Step::MountProc] {
+            assert_eq!(Step::from_code(s.code()), Some(s));
+        }
+        assert_eq!(Step::from_code(9), None);
         assert!(e.to_string().contains("mount /proc"));
     }
 

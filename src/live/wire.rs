@@ -34,18 +34,14 @@ pub const STOPPED: u8 = b'Z';
 /// Run flag: a fifth descriptor is a pty's slave; CMD takes it as its controlling terminal.
 pub const FLAG_TTY: u8 = 1;
 
-/// A tag and an i32 (little-endian).
-pub fn tagged(tag: u8, v: i32) -> [u8; 5] {
-    let b = v.to_le_bytes();
-    [tag, b[0], b[1], b[2], b[3]]
+/// A tag and an i32: one [`crate::sys::codec`] frame.
+pub fn tagged(tag: u8, v: i32) -> [u8; crate::sys::codec::FRAME] {
+    crate::sys::codec::encode(tag, v)
 }
 
 /// The value of a `tag` + i32 packet; `None` for any other shape.
 pub fn value(bytes: &[u8], tag: u8) -> Option<i32> {
-    match bytes {
-        [t, a, b, c, d] if *t == tag => Some(i32::from_le_bytes([*a, *b, *c, *d])),
-        _ => None,
-    }
+    crate::sys::codec::value_of(bytes, tag)
 }
 
 /// How a run ended, as its `stop` callers are told: `exit N`, `signal N`, or `fail N TEXT`.

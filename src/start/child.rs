@@ -23,7 +23,8 @@ pub struct Plan<'a> {
     pub map: &'a nestproc::IdMap,
     /// A pidfd of snug, readable once snug died.
     pub parent_pidfd: BorrowedFd<'a>,
-    /// The error pipe's write end: 5 bytes (a tag and an `errno`) on failure.
+    /// The error pipe's write end: one [`crate::sys::codec`] frame (a tag and an `errno`)
+    /// on failure; the tags below, or a [`nestproc::Step`]'s code.
     pub err: RawFd,
     /// Sources for fds 3, 4, 5, 2 and 6 (channel, caller's stderr, seccomp, bwrap's stderr
     /// pipe, payload_args), all at 10 or above.
@@ -80,8 +81,7 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             // failure it writes a tag and `errno` to the error pipe and `_exit`s.
             let p = plan;
             let fail = |tag: u8, errno: i32| -> ! {
-                let e = errno.to_le_bytes();
-                let bytes = [tag, e[0], e[1], e[2], e[3]];
+                let bytes = crate::sys::codec::encode(tag, errno);
                 libc::write(p.err, bytes.as_ptr().cast(), bytes.len());
                 libc::_exit(INTERNAL)
             };
@@ -109,11 +109,11 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             }
             if !p.root {
                 if let Err(e) = p.map.write() {
-                    fail(e.to_bytes()[0], e.errno);
+                    fail(e.step.code(), e.errno);
                 }
             }
             if let Err(e) = nestproc::prepare() {
-                fail(e.to_bytes()[0], e.errno);
+                fail(e.step.code(), e.errno);
             }
             let targets = [INIT_FD, STDERR_FD, SECCOMP_FD, 2, ARGS_FD];
             if p.fds.iter().zip(targets).any(|(&from, to)| libc::dup2(from, to) < 0) {
