@@ -2,7 +2,7 @@
 //! the subset seccomp accepts): the compiled program is run on a `struct seccomp_data`
 //! (`seccomp(2)`) for each system-call ABI, as the kernel would run it.
 
-use seccompiler::sock_filter;
+use super::bpf::Insn as sock_filter;
 
 /// `SECCOMP_RET_ALLOW` (`seccomp(2)`).
 pub const ALLOW: u32 = 0x7fff_0000;
