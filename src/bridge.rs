@@ -151,13 +151,7 @@ impl Bridge {
     pub fn front_is_leader(&self) -> bool {
         let Some(m) = &self.master else { return false };
         let front = termios::tcgetpgrp(m).ok().map(|p| p.as_raw_nonzero().get());
-        // SAFETY: TIOCGSID writes one pid_t (`tty_ioctl(4)`), the getter's type.
-        let sid = unsafe {
-            rustix::ioctl::ioctl(
-                m,
-                rustix::ioctl::Getter::<{ libc::TIOCGSID as rustix::ioctl::Opcode }, libc::pid_t>::new(),
-            )
-        };
+        let sid = crate::sys::fd::tty_session(m);
         front.is_some() && sid.ok() == front
     }
 

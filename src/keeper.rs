@@ -60,18 +60,13 @@ impl Keeper {
         use rustix::pipe::{pipe_with, PipeFlags};
         let (r, w) = pipe_with(PipeFlags::CLOEXEC).ok()?;
         let (tty_fd, r_fd) = (tty.as_raw_fd(), r.as_raw_fd());
-        // SAFETY: the child of a fork (of the one thread that runs snug's work) makes only
-        // async-signal-safe calls
-        // (setpgid, sigaction, dup2, close_range, read, tcgetattr, tcsetattr, _exit;
-        // `signal-safety(7)`) on integers and stack memory, and never returns.
-        unsafe {
-            let pid = libc::fork();
-            if pid == 0 {
-                keep(tty_fd, r_fd);
-            }
-            if pid < 0 {
-                return None;
-            }
+        // SAFETY: the child makes only async-signal-safe calls (setpgid, sigaction, dup2,
+        // close_range, read, tcgetattr, tcsetattr, _exit; `signal-safety(7)`) on integers and
+        // stack memory, and never returns. The keeper is not waited for through its pidfd: it
+        // outlives snug, or is reaped with snug's other children.
+        match unsafe { crate::sys::process::clone3(0) }.ok()? {
+            crate::sys::process::Cloned::Child => unsafe { keep(tty_fd, r_fd) },
+            crate::sys::process::Cloned::Parent { .. } => {}
         }
         drop(r);
         Some(Keeper { pipe: w })
@@ -100,7 +95,7 @@ impl Keeper {
 /// The keeper's body (the fork child): never returns.
 ///
 /// # Safety
-/// Only in the child of `fork(2)`, with `tty` and `pipe` open.
+/// Only in the child of [`crate::sys::process::clone3`], with `tty` and `pipe` open.
 unsafe fn keep(tty: i32, pipe: i32) -> ! {
     libc::setpgid(0, 0);
     for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP, libc::SIGHUP, libc::SIGTERM, libc::SIGTTOU, libc::SIGTTIN] {
@@ -122,13 +117,12 @@ unsafe fn keep(tty: i32, pipe: i32) -> ! {
         }
     }
     if last[0] == b'R' {
-        let mut now: libc::termios = std::mem::zeroed();
-        if libc::tcgetattr(0, &mut now) == 0 && fields(&now) == last[1 + ENCODED..] {
+        if let Some(mut now) = crate::sys::fd::termios_of(0).filter(|now| fields(now) == last[1 + ENCODED..]) {
             set_fields(&mut now, &last[1..1 + ENCODED]);
             libc::tcsetattr(0, libc::TCSADRAIN, &now);
         }
     }
-    libc::_exit(0)
+    crate::sys::process::exit_now(0)
 }
 
 /// [`encode`] of a libc `termios` (the keeper has no rustix value).
@@ -161,14 +155,7 @@ mod tests {
             return;
         };
         let t = rustix::termios::tcgetattr(&pty).expect("tcgetattr");
-        let mut l: libc::termios = unsafe_zeroed();
-        // SAFETY: a valid descriptor and a termios to fill.
-        assert_eq!(unsafe { libc::tcgetattr(pty.as_raw_fd(), &mut l) }, 0);
+        let l = crate::sys::fd::termios_of(pty.as_raw_fd()).expect("tcgetattr");
         assert_eq!(encode(&t), fields(&l));
-    }
-
-    fn unsafe_zeroed() -> libc::termios {
-        // SAFETY: termios is plain integers; all-zero is a valid value.
-        unsafe { std::mem::zeroed() }
     }
 }

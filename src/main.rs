@@ -11,7 +11,6 @@ mod doctor;
 mod dryrun;
 mod end;
 mod error;
-mod fdpoll;
 mod hints;
 mod host;
 mod init;
@@ -39,6 +38,8 @@ mod stack;
 mod start;
 mod supervise;
 mod sys;
+/// `poll(2)` helpers, by the name the poll loops use.
+use sys::poll as fdpoll;
 mod tty;
 
 use crate::cli::Command;

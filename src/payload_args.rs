@@ -31,8 +31,7 @@ static CLOSED_AT_START: AtomicU32 = AtomicU32::new(0);
 extern "C" fn record_closed() {
     let mut mask = 0;
     for fd in 0..3 {
-        // SAFETY: F_GETFD only reads the descriptor table.
-        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+        if !crate::sys::fd::is_open(fd) {
             mask |= 1 << fd;
         }
     }

@@ -102,10 +102,7 @@ impl Sink {
 /// Descriptor `n` as the caller left it open, or `None` when it is not open
 /// (`fcntl(2)` `F_GETFD`).
 fn caller_fd(n: i32) -> Option<BorrowedFd<'static>> {
-    // SAFETY: F_GETFD only reads the descriptor table; once it succeeded, `n` is open, and
-    // snug never closes a descriptor its caller passed (it works on a copy), so the borrow
-    // stays valid for the process's life.
-    unsafe { (libc::fcntl(n, libc::F_GETFD) != -1).then(|| BorrowedFd::borrow_raw(n)) }
+    crate::sys::fd::inherited(n)
 }
 
 /// Why a report path was not opened.

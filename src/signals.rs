@@ -2,12 +2,13 @@
 //! the blocked mask, sending, and names.
 //!
 //! The mask and the signalfd use the raw `rt_sigprocmask(2)` and `signalfd4(2)` with a 64-bit
-//! kernel sigset: glibc's wrappers silently drop its reserved signals 32 and 33, which a
-//! process may still send (G6), and rustix offers neither call outside its libc-less
-//! `runtime` API (its `Signal` may not name 32 and 33 for sending or blocking either).
+//! kernel sigset ([`crate::sys::signal`] says why): every signal 1–64 can be blocked, read
+//! and sent, 32 and 33 included (G6).
 
+use crate::sys::signal as raw;
+use snug_core::types::Signal;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 /// `si_code` of a signal the kernel generated, such as a terminal's ^C (`include/uapi/asm-generic/siginfo.h`).
 pub const SI_KERNEL: i32 = 0x80;
@@ -46,15 +47,7 @@ impl SignalFd {
     pub fn new(sigs: &[i32]) -> io::Result<SignalFd> {
         let mask = mask_of(sigs);
         set_mask(libc::SIG_BLOCK, mask)?;
-        // SAFETY: `mask` is a kernel sigset (64 bits) in this frame; a new descriptor is owned
-        // by the struct only.
-        unsafe {
-            let fd = libc::syscall(libc::SYS_signalfd4, -1, &mask, 8usize, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(SignalFd { fd: OwnedFd::from_raw_fd(fd as RawFd) })
-        }
+        Ok(SignalFd { fd: raw::signalfd(mask)? })
     }
 
     /// The descriptor, for `poll(2)`.
@@ -97,20 +90,9 @@ pub fn default_with(sig: i32, flags: i32) {
     sigaction(sig, Some(flags));
 }
 
-/// glibc's `sigaction(2)` on `sig`: install `SIG_DFL` with these flags when given; the
-/// handler before, or `None` when glibc refuses `sig` (its own 32 and 33 among them).
+/// `sigaction(2)` on `sig` ([`raw::sigaction_dfl`]).
 fn sigaction(sig: i32, dfl_flags: Option<i32>) -> Option<libc::sighandler_t> {
-    // SAFETY: `sigaction` is plain integers and a sigset, all-zero a valid value (SIG_DFL,
-    // empty mask); both structs live in this frame; the only action installed is SIG_DFL,
-    // which runs no code of ours.
-    unsafe {
-        let mut new: libc::sigaction = std::mem::zeroed();
-        new.sa_sigaction = libc::SIG_DFL;
-        new.sa_flags = dfl_flags.unwrap_or(0);
-        let mut old: libc::sigaction = std::mem::zeroed();
-        let set = if dfl_flags.is_some() { &new as *const libc::sigaction } else { std::ptr::null() };
-        (libc::sigaction(sig, set, &mut old) == 0).then_some(old.sa_sigaction)
-    }
+    raw::sigaction_dfl(Signal(sig), dfl_flags)
 }
 
 /// `kill(2)`: send `sig` (any number, 32 and 33 included) to `target` (a pid, 0 for the own
@@ -120,11 +102,7 @@ fn sigaction(sig: i32, dfl_flags: Option<i32>) -> Option<libc::sighandler_t> {
 /// # Errors
 /// The `kill(2)` error (`ESRCH`, `EPERM`).
 pub fn kill(target: i32, sig: i32) -> io::Result<()> {
-    // SAFETY: integers only; no memory is passed.
-    if unsafe { libc::kill(target, sig) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    raw::kill(target, Signal(sig))
 }
 
 /// `pidfd_send_signal(2)`: send `sig` (any number, 32 and 33 included) to the process that
@@ -133,13 +111,7 @@ pub fn kill(target: i32, sig: i32) -> io::Result<()> {
 /// # Errors
 /// The call's error (`ESRCH` once the process has exited).
 pub fn send_pidfd(pidfd: BorrowedFd<'_>, sig: i32) -> io::Result<()> {
-    let none = std::ptr::null::<libc::siginfo_t>();
-    // SAFETY: a descriptor that lives for the call, integers, and a null siginfo, which the
-    // kernel reads as "fill it in as kill(2) does"; no memory of ours is written.
-    if unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), sig, none, 0u32) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    raw::pidfd_send(pidfd, Signal(sig), 0)
 }
 
 /// The kernel sigset (bit `n-1` for signal `n`) of `sigs`.
@@ -193,19 +165,20 @@ pub fn stop_with(sig: i32, group: bool) {
 /// either; missing that, SIGSTOP is still a correct stop, with the shell's "Stopped (signal)"
 /// wording.)
 fn orphaned() -> bool {
-    use rustix::process::{getpgid, getpgrp, getppid, getsid, Pid};
-    let (group, session) = (getpgrp(), getsid(None).ok());
-    let mut pid = getppid();
+    use crate::sys::process::{group_of, session_of};
+    // Raw numbers: in a pid namespace the group's or session's leader may be outside it, and
+    // the kernel then answers 0.
+    let (group, session) = (group_of(0).ok(), session_of(0).ok());
+    let mut pid = Some(rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get()));
     for _ in 0..64 {
-        let Some(p) = pid else { return true };
-        let Ok(pg) = getpgid(Some(p)) else { return true };
-        if pg != group {
-            return getsid(Some(p)).ok() != session;
+        let Some(p) = pid.filter(|p| *p > 0) else { return true };
+        let Ok(pg) = group_of(p) else { return true };
+        if Some(pg) != group {
+            return session_of(p).ok() != session;
         }
         // An ancestor in snug's own group: look at its parent (`proc(5)`, stat field 4).
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", p.as_raw_nonzero())).unwrap_or_default();
-        let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<i32>().ok());
-        pid = ppid.and_then(Pid::from_raw);
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        pid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<i32>().ok());
     }
     true
 }

@@ -84,7 +84,7 @@ pub fn nest(
         [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd(), fds[3].as_raw_fd(), fds[4].as_raw_fd()];
 
     let bounds_for_child = (bounds.procs_fds(), bounds.nproc);
-    let mut flags = (libc::CLONE_PIDFD | libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64;
+    let mut flags = (libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64;
     if !root {
         flags |= libc::CLONE_NEWUSER as u64;
     }

@@ -2,5 +2,9 @@
 //! passes between its processes, and the raw calls, each behind a safe function. Outside
 //! this module `unsafe` appears only in fork→exec child bodies (`signal-safety(7)`).
 
-pub mod fds;
 pub mod codec;
+pub mod fd;
+pub mod fds;
+pub mod poll;
+pub mod process;
+pub mod signal;

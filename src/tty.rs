@@ -173,16 +173,7 @@ impl Drop for CallerTty {
 /// not do, as `/dev/tty` itself is another node. Such an fd 0–2 becomes the sandbox
 /// terminal's slave (R2).
 fn is_it(fd: BorrowedFd<'_>) -> bool {
-    // Not rustix's `tcgetsid`: its `Pid` cannot hold the 0 the kernel answers when the
-    // session's leader is outside snug's pid namespace.
-    // SAFETY: TIOCGSID writes one pid_t (`tty_ioctl(4)`), the getter's type.
-    unsafe {
-        rustix::ioctl::ioctl(
-            fd,
-            rustix::ioctl::Getter::<{ libc::TIOCGSID as rustix::ioctl::Opcode }, libc::pid_t>::new(),
-        )
-    }
-    .is_ok()
+    crate::sys::fd::tty_session(fd).is_ok()
 }
 
 /// Whether two settings agree on every flag and control character (speeds aside).

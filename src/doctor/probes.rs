@@ -1,6 +1,7 @@
 //! The individual probes of `snug doctor`: each tries the real thing once.
 
-use std::os::fd::AsRawFd;
+use snug_core::types::Signal;
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -44,38 +45,35 @@ enum Probe {
 }
 
 /// `PIDFD_SIGNAL_PROCESS_GROUP` (`include/uapi/linux/pidfd.h`).
-const PIDFD_SIGNAL_PROCESS_GROUP: libc::c_uint = 0x4;
+const PIDFD_SIGNAL_PROCESS_GROUP: u32 = 0x4;
 
-/// Run `probe` in a forked child and return its result as the child's exit code (0 for
-/// success, else an errno). The child makes only async-signal-safe calls: the parent may
-/// have threads (tests), and only the forking thread exists in the child.
+/// Run `probe` in a child and return its result as the child's exit code (0 for success,
+/// else an errno). The child makes only async-signal-safe calls: the parent may have
+/// threads (tests), and only the cloning thread exists in the child.
 fn in_child(probe: Probe) -> std::io::Result<i32> {
+    use crate::sys::process::{clone3, exit_now, Cloned};
     use rustix::process::{waitpid, Pid, WaitOptions};
     // SAFETY: the child makes only bare system calls (unshare, setpgid, pidfd_open,
-    // pidfd_send_signal with signal 0, which only checks that the group may be signalled, and
-    // a NULL siginfo, which the call allows) and then _exit(2) without unwinding; it never
-    // returns into Rust code that could touch locks held by other threads. unshare with
-    // CLONE_NEWUSER alone changes only this child's user namespace.
-    let pid = unsafe {
-        match libc::fork() {
-            0 => {
-                let result = match probe {
-                    Probe::NewUser => rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWUSER).map(|_| 0),
-                    Probe::GroupSignal => group_leader().map(|fd| {
-                        let null: *const libc::siginfo_t = std::ptr::null();
-                        let flags = PIDFD_SIGNAL_PROCESS_GROUP;
-                        let rc = libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd(), 0, null, flags);
-                        if rc == 0 {
-                            0
-                        } else {
-                            nestproc::errno()
-                        }
-                    }),
-                };
-                libc::_exit(result.unwrap_or_else(code).clamp(0, 255))
-            }
-            pid => pid,
+    // pidfd_send_signal with signal 0, which only checks that the group may be signalled)
+    // and then _exit(2) without unwinding; it never returns into Rust code that could touch
+    // locks held by other threads. unshare with CLONE_NEWUSER alone changes only this child's
+    // user namespace.
+    let pid = match unsafe { clone3(0) }? {
+        Cloned::Child => {
+            let result = match probe {
+                // SAFETY: this child is single-threaded and shares nothing with its parent.
+                Probe::NewUser => unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWUSER) }
+                    .map(|_| 0)
+                    .map_err(|e| e.raw_os_error()),
+                Probe::GroupSignal => group_leader().map_err(|e| e.raw_os_error()).and_then(|fd| {
+                    crate::sys::signal::pidfd_send(fd.as_fd(), Signal(0), PIDFD_SIGNAL_PROCESS_GROUP)
+                        .map(|()| 0)
+                        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+                }),
+            };
+            exit_now(result.unwrap_or_else(|e| e.max(1)).clamp(0, 255))
         }
+        Cloned::Parent { pid, .. } => pid.raw(),
     };
     let pid = Pid::from_raw(pid).ok_or_else(std::io::Error::last_os_error)?;
     let status = loop {
@@ -94,11 +92,6 @@ fn group_leader() -> rustix::io::Result<std::os::fd::OwnedFd> {
     use rustix::process::{getpid, pidfd_open, setpgid, PidfdFlags};
     setpgid(None, None)?;
     pidfd_open(getpid(), PidfdFlags::empty())
-}
-
-/// The errno of a rustix call as a probe's exit code (never 0).
-fn code(e: rustix::io::Errno) -> i32 {
-    e.raw_os_error().max(1)
 }
 
 /// unshare(CLONE_NEWUSER) (unshare(2)) in a child: can this process make a user namespace?

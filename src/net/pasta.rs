@@ -2,7 +2,7 @@
 //! pidfd; ready once it writes its pid; stopped when the sandbox ends (SPEC N2, N3).
 
 use std::io::Read as _;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,10 +18,6 @@ use crate::pidfd::Pinned;
 pub const READY_WITHIN: Duration = Duration::from_secs(5);
 /// How long pasta gets to exit on SIGTERM before SIGKILL.
 pub const STOP_WITHIN: Duration = Duration::from_millis(200);
-
-/// `NS_GET_USERNS` (`include/uapi/linux/nsfs.h`, `_IO(0xb7, 0x1)`): the user namespace that
-/// owns a namespace, as a new descriptor.
-const NS_GET_USERNS: libc::c_ulong = 0xb701;
 
 /// A running pasta, attached and ready.
 #[derive(Debug)]
@@ -41,7 +37,7 @@ pub struct Pasta {
 pub fn start(init: &Pinned, argv: impl FnOnce(&str) -> Vec<String>) -> Result<Pasta> {
     let pid = init.host_pid;
     let net = std::fs::File::open(format!("/proc/{pid}/ns/net")).context("opening the sandbox's network namespace")?;
-    let owner = owner_of(&net).context("ioctl(NS_GET_USERNS) on the sandbox's network namespace")?;
+    let owner = crate::sys::fd::ns_owner(&net).context("ioctl(NS_GET_USERNS) on the sandbox's network namespace")?;
     if init.exited() {
         // The pid may since name another process: what was opened is not known to be init's.
         return Err(failure(INTERNAL, "the sandbox ended before its network was attached"));
@@ -73,21 +69,6 @@ pub fn start(init: &Pinned, argv: impl FnOnce(&str) -> Vec<String>) -> Result<Pa
     }
     log!("pasta pid {} configured the network in {} ms", pasta.pin.host_pid, started.elapsed().as_millis());
     Ok(pasta)
-}
-
-/// The user namespace that owns namespace `ns`, as a new descriptor (`ioctl_ns(2)`,
-/// `NS_GET_USERNS`). Raw libc: rustix's typed ioctls have no form whose result is a new
-/// descriptor.
-fn owner_of(ns: &impl AsFd) -> std::io::Result<OwnedFd> {
-    // SAFETY: NS_GET_USERNS takes no argument and returns a new descriptor or -1; a new one is
-    // owned here only.
-    unsafe {
-        let fd = libc::ioctl(ns.as_fd().as_raw_fd(), NS_GET_USERNS);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(OwnedFd::from_raw_fd(fd))
-    }
 }
 
 /// Whether descriptor `fd` and the namespace file at `path` are the same namespace.

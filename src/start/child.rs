@@ -4,7 +4,8 @@
 
 use crate::error::INTERNAL;
 use crate::sys::fds::{ARGS_FD, INIT_FD, PTY_FD, SECCOMP_FD, STDERR_FD};
-use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use crate::sys::process::Cloned;
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 
 /// Error-pipe tag: entering the cgroups or setting RLIMIT_NPROC failed.
 pub const BOUNDS: u8 = 0xfc;
@@ -41,41 +42,17 @@ pub struct Plan<'a> {
     pub envp: &'a [*const libc::c_char],
 }
 
-/// `struct clone_args` of `clone3(2)` (`include/uapi/linux/sched.h`, first version).
-#[repr(C)]
-#[derive(Default)]
-struct CloneArgs {
-    flags: u64,
-    pidfd: u64,
-    child_tid: u64,
-    parent_tid: u64,
-    exit_signal: u64,
-    stack: u64,
-    stack_size: u64,
-    tls: u64,
-}
-
-/// `clone3(2)` with `flags` (which include `CLONE_PIDFD`) and `SIGCHLD`; the child carries
+/// [`crate::sys::process::clone3`] with `flags`; the child carries
 /// out `plan` and execs bwrap, and never returns. The parent gets the child's pidfd and pid.
 ///
 /// # Errors
 /// The `clone3(2)` error.
 pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)> {
-    let mut pidfd: RawFd = -1;
-    let args = CloneArgs {
-        flags,
-        pidfd: &mut pidfd as *mut RawFd as u64,
-        exit_signal: libc::SIGCHLD as u64,
-        ..Default::default()
-    };
-    // SAFETY: clone3 without CLONE_VM and with no stack behaves like fork(2): the child gets a
-    // copy of this process and runs the body below, which makes only raw system calls (write,
+    // SAFETY: the child runs the body below, which makes only raw system calls (write,
     // _exit, setrlimit, dup2, execve, and nestproc's and sigseal's) on integers and on memory
-    // `plan` points at, all built before the call, and never returns. In the parent,
-    // CLONE_PIDFD stored a new descriptor in `pidfd`, owned here only.
+    // `plan` points at, all built before the call, and never returns.
     unsafe {
-        let pid = libc::syscall(libc::SYS_clone3, &args as *const CloneArgs, std::mem::size_of::<CloneArgs>());
-        if pid == 0 {
+        let Cloned::Parent { pidfd, pid } = crate::sys::process::clone3(flags)? else {
             // The child: own group tied to snug, cgroups and RLIMIT_NPROC, id maps, private
             // mounts and /proc, descriptors in place, signal state sealed, then exec bwrap. On
             // failure it writes a tag and `errno` to the error pipe and `_exit`s.
@@ -139,10 +116,7 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             }
             libc::execve(p.argv[0], p.argv.as_ptr(), p.envp.as_ptr());
             fail(EXEC, nestproc::errno())
-        }
-        if pid < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok((OwnedFd::from_raw_fd(pidfd), pid as i32))
+        };
+        Ok((pidfd, pid.raw()))
     }
 }

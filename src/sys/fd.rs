@@ -1,0 +1,63 @@
+//! Raw descriptor calls rustix has no safe form for: a descriptor number the caller left
+//! open, and `ioctl`s whose answer is a new descriptor or a pid that may be 0.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+/// Whether descriptor `n` is open (`fcntl(2)` `F_GETFD`). Async-signal-safe and usable before
+/// Rust's runtime is up (from `.init_array`).
+pub fn is_open(n: RawFd) -> bool {
+    // SAFETY: F_GETFD takes integers only and reads the descriptor table.
+    unsafe { libc::fcntl(n, libc::F_GETFD) != -1 }
+}
+
+/// Descriptor `n` as the caller left it open, or `None` when it is not open. Only for the
+/// descriptors snug inherited and never closes (it works on copies), so the borrow stays
+/// valid for the process's life.
+pub fn inherited(n: RawFd) -> Option<BorrowedFd<'static>> {
+    // SAFETY: once F_GETFD succeeded `n` is open, and snug never closes a descriptor its
+    // caller passed (the contract above), so the borrow outlives every use.
+    is_open(n).then(|| unsafe { BorrowedFd::borrow_raw(n) })
+}
+
+/// `ioctl_ns(2)` `NS_GET_USERNS`: the user namespace that owns namespace `ns`, as a new
+/// descriptor. Raw: rustix's typed ioctls have no form whose result is a new descriptor.
+///
+/// # Errors
+/// The `ioctl(2)` error (`EPERM` when the owner is outside the caller's namespace).
+pub fn ns_owner(ns: impl AsFd) -> io::Result<OwnedFd> {
+    /// `NS_GET_USERNS` (`include/uapi/linux/nsfs.h`): `_IO(0xb7, 0x1)`.
+    const NS_GET_USERNS: libc::c_ulong = 0xb701;
+    // SAFETY: NS_GET_USERNS takes no argument and returns a new descriptor or -1; a new one is
+    // owned by the caller only.
+    unsafe {
+        let fd = libc::ioctl(ns.as_fd().as_raw_fd(), NS_GET_USERNS as _);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// `TIOCGSID` (`tty_ioctl(4)`): the session of the terminal `fd`, which answers only for the
+/// caller's own controlling terminal. Not rustix's `tcgetsid`: its `Pid` cannot hold the 0
+/// the kernel answers when the session's leader is outside the caller's pid namespace.
+///
+/// # Errors
+/// The `ioctl(2)` error (`ENOTTY` for another terminal or none).
+pub fn tty_session(fd: impl AsFd) -> io::Result<i32> {
+    use rustix::ioctl::{ioctl, Getter, Opcode};
+    // SAFETY: TIOCGSID writes one pid_t, the getter's type.
+    Ok(unsafe { ioctl(fd, Getter::<{ libc::TIOCGSID as Opcode }, libc::pid_t>::new()) }?)
+}
+
+/// `tcgetattr(3)` as the C library's `termios`, for a fork child that compares settings
+/// without rustix values. Async-signal-safe (one `ioctl(2)`).
+pub fn termios_of(fd: RawFd) -> Option<libc::termios> {
+    // SAFETY: termios is plain integers (all-zero a valid value); tcgetattr fills the one in
+    // this frame and reads nothing else.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        (libc::tcgetattr(fd, &mut t) == 0).then_some(t)
+    }
+}

@@ -1,0 +1,101 @@
+//! The one way snug starts a process whose child side must stay async-signal-safe:
+//! `clone3(2)` with `CLONE_PIDFD` (namespace flags as the caller needs), so every child is
+//! pinned by a pidfd from birth. The child side of the call runs only bare system calls
+//! until it execs or [`exit_now`]s (`signal-safety(7)`): snug's process may have other
+//! threads, and only the calling one exists in the child.
+
+use snug_core::types::Pid;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+/// `struct clone_args` of `clone3(2)` (`include/uapi/linux/sched.h`, first version).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+}
+
+/// Which side of [`clone3`] this is.
+#[derive(Debug)]
+pub enum Cloned {
+    /// The new process.
+    Child,
+    /// The caller: the child's pidfd (close-on-exec) and its pid in the caller's namespace.
+    Parent {
+        /// Pins the child (`pidfd_open(2)`); readable once it exits.
+        pidfd: OwnedFd,
+        /// Its pid, for `waitpid(2)` and logs.
+        pid: Pid,
+    },
+}
+
+/// `clone3(2)` without `CLONE_VM` and without a stack, so it behaves as `fork(2)`, with
+/// `flags` (`CLONE_NEWPID`, `CLONE_NEWNS`, `CLONE_NEWUSER`, …) and `CLONE_PIDFD` added; the
+/// child's exit signal is SIGCHLD.
+///
+/// # Safety
+/// On [`Cloned::Child`] the caller makes only async-signal-safe calls (no allocation, no
+/// lock, no unwinding) and ends with `execve(2)` or [`exit_now`]; it never returns into
+/// code that could touch state other threads held at the clone.
+///
+/// # Errors
+/// The `clone3(2)` error (`EAGAIN`, `ENOMEM`, `EPERM`/`EINVAL`/`ENOSPC` for namespaces).
+pub unsafe fn clone3(flags: u64) -> io::Result<Cloned> {
+    let mut pidfd: RawFd = -1;
+    let args = CloneArgs {
+        flags: flags | libc::CLONE_PIDFD as u64,
+        pidfd: &mut pidfd as *mut RawFd as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        ..Default::default()
+    };
+    // SAFETY: `args` is a valid first-version clone_args of the size passed, living for the
+    // call; without CLONE_VM or a stack the child gets a copy of this process (the caller's
+    // contract covers what it does then). In the parent CLONE_PIDFD stored a new descriptor
+    // in `pidfd`, owned here only.
+    unsafe {
+        match libc::syscall(libc::SYS_clone3, &args as *const CloneArgs, std::mem::size_of::<CloneArgs>()) {
+            0 => Ok(Cloned::Child),
+            pid if pid < 0 => Err(io::Error::last_os_error()),
+            pid => Ok(Cloned::Parent { pidfd: OwnedFd::from_raw_fd(pidfd), pid: Pid(pid as i32) }),
+        }
+    }
+}
+
+/// `_exit(2)`: end this process now, running no exit handler and flushing nothing; what a
+/// fork child does instead of returning. Async-signal-safe.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit takes an integer and never returns; it touches no memory of this process.
+    unsafe { libc::_exit(code) }
+}
+
+/// `getpgid(2)` of `pid` (0: the caller), as a raw number: 0 when the group's leader is
+/// outside the caller's pid namespace, which rustix's `Pid` cannot hold.
+///
+/// # Errors
+/// `ESRCH` when there is no such process.
+pub fn group_of(pid: i32) -> io::Result<i32> {
+    // SAFETY: integers only.
+    match unsafe { libc::getpgid(pid) } {
+        n if n < 0 => Err(io::Error::last_os_error()),
+        n => Ok(n),
+    }
+}
+
+/// `getsid(2)` of `pid` (0: the caller), raw for the reason [`group_of`] is.
+///
+/// # Errors
+/// `ESRCH` when there is no such process, `EPERM` for one in another session (some systems).
+pub fn session_of(pid: i32) -> io::Result<i32> {
+    // SAFETY: integers only.
+    match unsafe { libc::getsid(pid) } {
+        n if n < 0 => Err(io::Error::last_os_error()),
+        n => Ok(n),
+    }
+}
