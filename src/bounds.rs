@@ -79,12 +79,12 @@ impl Mechanism {
     }
 }
 
-fn usable(host: &cgroup::Host, controller: &str) -> Result<Where, String> {
+fn usable(host: &cgroup::Host, controller: &str) -> anyhow::Result<Where> {
     let w = host.find(controller)?;
     if cgroup::writable(w.dir()) {
         Ok(w)
     } else {
-        Err(format!("{} {} is not writable by this user (no delegated cgroup)", w.word(), w.dir().display()))
+        Err(anyhow::anyhow!("{} {} is not writable by this user (no delegated cgroup)", w.word(), w.dir().display()))
     }
 }
 
@@ -101,7 +101,7 @@ fn procs_mechanism(host: &cgroup::Host) -> Mechanism {
 fn memory_mechanism(host: &cgroup::Host) -> Mechanism {
     match usable(host, "memory") {
         Ok(w) => Mechanism::Cgroup(w),
-        Err(why) => Mechanism::Unavailable(why),
+        Err(why) => Mechanism::Unavailable(why.to_string()),
     }
 }
 
@@ -167,7 +167,7 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
     let mut out = ForChild { procs: Vec::new(), nproc: None };
     let mut make = |w: &Where, files: Vec<(&str, String)>| -> anyhow::Result<()> {
         cgroup::remove_stale(w.dir());
-        let (dir, fd) = cgroup::create(w, &files).map_err(|e| failure(crate::error::OS_ERROR, e))?;
+        let (dir, fd) = cgroup::create(w, &files)?;
         crate::log::log!(
             "bound: {} in {}",
             files.iter().map(|(f, v)| format!("{f}={v}")).collect::<Vec<_>>().join(" "),

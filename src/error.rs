@@ -65,17 +65,12 @@ pub fn errno_code(errno: i32, otherwise: i32) -> i32 {
     }
 }
 
-/// The exit code for bwrap's (or pasta's) last error line: [`OS_ERROR`] for a run-time
-/// refusal (a directory it cannot enter, descriptors or processes refused), else
-/// [`UNAVAILABLE`] (a namespace, mount or other host feature it could not get).
+/// The exit code for bwrap's (or pasta's) last error line, from its parsed cause
+/// ([`crate::bwrap::refusal::Refusal`]): [`OS_ERROR`] for a run-time refusal (a directory it
+/// cannot enter, descriptors or processes refused), else [`UNAVAILABLE`] (a namespace, mount
+/// or other host feature it could not get).
 pub fn bwrap_code(line: &str) -> i32 {
-    const RUN_TIME: [&str; 4] =
-        ["Can't chdir", "Too many open files", "Resource temporarily unavailable", "Cannot allocate memory"];
-    if RUN_TIME.iter().any(|m| line.contains(m)) {
-        OS_ERROR
-    } else {
-        UNAVAILABLE
-    }
+    crate::bwrap::refusal::Refusal::parse(line).code(false)
 }
 
 /// The exit code for bwrap's last error line before the sandbox started: [`POLICY`] when
@@ -83,13 +78,7 @@ pub fn bwrap_code(line: &str) -> i32 {
 /// over is missing: `--tmpfs /lib` hides init, a read-only `/etc` grant leaves no room for
 /// `/etc/localtime`), else as [`bwrap_code`]. 69 is for a missing host capability only (R4).
 pub fn bwrap_setup_code(line: &str) -> i32 {
-    let layout = ["Can't create file at", "Can't mkdir", "Can't find source path", "execvp "];
-    let missing = line.contains("No such file or directory") || line.contains("Not a directory");
-    if missing && layout.iter().any(|m| line.contains(m)) {
-        POLICY
-    } else {
-        bwrap_code(line)
-    }
+    crate::bwrap::refusal::Refusal::parse(line).code(true)
 }
 
 /// The error as one line: causes joined with `: `, newlines folded (SPEC R4).

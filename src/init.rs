@@ -80,7 +80,7 @@ fn run(chan: &Channel, args: &[String], stderr: OwnedFd, spec: OwnedFd) -> Resul
     let program = match crate::payload_args::resolve(&spec) {
         Ok(p) => p,
         Err(e) => {
-            let _ = chan.report(Report::ExecFailed(e), None);
+            let _ = chan.report(Report::ExecFailed(e.into()), None);
             return Ok(127); // snug exits 126 or 127
         }
     };

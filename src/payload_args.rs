@@ -8,6 +8,7 @@
 //! (`u64::MAX`: unlimited), `u32` argc, then argc × (`u32` length, bytes), `u32`
 //! envc, then envc × (`u32` length, `NAME=VALUE` bytes). No NULs inside a word.
 
+use crate::sys::errno::Errno;
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{Read, Seek, Write};
 use std::os::fd::OwnedFd;
@@ -153,11 +154,11 @@ fn decode(bytes: &[u8]) -> Option<Spec> {
 /// [`ARGS_FD`] (`snug exec` sends one too, SPEC L3).
 ///
 /// # Errors
-/// An `errno`: the read's, or `EINVAL` for a malformed memfd.
-pub fn receive_from(mut file: std::fs::File) -> Result<Spec, i32> {
+/// The read's errno, or `EINVAL` for a malformed memfd.
+pub fn receive_from(mut file: std::fs::File) -> Result<Spec, Errno> {
     let mut bytes = Vec::new();
-    (&mut file).take(MAX_BYTES).read_to_end(&mut bytes).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-    decode(&bytes).ok_or(libc::EINVAL)
+    (&mut file).take(MAX_BYTES).read_to_end(&mut bytes).map_err(|e| Errno::of(&e))?;
+    decode(&bytes).ok_or(Errno::INVAL)
 }
 
 impl Spec {
@@ -176,19 +177,19 @@ impl Spec {
 /// The payload's program: CMD itself when it has a slash, else the first match on the
 /// payload's `$PATH`, as `execvp(3)` searches; the error is the `errno` snug turns into 126
 /// or 127 (SPEC R4).
-pub fn resolve(spec: &Spec) -> Result<CString, i32> {
-    let cmd = spec.argv.first().map(|c| c.as_bytes()).ok_or(libc::ENOENT)?;
+pub fn resolve(spec: &Spec) -> Result<CString, Errno> {
+    let cmd = spec.argv.first().map(|c| c.as_bytes()).ok_or(Errno::NOENT)?;
     if cmd.contains(&b'/') {
-        return CString::new(cmd).map_err(|_| libc::EINVAL);
+        return CString::new(cmd).map_err(|_| Errno::INVAL);
     }
     if cmd.is_empty() {
-        return Err(libc::ENOENT);
+        return Err(Errno::NOENT);
     }
     let path = spec.var("PATH").unwrap_or(b"/usr/bin:/bin");
     let mut seen_eacces = false;
     for dir in path.split(|b| *b == b':').filter(|d| !d.is_empty()) {
         let full = [dir, b"/", cmd].concat();
-        let cand = CString::new(full.clone()).map_err(|_| libc::EINVAL)?;
+        let cand = CString::new(full.clone()).map_err(|_| Errno::INVAL)?;
         match rustix::fs::access(cand.as_c_str(), rustix::fs::Access::EXEC_OK) {
             Ok(()) if std::fs::metadata(std::ffi::OsStr::from_bytes(&full)).is_ok_and(|m| m.is_file()) => {
                 return Ok(cand)
@@ -197,7 +198,7 @@ pub fn resolve(spec: &Spec) -> Result<CString, i32> {
             _ => {}
         }
     }
-    Err(if seen_eacces { libc::EACCES } else { libc::ENOENT })
+    Err(if seen_eacces { Errno::ACCES } else { Errno::NOENT })
 }
 
 /// `argv` as one line for people (`--dry-run`, logs): non-UTF-8 bytes shown as U+FFFD.

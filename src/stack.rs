@@ -46,18 +46,14 @@ pub const CHILD_MIN: u64 = 8 << 20;
 /// In a fork child before it execs bwrap or pasta (C programs with their stack on the main
 /// thread): raise the soft RLIMIT_STACK to [`CHILD_MIN`] (at most the hard limit) when it
 /// is lower. The payload still gets the caller's: init puts it back before the payload
-/// starts ([`crate::payload_args::Spec::stack`]).
-///
-/// # Safety
-/// Only raw `getrlimit(2)`/`setrlimit(2)`, async-signal-safe: fine between fork and exec.
-pub unsafe fn roomy_for_exec() {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: see the function's contract; `lim` lives in this frame.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_STACK, &mut lim) == 0 && lim.rlim_cur < CHILD_MIN {
-            lim.rlim_cur = CHILD_MIN.min(lim.rlim_max);
-            libc::setrlimit(libc::RLIMIT_STACK, &lim);
-        }
+/// starts ([`crate::payload_args::Spec::stack`]). Async-signal-safe: rustix's raw
+/// `prlimit64(2)`, no allocation, so fine between fork and exec.
+pub fn roomy_for_exec() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let now = getrlimit(Resource::Stack);
+    if let Some(cur) = now.current.filter(|&c| c < CHILD_MIN) {
+        let raised = now.maximum.map_or(CHILD_MIN, |max| CHILD_MIN.min(max)).max(cur);
+        let _ = setrlimit(Resource::Stack, Rlimit { current: Some(raised), maximum: now.maximum });
     }
 }
 

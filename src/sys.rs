@@ -8,3 +8,4 @@ pub mod fds;
 pub mod poll;
 pub mod process;
 pub mod signal;
+pub mod errno;

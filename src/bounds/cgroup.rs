@@ -11,6 +11,8 @@
 //! any other cgroup; and limits are hierarchical, so nothing written in the leaf lifts them
 //! (SPEC K5, X2).
 
+use crate::error::{failure, io_text, OS_ERROR};
+use anyhow::anyhow;
 use std::fs;
 use std::io::Write;
 use std::os::fd::OwnedFd;
@@ -129,26 +131,26 @@ impl Host {
     }
 
     /// Where `controller` (`pids`, `memory`) can be bounded by snug, or why not.
-    pub fn find(&self, controller: &str) -> Result<Where, String> {
+    pub fn find(&self, controller: &str) -> anyhow::Result<Where> {
         let (mounts, own) = (&self.mounts, &self.own);
         if let Some((_, _, path)) = own.iter().find(|(_, c, _)| c.iter().any(|c| c == controller)) {
             let m = mounts.iter().find(|m| m.2 == "cgroup" && m.3.iter().any(|o| o == controller));
             return match m.and_then(|(root, point, _, _)| join(point, root, path)) {
                 Some(dir) if dir.is_dir() => Ok(Where::V1(dir)),
-                _ => Err(format!("the cgroup v1 {controller} hierarchy is not mounted where snug can see it")),
+                _ => Err(anyhow!("the cgroup v1 {controller} hierarchy is not mounted where snug can see it")),
             };
         }
         let Some((_, _, path)) = own.iter().find(|(id, c, _)| id == "0" && c.is_empty()) else {
-            return Err(format!("no cgroup {controller} controller on this host"));
+            return Err(anyhow!("no cgroup {controller} controller on this host"));
         };
         let Some(dir) =
             mounts.iter().find(|m| m.2 == "cgroup2").and_then(|(root, point, _, _)| join(point, root, path))
         else {
-            return Err("cgroup2 is not mounted".into());
+            return Err(anyhow!("cgroup2 is not mounted"));
         };
         let enabled = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
         if !enabled.split_whitespace().any(|c| c == controller) {
-            return Err(format!(
+            return Err(anyhow!(
                 "cgroup v2: {controller} is not enabled for the children of snug's cgroup {}",
                 dir.display()
             ));
@@ -217,25 +219,24 @@ fn entry_file(w: &Where) -> &'static str {
 /// the nest child writes `0` into to enter it ([`entry_file`]).
 ///
 /// # Errors
-/// The failing step, as text.
-pub fn create(w: &Where, files: &[(&str, String)]) -> Result<(PathBuf, OwnedFd), String> {
+/// The failing step, a run-time OS error (71, SPEC R4).
+pub fn create(w: &Where, files: &[(&str, String)]) -> anyhow::Result<(PathBuf, OwnedFd)> {
+    let os = |what: String| failure(OS_ERROR, what);
     let parent = w.dir();
     let dir = parent.join(own_name());
-    let mkdir = |d: &Path| {
-        fs::create_dir(d).map_err(|e| format!("cannot create {}: {}", d.display(), crate::error::io_text(&e)))
-    };
+    let mkdir = |d: &Path| fs::create_dir(d).map_err(|e| os(format!("cannot create {}: {}", d.display(), io_text(&e))));
     mkdir(&dir)?;
-    let set = || -> Result<OwnedFd, String> {
+    let set = || -> anyhow::Result<OwnedFd> {
         for (file, value) in files {
             let path = dir.join(file);
             let w = fs::OpenOptions::new().write(true).open(&path).and_then(|mut f| f.write_all(value.as_bytes()));
-            w.map_err(|e| format!("cannot write {value} to {}: {}", path.display(), crate::error::io_text(&e)))?;
+            w.map_err(|e| os(format!("cannot write {value} to {}: {}", path.display(), io_text(&e))))?;
         }
         let leaf = dir.join(LEAF);
         mkdir(&leaf)?;
         let entry = leaf.join(entry_file(w));
         let f = fs::OpenOptions::new().write(true).open(&entry);
-        Ok(f.map_err(|e| format!("cannot open {}: {}", entry.display(), crate::error::io_text(&e)))?.into())
+        Ok(f.map_err(|e| os(format!("cannot open {}: {}", entry.display(), io_text(&e))))?.into())
     };
     match set() {
         Ok(fd) => Ok((dir, fd)),

@@ -19,19 +19,21 @@ pub(super) fn version(prog: &Path) -> String {
 }
 
 /// Run `bwrap --unshare-user --unshare-pid --ro-bind / / EXTRA… true`: the real thing.
-pub(super) fn try_bwrap(bwrap: &Path, extra: &[&str]) -> Result<(), String> {
+///
+/// # Errors
+/// bwrap's first error line (or its exit status), or why it could not run.
+pub(super) fn try_bwrap(bwrap: &Path, extra: &[&str]) -> anyhow::Result<()> {
     let out = Command::new(bwrap)
         .args(["--unshare-user", "--unshare-pid", "--ro-bind", "/", "/"])
         .args(extra)
         .arg("true")
         .stdin(Stdio::null())
-        .output()
-        .map_err(|e| e.to_string())?;
+        .output()?;
     if out.status.success() {
         return Ok(());
     }
     let err = String::from_utf8_lossy(&out.stderr);
-    Err(err.lines().next().map_or_else(|| out.status.to_string(), |l| l.trim().to_string()))
+    Err(anyhow::anyhow!("{}", err.lines().next().map_or_else(|| out.status.to_string(), |l| l.trim().to_string())))
 }
 
 /// What a probe tries in a forked child: each changes the process it runs in.
