@@ -3,9 +3,9 @@
 //! this module `unsafe` appears only in fork→exec child bodies (`signal-safety(7)`).
 
 pub mod codec;
+pub mod errno;
 pub mod fd;
 pub mod fds;
 pub mod poll;
 pub mod process;
 pub mod signal;
-pub mod errno;

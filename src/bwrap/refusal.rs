@@ -68,9 +68,7 @@ impl Refusal {
 /// one that is).
 fn errno_in(line: &str) -> Option<Errno> {
     let parts: Vec<&str> = line.split(": ").map(str::trim).collect();
-    parts.iter().rev().find_map(|part| {
-        (1..=MAX_ERRNO).find(|&n| text_of(n).eq_ignore_ascii_case(part)).map(Errno)
-    })
+    parts.iter().rev().find_map(|part| (1..=MAX_ERRNO).find(|&n| text_of(n).eq_ignore_ascii_case(part)).map(Errno))
 }
 
 /// The C library's text for `n`, without Rust's ` (os error N)`.
@@ -98,7 +96,10 @@ mod tests {
         let r = Refusal::parse("Failed to mount tmpfs: Too many open files");
         assert_eq!(r, Refusal { step: Step::Other, errno: Some(Errno(libc::EMFILE)) });
         assert_eq!(r.code(true), OS_ERROR);
-        assert_eq!(Refusal::parse("Creating new namespace failed: Resource temporarily unavailable").code(true), OS_ERROR);
+        assert_eq!(
+            Refusal::parse("Creating new namespace failed: Resource temporarily unavailable").code(true),
+            OS_ERROR
+        );
         assert_eq!(Refusal::parse("Creating new namespace failed: Operation not permitted").code(true), UNAVAILABLE);
         assert_eq!(Refusal::parse("Can't mkdir /x: Permission denied").code(true), UNAVAILABLE);
         let r = Refusal::parse("No permissions to creating new namespace, likely because the kernel does not allow it");

@@ -3,8 +3,7 @@
 
 use std::io::Read as _;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt as _;
-use std::process::{Command, Stdio};
+use std::os::unix::ffi::OsStrExt as _;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -13,6 +12,7 @@ use crate::error::{failure, INTERNAL, UNAVAILABLE};
 use crate::fdpoll::{readable, ready};
 use crate::log::log;
 use crate::pidfd::Pinned;
+use crate::sys::fds::PASTA_USERNS_FD as USERNS_FD;
 
 /// How long pasta may take to configure the namespace (it takes tens of milliseconds).
 pub const READY_WITHIN: Duration = Duration::from_secs(5);
@@ -83,46 +83,80 @@ fn same_ns(fd: &OwnedFd, path: &str) -> bool {
 /// state (snug blocks INT, TERM, HUP… for its signalfd, and Rust keeps that mask across exec),
 /// stdin /dev/null, stdout and stderr pipes to snug. Pinned by a pidfd at once: it is snug's
 /// unreaped child, so its pid cannot have been reused.
-use crate::sys::fds::PASTA_USERNS_FD as USERNS_FD;
-
-fn spawn(argv: &[String], userns: Option<i32>) -> Result<(Pasta, std::process::ChildStdout)> {
+fn spawn(argv: &[String], userns: Option<i32>) -> Result<(Pasta, std::fs::File)> {
+    use crate::sys::process::{clone3, exit_now, Cloned};
+    let cstr = |s: &[u8]| std::ffi::CString::new(s).map_err(|_| failure(INTERNAL, "pasta's argv holds a NUL byte"));
+    let args = argv.iter().map(|a| cstr(a.as_bytes())).collect::<Result<Vec<_>>>()?;
+    let env = std::env::vars_os()
+        .map(|(k, v)| cstr(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
+        .collect::<Result<Vec<_>>>()?;
+    let ptrs = |v: &[std::ffi::CString]| -> Vec<*const libc::c_char> {
+        v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
+    };
+    let (argp, envp) = (ptrs(&args), ptrs(&env));
     let parent = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
-    let parent_fd = parent.raw();
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe system
-    // calls (nestproc's setpgid, prctl, poll and close_range; dup2 and fcntl; sigseal's
-    // rt_sigaction and rt_sigprocmask); it allocates nothing. `parent` and the user
-    // namespace's descriptor outlive the spawn.
-    unsafe {
-        cmd.pre_exec(move || {
+    let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(std::io::Error::from);
+    let (out_r, out_w) = pipe().context("pipe")?;
+    let (err_r, err_w) = pipe().context("pipe")?;
+    let (fail_r, fail_w) = pipe().context("pipe")?; // the child's errno; EOF once pasta is exec'd
+    let null = std::fs::File::open("/dev/null").context("/dev/null")?;
+    let (parent_fd, fail_fd) = (parent.raw(), fail_w.as_raw_fd());
+    let stdio = [null.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()];
+    // SAFETY: the child makes only async-signal-safe system calls (nestproc's setpgid, prctl,
+    // poll and close_range; rustix's prlimit64; dup2, fcntl, write, execve, _exit; sigseal's
+    // rt_sigaction and rt_sigprocmask) on integers and on memory built before the clone, and
+    // never returns. `parent`, the pipes and the user namespace's descriptor outlive it.
+    let cloned = unsafe { clone3(0) };
+    match cloned {
+        Ok(Cloned::Child) => unsafe {
+            let fail = |errno: i32| -> ! {
+                let frame = crate::sys::codec::encode(0, errno);
+                libc::write(fail_fd, frame.as_ptr().cast(), frame.len());
+                exit_now(INTERNAL)
+            };
             // A snug that died before the prctl took effect would never stop this pasta.
-            let parent_fd = std::os::fd::BorrowedFd::borrow_raw(parent_fd);
-            nestproc::own_group_tied_to(parent_fd).map_err(std::io::Error::from_raw_os_error)?;
-            nestproc::cloexec_from(3);
+            if let Err(e) = nestproc::own_group_tied_to(std::os::fd::BorrowedFd::borrow_raw(parent_fd)) {
+                fail(e);
+            }
             crate::stack::roomy_for_exec();
+            if stdio.iter().enumerate().any(|(to, &from)| libc::dup2(from, to as i32) < 0) {
+                fail(nestproc::errno());
+            }
             match userns {
                 // dup2 onto itself would leave close-on-exec set.
                 Some(fd) if fd == USERNS_FD => {
                     libc::fcntl(fd, libc::F_SETFD, 0);
                 }
-                Some(fd) if libc::dup2(fd, USERNS_FD) < 0 => return Err(std::io::Error::last_os_error()),
+                Some(fd) if libc::dup2(fd, USERNS_FD) < 0 => fail(nestproc::errno()),
                 _ => {}
             }
-            sigseal::seal().map_err(|e| std::io::Error::from_raw_os_error(e.0))
-        });
+            nestproc::cloexec_from(if userns.is_some() { USERNS_FD as u32 + 1 } else { 3 });
+            if let Err(e) = sigseal::seal() {
+                fail(e.0);
+            }
+            libc::execve(argp[0], argp.as_ptr(), envp.as_ptr());
+            fail(nestproc::errno())
+        },
+        Ok(Cloned::Parent { pidfd, pid }) => {
+            drop((out_w, err_w, fail_w, null, parent));
+            let pin = Pinned::cloned(pidfd, pid.raw());
+            let mut said = Vec::new();
+            let _ = std::fs::File::from(fail_r).take(16).read_to_end(&mut said);
+            if let Some((_, errno)) = crate::sys::codec::decode(&said) {
+                pin.reap();
+                let e = std::io::Error::from_raw_os_error(errno);
+                // SPEC R4: descriptors or processes refused now are a run-time OS error (71).
+                let code = crate::error::errno_code(errno, UNAVAILABLE);
+                return Err(failure(code, format!("cannot run {}: {}", argv[0], crate::error::io_text(&e))));
+            }
+            // Not reaped here: the pidfd reaps it (`Pasta::stop`).
+            Ok((Pasta { pin, err: Some(err_r), reaped: false }, std::fs::File::from(out_r)))
+        }
+        Err(e) => {
+            let code = e.raw_os_error().map_or(UNAVAILABLE, |n| crate::error::errno_code(n, UNAVAILABLE));
+            Err(failure(code, format!("cannot run {}: {}", argv[0], crate::error::io_text(&e))))
+        }
     }
-    let mut child = cmd.spawn().map_err(|e| {
-        // SPEC R4: descriptors or processes refused now are a run-time OS error (71).
-        let code = e.raw_os_error().map_or(UNAVAILABLE, |n| crate::error::errno_code(n, UNAVAILABLE));
-        failure(code, format!("cannot run {}: {}", argv[0], crate::error::io_text(&e)))
-    })?;
-    drop(parent);
-    let pin = Pinned::open(child.id() as i32).context("pidfd_open(pasta)")?;
-    let out = child.stdout.take().context("pasta's stdout")?;
-    let err = child.stderr.take().map(OwnedFd::from);
-    // Dropping `child` neither kills nor waits: the pidfd reaps it (`Pasta::stop`).
-    Ok((Pasta { pin, err, reaped: false }, out))
 }
 
 /// The last line of pasta's stderr that says something (not its syslog complaints).
@@ -135,7 +169,7 @@ fn last_line(said: &[u8]) -> Option<String> {
 impl Pasta {
     /// Poll pasta's stdout (the pid file) and stderr until its pid arrives, it exits, or
     /// `deadline` passes.
-    fn wait_ready(&mut self, mut out: std::process::ChildStdout, deadline: Instant) -> Result<()> {
+    fn wait_ready(&mut self, mut out: std::fs::File, deadline: Instant) -> Result<()> {
         let mut pid_line = Vec::new();
         let mut said = Vec::new();
         loop {
