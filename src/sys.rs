@@ -1,6 +1,11 @@
 //! The system seam: the fixed descriptor numbers, the encoding of every small message snug
-//! passes between its processes, and the raw calls, each behind a safe function. Outside
-//! this module `unsafe` appears only in fork→exec child bodies (`signal-safety(7)`).
+//! passes between its own processes, the one way it starts a child that must stay
+//! async-signal-safe, and the raw calls rustix has no safe form for, each behind a safe
+//! function with its `// SAFETY:` reason. Outside this module `unsafe` appears only where a
+//! child between clone and exec runs (`signal-safety(7)`): [`process::clone3`] and its child
+//! bodies in `start`, `net::pasta`, `keeper`, `doctor` and init's spawn.
+//!
+//! `nestproc` and `sigseal` are libraries with their own raw calls; they know nothing of snug.
 
 pub mod codec;
 pub mod errno;
