@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-pub mod refusal;
-
 use crate::policy::{Mount, MountKind, Policy};
 
 /// Where snug's own executable is bound inside the sandbox and run as its init (pid 1).

@@ -1,5 +1,7 @@
 //! snug's own failures and the exit codes SPEC R4 gives them (sysexits(3) values).
 
+pub mod refusal;
+
 use std::fmt;
 
 /// Command line misuse (SPEC R4).
@@ -66,11 +68,11 @@ pub fn errno_code(errno: i32, otherwise: i32) -> i32 {
 }
 
 /// The exit code for bwrap's (or pasta's) last error line, from its parsed cause
-/// ([`crate::bwrap::refusal::Refusal`]): [`OS_ERROR`] for a run-time refusal (a directory it
+/// ([`refusal::Refusal`]): [`OS_ERROR`] for a run-time refusal (a directory it
 /// cannot enter, descriptors or processes refused), else [`UNAVAILABLE`] (a namespace, mount
 /// or other host feature it could not get).
 pub fn bwrap_code(line: &str) -> i32 {
-    crate::bwrap::refusal::Refusal::parse(line).code(false)
+    refusal::Refusal::parse(line).code(false)
 }
 
 /// The exit code for bwrap's last error line before the sandbox started: [`POLICY`] when
@@ -78,7 +80,7 @@ pub fn bwrap_code(line: &str) -> i32 {
 /// over is missing: `--tmpfs /lib` hides init, a read-only `/etc` grant leaves no room for
 /// `/etc/localtime`), else as [`bwrap_code`]. 69 is for a missing host capability only (R4).
 pub fn bwrap_setup_code(line: &str) -> i32 {
-    crate::bwrap::refusal::Refusal::parse(line).code(true)
+    refusal::Refusal::parse(line).code(true)
 }
 
 /// The error as one line: causes joined with `: `, newlines folded (SPEC R4).

@@ -65,6 +65,7 @@ impl Keeper {
         // stack memory, and never returns. The keeper is not waited for through its pidfd: it
         // outlives snug, or is reaped with snug's other children.
         match unsafe { crate::sys::process::clone3(0) }.ok()? {
+            // SAFETY: this is that child; `keep`'s contract is the one above.
             crate::sys::process::Cloned::Child => unsafe { keep(tty_fd, r_fd) },
             crate::sys::process::Cloned::Parent { .. } => {}
         }

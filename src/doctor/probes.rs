@@ -1,6 +1,6 @@
 //! The individual probes of `snug doctor`: each tries the real thing once.
 
-use snug_core::types::Signal;
+use snug_core::types::{Signal, WaitStatus};
 use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -54,7 +54,6 @@ const PIDFD_SIGNAL_PROCESS_GROUP: u32 = 0x4;
 /// threads (tests), and only the cloning thread exists in the child.
 fn in_child(probe: Probe) -> std::io::Result<i32> {
     use crate::sys::process::{clone3, exit_now, Cloned};
-    use rustix::process::{waitpid, Pid, WaitOptions};
     // SAFETY: the child makes only bare system calls (unshare, setpgid, pidfd_open,
     // pidfd_send_signal with signal 0, which only checks that the group may be signalled)
     // and then _exit(2) without unwinding; it never returns into Rust code that could touch
@@ -75,17 +74,12 @@ fn in_child(probe: Probe) -> std::io::Result<i32> {
             };
             exit_now(result.unwrap_or_else(|e| e.max(1)).clamp(0, 255))
         }
-        Cloned::Parent { pid, .. } => pid.raw(),
+        Cloned::Parent { pid, .. } => pid,
     };
-    let pid = Pid::from_raw(pid).ok_or_else(std::io::Error::last_os_error)?;
-    let status = loop {
-        match waitpid(Some(pid), WaitOptions::empty()) {
-            Ok(Some((_, status))) => break status,
-            Ok(None) | Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    };
-    status.exit_status().ok_or_else(|| std::io::Error::other("probe child died of a signal"))
+    match crate::sys::process::wait_ended(pid)? {
+        WaitStatus::Exited(code) => Ok(code),
+        _ => Err(std::io::Error::other("probe child died of a signal")),
+    }
 }
 
 /// Lead a group of our own (the flag signals the group the pidfd's process leads) and open

@@ -108,6 +108,7 @@ fn spawn(argv: &[String], userns: Option<i32>) -> Result<(Pasta, std::fs::File)>
     // never returns. `parent`, the pipes and the user namespace's descriptor outlive it.
     let cloned = unsafe { clone3(0) };
     match cloned {
+        // SAFETY: the child body of the clone above, under the same contract.
         Ok(Cloned::Child) => unsafe {
             let fail = |errno: i32| -> ! {
                 let frame = crate::sys::codec::encode(0, errno);

@@ -34,9 +34,3 @@ impl From<rustix::io::Errno> for Errno {
         Errno(e.raw_os_error())
     }
 }
-
-impl std::fmt::Display for Errno {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", crate::error::strerror(self.0))
-    }
-}

@@ -4,7 +4,7 @@
 //! until it execs or [`exit_now`]s (`signal-safety(7)`): snug's process may have other
 //! threads, and only the calling one exists in the child.
 
-use snug_core::types::Pid;
+use snug_core::types::{Pid, WaitStatus};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
@@ -97,5 +97,21 @@ pub fn session_of(pid: i32) -> io::Result<i32> {
     match unsafe { libc::getsid(pid) } {
         n if n < 0 => Err(io::Error::last_os_error()),
         n => Ok(n),
+    }
+}
+
+/// `waitpid(2)` for child `pid` until it has ended (restarted on `EINTR`): its status.
+///
+/// # Errors
+/// `ECHILD` when it is not the caller's unreaped child.
+pub fn wait_ended(pid: Pid) -> io::Result<WaitStatus> {
+    use rustix::process::{waitpid, WaitOptions};
+    let p = rustix::process::Pid::from_raw(pid.raw()).ok_or_else(|| io::Error::from_raw_os_error(libc::ECHILD))?;
+    loop {
+        match waitpid(Some(p), WaitOptions::empty()) {
+            Ok(Some((_, status))) => return Ok(WaitStatus::from_raw(status.as_raw())),
+            Ok(None) | Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
     }
 }

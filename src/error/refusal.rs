@@ -4,7 +4,7 @@
 //! reads the errno back by comparing with the C library's own table rather than by
 //! matching words. Exit codes are then chosen from the cause (SPEC R4).
 
-use crate::error::{OS_ERROR, POLICY, UNAVAILABLE};
+use super::{OS_ERROR, POLICY, UNAVAILABLE};
 use crate::sys::errno::Errno;
 
 /// The step of sandbox set-up an error line is about.
