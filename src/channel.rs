@@ -334,4 +334,20 @@ mod tests {
         drop(b);
         assert!(matches!(a.recv_order(false).unwrap(), Received::Closed));
     }
+
+    /// A packet that is not exactly one frame is no message, whatever its first bytes say
+    /// (fails with the receive buffer cut to a frame: a 6-byte packet, truncated, read as
+    /// `Order::Go`).
+    #[test]
+    fn packets_of_another_length_are_not_messages() {
+        let (a, b) = Channel::pair().unwrap();
+        for len in [1, FRAME - 1, FRAME + 1, 8] {
+            let mut bytes = vec![0u8; len];
+            bytes[0] = 1; // Order::Go's tag
+            rustix::net::send(&b.fd, &bytes, SendFlags::empty()).unwrap();
+            assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(None, None)), "{len} bytes");
+        }
+        b.order(Order::Go).unwrap();
+        assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(Some(Order::Go), None)));
+    }
 }

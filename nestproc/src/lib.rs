@@ -117,14 +117,14 @@ pub fn errno() -> i32 {
 ///
 /// # Errors
 /// The failing call's `errno`.
-pub fn own_group_tied_to(parent_pidfd: BorrowedFd<'_>) -> Result<(), i32> {
+pub fn own_group_tied_to(parent_pidfd: BorrowedFd<'_>) -> Result<(), rustix::io::Errno> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
     use rustix::process::{set_parent_process_death_signal, setpgid, Signal};
-    setpgid(None, None).map_err(|e| e.raw_os_error())?;
-    set_parent_process_death_signal(Some(Signal::KILL)).map_err(|e| e.raw_os_error())?;
+    setpgid(None, None)?;
+    set_parent_process_death_signal(Some(Signal::KILL))?;
     let mut p = [PollFd::new(&parent_pidfd, PollFlags::IN)];
     if !matches!(poll(&mut p, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })), Ok(0)) {
-        return Err(libc::ESRCH);
+        return Err(rustix::io::Errno::SRCH);
     }
     Ok(())
 }

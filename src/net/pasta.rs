@@ -117,7 +117,7 @@ fn spawn(argv: &[String], userns: Option<i32>) -> Result<(Pasta, std::fs::File)>
             };
             // A snug that died before the prctl took effect would never stop this pasta.
             if let Err(e) = nestproc::own_group_tied_to(std::os::fd::BorrowedFd::borrow_raw(parent_fd)) {
-                fail(e);
+                fail(e.raw_os_error());
             }
             crate::stack::roomy_for_exec();
             if stdio.iter().enumerate().any(|(to, &from)| libc::dup2(from, to as i32) < 0) {
