@@ -1,4 +1,4 @@
-//! Live sandboxes (SPEC L1–L5; issue 14): names, `snug ps`, `stop`, `signal`, `exec`,
+//! Live sandboxes (SPEC L1–L5): names, `snug ps`, `stop`, `signal`, `exec`,
 //! `--jobs`, and who may reach a run. Real runs of snug as root and as the unprivileged user,
 //! each row with a positive control (named in its comment).
 //!

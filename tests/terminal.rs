@@ -1,4 +1,4 @@
-//! Terminal mode (SPEC T1–T9, X2; issue 5), driven through a real pseudo-terminal with an
+//! Terminal mode (SPEC T1–T9, X2), driven through a real pseudo-terminal with an
 //! interactive bash as the caller (tests/pty). Every row runs as root and as the test user,
 //! the caller bash itself being that user; root and user runs go in parallel threads, with
 //! the row's positive control next to them.

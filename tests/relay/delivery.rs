@@ -135,8 +135,8 @@ fn type_ctrl_c(master: &OwnedFd) {
 /// of its own, and a ^C typed at the caller's terminal reaches snug's job; snug passes it on
 /// once to the payload's process group with no grace (T2). The payload handles INT: it gets
 /// it exactly once and keeps running (no teardown 1 s later); a TERM from a process then ends
-/// the run with the grace (T4). Positive control: fails on main@4e23d01 (the shared
-/// terminal, where this was detached mode): snug relayed the ^C with the grace and tore the
+/// the run with the grace (T4). Positive control: fails without the sandbox's own
+/// terminal (the caller's shared, where this was detached mode): snug relayed the ^C with the grace and tore the
 /// payload down about 1 s later. In-test control: under plain `bwrap --new-session` the
 /// payload never sees the ^C.
 #[test]

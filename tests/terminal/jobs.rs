@@ -27,8 +27,7 @@ fn snug_stopped_by(t: &mut Term, snug: i32, signal: &str) {
 /// T5: ^Z stops the whole sandbox and snug with it; `fg` resumes it in the foreground, `bg`
 /// in the background; nothing runs while it is stopped. Control: under `bwrap
 /// --new-session` ^Z stops only the wrapper, so the payload prints `resumed` while its job
-/// shows as stopped. Positive control by mutation for `bg` (done when the CONT was relayed
-/// from `Action::Resume` in src/supervise.rs; today the same line is the
+/// shows as stopped. Positive control by mutation for `bg` (the CONT to the sandbox removed: the
 /// `Order::Continue(how)` of `Supervisor::resume`, src/supervise/jobs.rs): without it,
 /// `resumed` never comes after `fg` (the row fails there) nor after `bg` (checked with the
 /// same binary).
