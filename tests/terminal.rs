@@ -16,6 +16,8 @@
 //! R6). This file holds what they share.
 
 mod common;
+#[path = "terminal/handback.rs"]
+mod handback;
 #[path = "terminal/jobs.rs"]
 mod jobs;
 #[path = "terminal/old_kernel.rs"]
