@@ -26,7 +26,7 @@ fn tstp(run: &Live) {
 /// Fill the stopped run's listen backlog with connections that say nothing, as clients that
 /// gave up leave it: non-blocking `connect(2)` until `EAGAIN`. Returns them (kept open, they
 /// would not free a place anyway) and whether the backlog is full: the in-test control that
-/// a blocking `connect(2)`, the client's before the fix, would wait now.
+/// a blocking `connect(2)` (the client without the fix) would wait now.
 fn fill_backlog(who: Who, name: &str) -> (Vec<OwnedFd>, bool) {
     use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
     let path = crate::runs::socket_dir(who).join(format!("{name}.sock"));
