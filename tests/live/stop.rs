@@ -194,9 +194,9 @@ fn o5_l2_stop_is_reported_as_stop() {
 /// L5: `stop`, `signal` and `exec` given a path that is no run's socket (a file, a fifo, both
 /// writable by everyone so that `connect(2)` gets as far as ECONNREFUSED) refuse with 64 and
 /// leave it alone; the socket of a snug that is gone is still removed. Positive control: fails
-/// without the fix: snug removed the file and the fifo, since `connect(2)` to a file that is no socket
-/// is refused as a dead socket's is (an attacker's run found `snug stop /etc/passwd` as root
-/// deleting /etc/passwd).
+/// without the fix: snug removed the file and the fifo, since `connect(2)` to a file that is no
+/// socket is refused as a dead socket's is (an attacker's run found `snug stop /etc/passwd` as
+/// root deleting /etc/passwd).
 #[test]
 fn l5_a_path_that_is_no_socket_is_never_removed() {
     use std::os::unix::fs::PermissionsExt;

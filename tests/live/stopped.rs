@@ -150,11 +150,11 @@ fn l2_stop_of_a_stopped_run_ends_it_as_kill_term_cont() {
 }
 
 /// L1/L5: every run sweeps stale control files at its start; one started in a pid namespace
-/// where a live run's snug is not visible (`F_GETLK` names the holder 0 there: a container,
-/// or `make test`'s own pid namespace sharing /run/snug) leaves that run's lock file alone,
-/// and the run's `ps` row stays whole. Root only (a pid namespace needs CAP_SYS_ADMIN). Positive control: fails
-/// without the fix: snug took holder 0 for nobody and removed the lock file (a run in a
-/// container removed a CI job's lock files that way).
+/// where a live run's snug is not visible (`F_GETLK` names the holder 0 there: a container, or
+/// `make test`'s own pid namespace sharing /run/snug) leaves that run's lock file alone, and
+/// the run's `ps` row stays whole. Root only (a pid namespace needs CAP_SYS_ADMIN). Positive
+/// control: fails without the fix: snug took holder 0 for nobody and removed the lock file (a
+/// run in a container removed a CI job's lock files that way).
 #[test]
 fn l1_l5_a_lock_held_from_another_pid_namespace_is_not_stale() {
     let who = Who::Root;
