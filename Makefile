@@ -7,7 +7,7 @@ BINDIR ?= $(PREFIX)/bin
 DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
 
-.PHONY: build setup demo test cases gate bench soak clean install uninstall
+.PHONY: build setup demo test cases gate rows bench soak mutants clean install uninstall
 
 # One static binary (glibc, `-C target-feature=+crt-static`): snug, and init (the same binary)
 # inside the sandbox, start without the dynamic loader, about 0.4 ms of each of the two execs
@@ -66,7 +66,14 @@ cases: build
 	@echo "shared cases (../shared/cases/run):"
 	@SNUG=$(CURDIR)/$(SNUG) $(SANDBOX_TESTS) ../shared/cases/run 2>target/cases.stderr || { cat target/cases.stderr; exit 1; }
 
-gate:
+# The contract's checks, no build needed (about 0.1 s): every row id the code cites is defined
+# in docs/contract.md and every row there has a test (or, a B row, a `make bench` row); no
+# comment, test name or test file tells history (the number of an issue, a commit, the day it was written).
+rows:
+	scripts/row-ids
+	scripts/no-history
+
+gate: rows
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 	scripts/import-cycles
@@ -80,6 +87,15 @@ bench: build
 SOAK_AS := $(shell [ "$$(id -u)" = 0 ] && echo --as both)
 soak: build
 	$(SANDBOX_TESTS) scripts/soak $(SOAK_AS)
+
+# Positive controls that run: cargo-mutants changes the pure core (core/, snug-core) one
+# mutation at a time and runs the core's unit tests against each; a mutant they do not catch
+# is listed in mutants.out/missed.txt. Settings in .cargo/mutants.toml (core tests only, debug
+# profile). Fast: the core has no I/O, so no sandbox is built or started. MUTANTS_JOBS builds
+# in parallel (default 1: the machine is shared). `cargo install cargo-mutants --locked`.
+MUTANTS_JOBS ?= 1
+mutants:
+	$(CARGO) mutants --package snug-core --jobs $(MUTANTS_JOBS)
 
 clean:
 	$(CARGO) clean

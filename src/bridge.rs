@@ -16,7 +16,7 @@ mod waiting;
 /// How often snug looks again whether the payload waits for keys that are pending.
 const RECHECK: Duration = Duration::from_millis(10);
 
-/// Bytes read at once, each way (DESIGN: 64 KiB).
+/// Bytes read at once, each way: 64 KiB (docs/design.md, "The pty model").
 const CHUNK: usize = 64 << 10;
 /// Longest the final drain may take (T14): a caller's terminal that never takes output (^S)
 /// must not keep a finished run alive.

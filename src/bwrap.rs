@@ -44,7 +44,7 @@ pub fn has_disable_userns(path: &Path) -> bool {
 
 /// The namespace and privilege options, before the environment and mounts. Each
 /// namespace is new (user, ipc, pid, uts, cgroup when possible, net: loopback only until
-/// pasta attaches, SPEC N1); `--as-pid-1` because snug's init is the pid 1 (DESIGN.md);
+/// pasta attaches, SPEC N1); `--as-pid-1` because snug's init is pid 1 (docs/design.md, "Init");
 /// no `--new-session`: init chooses setsid() or setpgid() by mode (SPEC T, D).
 const PROLOGUE: [&str; 13] = [
     "--unshare-user",

@@ -2,7 +2,7 @@
 //! (`unix(7)`), one [`crate::sys::codec`] frame per packet, pidfds passed with `SCM_RIGHTS`.
 //!
 //! Messages come from inside the sandbox; snug treats each as a hint it checks before
-//! acting (DESIGN.md, "Channel").
+//! acting (docs/design.md, "The channel").
 
 use rustix::io::Errno;
 use rustix::net::{

@@ -1,5 +1,5 @@
 //! The sandbox init: pid 1 of the sandbox's pid namespace, run by bwrap with `--as-pid-1`
-//! (DESIGN.md, "Why snug's own init"). It leads the sandbox process group, execs the payload,
+//! (docs/design.md, "Init"). It leads the sandbox process group, execs the payload,
 //! reaps orphans and reports to snug over the channel. As a namespace init it receives only
 //! signals it handles (`pid_namespaces(7)`), so the payload cannot kill it; when it exits the
 //! kernel kills the rest of the sandbox (SPEC R5).

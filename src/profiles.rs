@@ -269,7 +269,7 @@ pub fn host_dirs() -> Vec<PathBuf> {
 /// `snug profile list`: the builtins, then every user profile with its file (SPEC O3).
 ///
 /// # Errors
-/// None today; the `Result` leaves room for unreadable directories to become errors.
+/// Never an error for now; the `Result` leaves room for unreadable directories to become errors.
 pub fn list() -> anyhow::Result<String> {
     list_in(&host_dirs())
 }

@@ -25,7 +25,7 @@
 //! not 16), so the rules keyed by native numbers would never see it (`seccomp(2)`, "Caveats").
 //!
 //! Never denied: kill, tgkill, setpgid, setsid, the `tcsetpgrp` ioctls, pidfd calls — job
-//! control inside the sandbox needs them (SPEC T6, DESIGN.md "What not to do").
+//! control inside the sandbox needs them (SPEC T6, docs/design.md "What not to do").
 
 use anyhow::{Context, Result};
 use bpf::{Asm, Insn, To};

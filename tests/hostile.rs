@@ -1,4 +1,4 @@
-//! Issue 11: hostile payloads and odd input. Arguments of any bytes and count (R7), closed
+//! Hostile payloads and odd input. Arguments of any bytes and count (R7), closed
 //! descriptors (R2), signals through descriptors (X3), hostile profile files (P4), exit
 //! categories (R4) and bounds (K5), each as root and as the unprivileged user.
 

@@ -1,9 +1,10 @@
-//! Live sandboxes (SPEC L1–L5; issue 14): names, `snug ps`, `stop`, `signal`, `exec`,
+//! Live sandboxes (SPEC L1–L5): names, `snug ps`, `stop`, `signal`, `exec`,
 //! `--jobs`, and who may reach a run. Real runs of snug as root and as the unprivileged user,
 //! each row with a positive control (named in its comment).
 //!
-//! Split by concern: live/runs.rs (L1, L5), live/stop.rs (L2, L4), live/stopped.rs (runs
-//! whose snug is stopped), live/exec.rs (L3), live/tty.rs (L3 at a terminal). This file holds what they share.
+//! Split by concern: live/runs.rs (L1, L5), live/stop.rs (L2, L4), live/stopped.rs (runs whose
+//! snug is stopped), live/exec.rs (L3), live/tty.rs (L3 at a terminal). This file holds what
+//! they share.
 
 mod common;
 #[allow(unused_imports)]

@@ -1,4 +1,4 @@
-//! `-p @net` (issue 6; SPEC N1–N4, O1, O2 for pasta), each row as root and as the unprivileged
+//! `-p @net` (SPEC N1–N4, O1, O2 for pasta), each row as root and as the unprivileged
 //! user, with the real pasta. These machines have no internet: every server, resolver and
 //! address is one the test creates (see `net/lab.rs`); rows that need a network namespace
 //! need root and say so when skipped.

@@ -1,4 +1,4 @@
-//! Relay and grace (issue 4; SPEC G1–G6, D1, S2, O4), in detached mode (stdin /dev/null), each
+//! Relay and grace (SPEC G1–G6, D1, S2, O4), in detached mode (stdin /dev/null), each
 //! row as root and as the unprivileged user, each with a positive control: the same scenario
 //! under a launcher known to lack the property (plain bwrap, a naive relay, snug without the
 //! trigger), asserting that the failure is observed, so a test that can no longer fail is

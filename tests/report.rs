@@ -1,4 +1,4 @@
-//! Reports, timeouts and command-line grants for CI harnesses (issue 13; SPEC O5, O6, P5,
+//! Reports, timeouts and command-line grants for CI harnesses (SPEC O5, O6, P5,
 //! R4's 74 and 124). Real bwrap, real processes, each row as root and as the unprivileged
 //! user (in parallel threads), the report parsed with serde_json.
 //!

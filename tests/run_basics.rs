@@ -1,4 +1,4 @@
-//! Issue 2's acceptance at run time: where the payload starts and with what (R1), the
+//! A run's basics: where the payload starts and with what (R1), the
 //! caller's descriptors passed through untouched (R2), snug's own failures (R4), and what
 //! the default sandbox grants (P1), each as root and as the unprivileged user.
 

@@ -1,11 +1,11 @@
-//! Every signal sent to snug gets a deliberate answer (SPEC G6, T12 without a terminal;
-//! issue 17): every catchable signal that is neither G1's (INT, TERM, HUP) nor job control is
+//! Every signal sent to snug gets a deliberate answer (SPEC G6, T12 without a
+//! terminal): every catchable signal that is neither G1's (INT, TERM, HUP) nor job control is
 //! relayed once and never kills snug; TSTP/TTIN/TTOU stop the sandbox with snug and CONT
 //! continues both; one CONT reaches the payload once.
 //!
 //! Detached mode (stdin /dev/null), snug in its own process group, as root and as the test
 //! user. Signals go to the snug pid the test started, nothing else. Positive controls: each
-//! test's comment says what it observed against today's build (main@76434d3).
+//! test's comment says what it saw without the fix (snug before these rows held).
 
 mod common;
 

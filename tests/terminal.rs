@@ -1,4 +1,4 @@
-//! Terminal mode (SPEC T1–T9, X2; issue 5), driven through a real pseudo-terminal with an
+//! Terminal mode (SPEC T1–T9, T14, X2), driven through a real pseudo-terminal with an
 //! interactive bash as the caller (tests/pty). Every row runs as root and as the test user,
 //! the caller bash itself being that user; root and user runs go in parallel threads, with
 //! the row's positive control next to them.
@@ -16,10 +16,14 @@
 //! R6). This file holds what they share.
 
 mod common;
+#[path = "terminal/handback.rs"]
+mod handback;
 #[path = "terminal/jobs.rs"]
 mod jobs;
 #[path = "terminal/old_kernel.rs"]
 mod old_kernel;
+#[path = "terminal/output.rs"]
+mod output;
 mod pty;
 #[path = "terminal/signals.rs"]
 mod signals;

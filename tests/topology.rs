@@ -1,4 +1,4 @@
-//! Issue 3's process tree, tested from outside: nothing snug inherited reaches bwrap, init or
+//! snug's process tree, tested from outside: nothing snug inherited reaches bwrap, init or
 //! the payload (S1–S3); snug ends as the payload did (R3); no sandbox process outlives snug,
 //! however it ends (R5, K1–K3); signals sent from inside never leave the sandbox (K4, X1).
 //! Every row runs as root and as the unprivileged user. Every signal or teardown row runs its
@@ -262,8 +262,8 @@ fn r3_cannot_run_is_126_or_127() {
 
 /// R3: an executable script without `#!` runs through /bin/sh with its arguments, as
 /// `execvp(3)`, `env` and bwrap itself run it, and its exit code is snug's. In-test control:
-/// `env` runs the same file the same way. Positive control: main@37ca4cd (before the
-/// fallback) exited 126 with "exec format error".
+/// `env` runs the same file the same way. Positive control: fails without the fallback:
+/// snug exited 126 with "exec format error".
 #[test]
 fn r3_a_script_without_a_shebang_runs_through_sh() {
     use std::os::unix::fs::PermissionsExt;
@@ -283,7 +283,7 @@ fn r3_a_script_without_a_shebang_runs_through_sh() {
 /// R4: an executable whose ELF interpreter is not in the sandbox exits 127 with what is
 /// missing, not "command not found" for a file that is there (`execve(2)` says ENOENT for
 /// both). The file: `true` with its PT_INTERP renamed. In-test control: sh without snug
-/// also gives 127. Positive control: main@5958039 (before this) said "command not found".
+/// also gives 127. Positive control: fails without the fix: snug said "command not found".
 #[test]
 fn r4_a_missing_elf_interpreter_is_named() {
     for who in everyone() {

@@ -1,4 +1,4 @@
-//! Issue 3's process tree under attack: SIGKILL of snug at any moment, or of a stopped tree,
+//! snug's process tree under attack: SIGKILL of snug at any moment, or of a stopped tree,
 //! leaves no sandbox process (K1, K2); signals never cross the sandbox's border, neither
 //! snug's relay (K4) nor a payload's `kill(0)`/`kill(-1)` (X1). Every row runs as root and
 //! as the unprivileged user, each with a positive control that runs every time: the same
@@ -214,11 +214,10 @@ fn k2_sigkill_of_a_stopped_tree_leaves_nothing() {
 /// K4: snug's relay reaches the sandbox group only, never the caller's group snug lives in:
 /// a TERM sent to snug alone ends the payload while a sibling in snug's own process group
 /// keeps running. Positive control, each run: a naive wrapper that relays to its own group
-/// (`kill -TERM 0`) takes the sibling with it; once, by mutation (of the code before relays
-/// went through init's `kill(-1)`: snug's own group signal to the sandbox, then
-/// `Pinned::signal_group`, replaced by `kill(0, sig)`) this failed with "snug's relay killed
-/// a process of its caller's group". The same mutation today is `Order::Signal` replaced by
-/// `kill(0, sig)` in `Supervisor::relay` (src/supervise.rs).
+/// (`kill -TERM 0`) takes the sibling with it; fails without the fix, by mutation (snug's signal
+/// to the sandbox group replaced by `kill(0, sig)`): "snug's relay killed a process of its
+/// caller's group". The line to mutate is the one that turns a relay decision into the
+/// group signal (`Order::Signal` in src/supervise.rs).
 #[test]
 fn k4_relay_never_reaches_the_callers_group() {
     for who in everyone() {

@@ -136,11 +136,11 @@ tty_read_out = _tty_read("{C}sh -c 'read x </dev/tty && echo got:$x' | cat")
 tty_read_in = _tty_read("echo | {C}sh -c 'read x </dev/tty && echo got:$x'")
 
 
-K9 = """S0=$(stty -g)
+KILL9 = """STTY_AT_START=$(stty -g)
 {C}sh -c 'stty raw -echo; echo RAW; exec sleep {mark}'
 echo "after=$?"
 sleep 0.2
-[ "$(stty -g)" = "$S0" ] && echo STTY=same || echo STTY=changed
+[ "$(stty -g)" = "$STTY_AT_START" ] && echo STTY=same || echo STTY=changed
 read x; echo "got:$x"
 """
 
@@ -149,7 +149,7 @@ def _kill9(shell):
     def scenario(p, C, ctx):
         mark = f"31.{os.getpid() % 1000}{ctx.column_no}"
         with open(os.path.join(ctx.work, "k9.sh"), "w") as f:
-            f.write(K9.format(C=C, mark=mark))
+            f.write(KILL9.format(C=C, mark=mark))
         n = p.last
         p.type(f"{shell} k9.sh")
         if not p.wait(r"RAW", 8, after=n):

@@ -1,7 +1,7 @@
 """A real terminal to drive: one tmux server of our own (`tmux -L snugcmp-PID-N`), one
 window whose pane runs an interactive bash, the "caller's shell", with job control.
 
-The prompt carries a counter and the last status, `[P7 rc=130]# `, so a scenario can wait
+The prompt carries a counter and the last status, `[P<n> rc=<status>]# `, so a scenario can wait
 for "the next prompt" and read `$?` from the screen without typing anything that would
 disturb what it measures. Every wait is bounded: a scenario never hangs the harness.
 """
@@ -15,7 +15,7 @@ import time
 PROMPT = re.compile(r"\[P(\d+) rc=(\d+)\][$#]")
 
 RC = r"""
-S0=$(stty -g)
+STTY_AT_START=$(stty -g)
 PROMPT_COMMAND='R=$?; N=$((N+1))'
 PS1='[P$N rc=$R]\$ '
 set +o histexpand
@@ -133,7 +133,7 @@ class Pane:
         are what they were when it started, and no job is left (stopped pager, lost fg)."""
         self.prompt_after(self.last, 0.3)  # a prompt the scenario did not wait for
         n = self.last
-        self.type('jobs >jobs.out; [ "$(stty -g)" = "$S0" ] && t=same || t=changed;'
+        self.type('jobs >jobs.out; [ "$(stty -g)" = "$STTY_AT_START" ] && t=same || t=changed;'
                   ' echo "END tty=$t jobs=$(wc -l <jobs.out)"')
         m = self.wait(r"^END tty=(\w+) jobs=(\d+)", timeout, after=n)
         if not m:

@@ -168,7 +168,7 @@ fn rows() -> Vec<Row> {
 /// `snug ps [--json]`: the caller's live sandboxes (root: everyone's), SPEC L1.
 ///
 /// # Errors
-/// None today; the signature leaves room.
+/// Never an error for now; the signature leaves room.
 pub fn ps(json: bool) -> anyhow::Result<String> {
     let rows = rows();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());

@@ -84,7 +84,7 @@ fn p6_project_file_needs_allow() {
 /// P6, X4: snug's state directory (the allow records, made by `snug allow`) is hidden in
 /// every sandbox, also under a bind that contains it, so a payload cannot allow a
 /// `.snug.toml` it wrote itself.
-/// Fails without the fix (a newcomer's finding): with `--rw` of the directory holding it,
+/// Fails without the fix: with `--rw` of the directory holding it,
 /// the payload wrote `snug/allowed/…` on the host, and the next run applied its file.
 #[test]
 fn p6_x4_the_state_directory_is_hidden_in_every_sandbox() {

@@ -28,7 +28,7 @@ fn r7_twenty_thousand_arguments_as_without_snug() {
 }
 
 /// R7: an argument that is not UTF-8 reaches the payload byte for byte. Positive control:
-/// snug used to refuse it with 64 (clap's UTF-8 check).
+/// fails without the fix: snug refused it with 64 (clap's UTF-8 check).
 #[test]
 fn r7_non_utf8_argument_byte_for_byte() {
     for who in everyone() {
@@ -62,8 +62,9 @@ fn p5_env_value_that_is_not_text_is_passed_not_dropped() {
     }
 }
 
-/// R7: a profile with thousands of env keys works (it used to ride on bwrap's line as
-/// `--setenv K V`, over bwrap's 9000-word cap).
+/// R7: a profile with thousands of env keys works: the environment travels to init over
+/// the channel, not on bwrap's line as `--setenv K V`. Positive control: with the keys on
+/// bwrap's line the run fails, over bwrap's 9000-word cap.
 #[test]
 fn r7_profile_with_thousands_of_env_keys() {
     for who in everyone() {

@@ -13,8 +13,8 @@ fn one_line(o: &Out, want: i32, what: &str) {
 }
 
 /// R4: bwrap missing → 69 (the one capability case here); a DIR the user cannot enter → 71;
-/// too few descriptors → 71 (it was 70, and 69 for the directory: the positive control is
-/// the old code these replaced, seen failing in issue 11's reproduction).
+/// too few descriptors → 71 (fails without the fix: 70 for the descriptors and 69 for the
+/// directory).
 #[test]
 fn r4_exit_categories() {
     let dir = workdir(Who::Root);
@@ -42,7 +42,7 @@ fn r4_exit_categories() {
 /// room for the files bwrap binds into it) is a policy error, 77, not a missing host
 /// capability. Only bwrap's own failures: with a tmpfs over /lib a static snug (`make build`)
 /// still runs its init, and the payload's exec fails instead (127, its loader is missing).
-/// Positive control: main@369c315 (before this) said 69.
+/// Positive control: fails without the fix: snug said 69.
 #[test]
 fn r4_mounts_that_do_not_fit_are_a_policy_error() {
     for who in everyone() {

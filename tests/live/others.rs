@@ -184,7 +184,7 @@ fn l5_planted_runtime_directory_does_not_stop_a_run() {
 /// R4, L5: control characters are escaped in `ps` (the table; `--json` keeps them as JSON
 /// escapes) and in every `snug: ` line: a command line holding a title-setting OSC and a
 /// screen clear shows as `\x1b]0;pwned\x07`, never as raw bytes. Fails without the fix
-/// (tried on main): `ps` printed `sh -c sleep 70050000 \u{1b}]0;pwned\u{7}\u{1b}[2J` raw.
+/// (tried once): `ps` printed `sh -c sleep 70050000 \u{1b}]0;pwned\u{7}\u{1b}[2J` raw.
 #[test]
 fn l5_control_characters_are_escaped() {
     let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2J";

@@ -193,10 +193,10 @@ fn o5_l2_stop_is_reported_as_stop() {
 
 /// L5: `stop`, `signal` and `exec` given a path that is no run's socket (a file, a fifo, both
 /// writable by everyone so that `connect(2)` gets as far as ECONNREFUSED) refuse with 64 and
-/// leave it alone; the socket of a snug that is gone is still removed. Positive control:
-/// main@c91b987 removed the file and the fifo, since `connect(2)` to a file that is no socket
-/// is refused as a dead socket's is (an attacker's run found `snug stop /etc/passwd` as root
-/// deleting /etc/passwd).
+/// leave it alone; the socket of a snug that is gone is still removed. Positive control: fails
+/// without the fix: snug removed the file and the fifo, since `connect(2)` to a file that is no
+/// socket is refused as a dead socket's is (an attacker's run found `snug stop /etc/passwd` as
+/// root deleting /etc/passwd).
 #[test]
 fn l5_a_path_that_is_no_socket_is_never_removed() {
     use std::os::unix::fs::PermissionsExt;
@@ -231,7 +231,7 @@ fn l5_a_path_that_is_no_socket_is_never_removed() {
 /// RTMIN+2` delivered 34 where `kill -s RTMIN+2` delivers 36): the real-time names mean what
 /// bash's `kill -s` makes of them (`kill -l NAME` in the control below), the payload's trap
 /// for that number runs, and `-v` and `--report` name the signal as bash does. Positive
-/// control: bash's own numbers for the names, asked in the test; main@a064dfc failed here
+/// control: bash's own numbers for the names, asked in the test; fails without the fix
 /// (tried once: `snug signal NAME RTMIN+2` ran the trap for 34).
 #[test]
 fn l2_g6_realtime_signal_names_are_bash_kill_s() {
@@ -281,8 +281,8 @@ fn l2_g6_realtime_signal_names_are_bash_kill_s() {
 /// L2 (issue: `snug signal NAME KILL` and `STOP` exited 0 and did nothing, the run dropping
 /// what it cannot catch and relay): both are refused before anything is sent, with 64 and a
 /// one-line hint (`stop --now`, TSTP), and the run goes on. Positive control: TERM, asked the
-/// same way, reaches the run and ends it; main@a064dfc exited 0 for KILL (tried once; for
-/// STOP too, /tmp/attack2/sig3.sh).
+/// same way, reaches the run and ends it; without the fix, `snug signal NAME KILL`
+/// exited 0 (tried once; STOP too).
 #[test]
 fn l2_signal_kill_and_stop_are_refused_with_a_hint() {
     for who in everyone() {

@@ -26,7 +26,7 @@ fn tstp(run: &Live) {
 /// Fill the stopped run's listen backlog with connections that say nothing, as clients that
 /// gave up leave it: non-blocking `connect(2)` until `EAGAIN`. Returns them (kept open, they
 /// would not free a place anyway) and whether the backlog is full: the in-test control that
-/// a blocking `connect(2)`, the client's before the fix, would wait now.
+/// a blocking `connect(2)` (the client without the fix) would wait now.
 fn fill_backlog(who: Who, name: &str) -> (Vec<OwnedFd>, bool) {
     use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
     let path = crate::runs::socket_dir(who).join(format!("{name}.sock"));
@@ -50,8 +50,8 @@ fn fill_backlog(who: Who, name: &str) -> (Vec<OwnedFd>, bool) {
 /// continue it), and `signal NAME CONT` continues it as `kill -CONT` of snug would (state
 /// running again). Without its lock file, `ps`, `exec`, `signal` and `stop` still return at
 /// once ("no answer", 71; `ps` lists the name). Positive control: the backlog is full
-/// ([`fill_backlog`] got `EAGAIN`), where the client of main@a064dfc, whose `connect(2)`
-/// blocked, never returned (tried once: this test panicked at the first `ps`, "did not finish
+/// ([`fill_backlog`] got `EAGAIN`), where a client whose `connect(2)` blocked (without
+/// the fix) never returned (tried once: this test panicked at the first `ps`, "did not finish
 /// within 5s"); with `SOCK_NONBLOCK` taken out of `socket::connect` again, it panicked at the
 /// `ps` without the lock file (tried once).
 #[test]
@@ -111,7 +111,7 @@ fn l1_l2_a_stopped_run_never_makes_a_client_wait() {
 /// to snug: the payload's TERM handler runs (T), the run exits 7, `stop` says so, and the
 /// report says the run was ended by the stop (O5); with the backlog full as well. `stop
 /// --now` of a stopped run that ignores TERM tears down at once (no grace). Positive control:
-/// main@a064dfc failed here (tried once: "no answer from its snug", exit 71, after 2 s).
+/// fails without the fix (tried once: "no answer from its snug", exit 71, after 2 s).
 #[test]
 fn l2_stop_of_a_stopped_run_ends_it_as_kill_term_cont() {
     for who in everyone() {
@@ -150,11 +150,11 @@ fn l2_stop_of_a_stopped_run_ends_it_as_kill_term_cont() {
 }
 
 /// L1/L5: every run sweeps stale control files at its start; one started in a pid namespace
-/// where a live run's snug is not visible (`F_GETLK` names the holder 0 there: a container,
-/// or `make test`'s own pid namespace sharing /run/snug) leaves that run's lock file alone,
-/// and the run's `ps` row stays whole. Root only (a pid namespace needs CAP_SYS_ADMIN). Positive control: main@8c0a1f1
-/// (before this fix) took holder 0 for nobody and removed the lock file (found by a newcomer's
-/// run, which removed a CI job's lock files).
+/// where a live run's snug is not visible (`F_GETLK` names the holder 0 there: a container, or
+/// `make test`'s own pid namespace sharing /run/snug) leaves that run's lock file alone, and
+/// the run's `ps` row stays whole. Root only (a pid namespace needs CAP_SYS_ADMIN). Positive
+/// control: fails without the fix: snug took holder 0 for nobody and removed the lock file (a
+/// run in a container removed a CI job's lock files that way).
 #[test]
 fn l1_l5_a_lock_held_from_another_pid_namespace_is_not_stale() {
     let who = Who::Root;

@@ -105,7 +105,8 @@ pub fn snug_above(pid: i32) -> Option<i32> {
 /// moves it, T1, T7) and it is in raw mode (snug copies the keys, which the pty's line
 /// discipline turns into signals, T2). Without snug (the controls) the terminal is the
 /// caller's own. Err: what is not so yet, for the failure message. Positive control: every
-/// row that waits for it fails on main@4e23d01 (the shared terminal), root and user: "holds
+/// row that waits for it fails without the sandbox's own terminal (the caller's shared),
+/// root and user: "holds
 /// the caller's terminal (N) as its controlling terminal".
 pub fn keys_reach(t: &Term, pid: i32) -> Result<(), String> {
     let Some(s) = stat(pid) else { return Err(format!("pid {pid} is gone")) };

@@ -129,16 +129,16 @@ fn type_ctrl_c(master: &OwnedFd) {
     assert_eq!(rustix::io::write(master, b"\x03").ok(), Some(1), "write ^C to the pty master");
 }
 
-/// D1, R2, T2: snug's stdout is a terminal whose foreground group is snug's, stdin
-/// /dev/null. snug has a controlling terminal, so this is terminal mode (D1 is only without
-/// one), with the hand-over deferred (T1: stdin is not the terminal): the sandbox gets a pty
-/// of its own, and a ^C typed at the caller's terminal reaches snug's job; snug passes it on
-/// once to the payload's process group with no grace (T2). The payload handles INT: it gets
-/// it exactly once and keeps running (no teardown 1 s later); a TERM from a process then ends
-/// the run with the grace (T4). Positive control: fails on main@4e23d01 (the shared
-/// terminal, where this was detached mode): snug relayed the ^C with the grace and tore the
-/// payload down about 1 s later. In-test control: under plain `bwrap --new-session` the
-/// payload never sees the ^C.
+/// D1, R2, T2: snug's stdout is a terminal whose foreground group is snug's, stdin /dev/null.
+/// snug has a controlling terminal, so this is terminal mode (D1 is only without one), with the
+/// hand-over deferred (T1: stdin is not the terminal): the sandbox gets a pty of its own, and a
+/// ^C typed at the caller's terminal reaches snug's job; snug passes it on once to the
+/// payload's process group with no grace (T2). The payload handles INT: it gets it exactly once
+/// and keeps running (no teardown 1 s later); a TERM from a process then ends the run with the
+/// grace (T4). Positive control: fails without the sandbox's own terminal (the caller's shared,
+/// where this was detached mode): snug relayed the ^C with the grace and tore the payload down
+/// about 1 s later. In-test control: under plain `bwrap --new-session` the payload never sees
+/// the ^C.
 #[test]
 fn d1_terminal_ctrl_c_on_shared_stdout_reaches_the_payload_once_without_grace() {
     for who in everyone() {

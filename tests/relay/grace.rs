@@ -271,12 +271,11 @@ fn o4_verbose_logs_signal_events_in_order() {
     }
 }
 
-/// G3/G4 when init does not read its orders: an outside actor SIGSTOPs the sandbox's init,
-/// then 600 USR1 and a TERM reach snug. The relays pile up in init's socket; snug must queue
-/// them rather than block, and still tear down at the end of the grace.
-/// Positive control (one-time, this test run against the tree before the fix, in a
-/// worktree): with blocking sends snug hung in `sendmsg` and was "still running 5 s after
-/// TERM".
+/// G3/G4 when init does not read its orders: an outside actor SIGSTOPs the sandbox's init, then
+/// 600 USR1 and a TERM reach snug. The relays pile up in init's socket; snug must queue them
+/// rather than block, and still tear down at the end of the grace. Positive control (run once
+/// without the fix): with blocking sends snug hung in `sendmsg` and was "still running 5 s
+/// after TERM".
 #[test]
 fn g3_grace_holds_when_init_is_stopped_and_relays_pile_up() {
     use crate::common::{kill, logged_pid, read_text, snug_verbose, spawn_own_group, until, wait_bounded, workdir};

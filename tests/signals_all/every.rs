@@ -33,7 +33,7 @@ fn g6_signals() -> Vec<i32> {
 /// before sending the next, and checks snug still runs after each. Then TERM ends the run as
 /// G2 says: the payload's handler exits 0 within the grace, so snug exits 0. Each signal was
 /// received exactly once, nothing is left.
-/// Positive control: fails on main@76434d3: snug died of the first such signal it has no
+/// Positive control: fails without the fix: snug died of the first such signal it has no
 /// answer for (SIGILL, 4, sent after QUIT was relayed), the payload never saw it.
 #[test]
 fn g6_every_other_catchable_signal_is_relayed_once_and_snug_runs_on() {

@@ -29,7 +29,7 @@ fn payload_shell(run: &Run) -> i32 {
 /// each of TSTP, TTIN and TTOU sent to snug: snug shows state T, so do the payload's shell
 /// and every process below it (/proc/PID/stat), and `progress` does not change for 1 s;
 /// `kill -CONT <snug>` → snug runs again and `progress` moves on.
-/// Positive control: fails on main@76434d3: TSTP stopped snug only; the payload's shell
+/// Positive control: fails without the fix: TSTP stopped snug only; the payload's shell
 /// stayed in state S and `progress` moved on while snug was stopped.
 #[test]
 fn t12_job_control_signals_stop_the_sandbox_without_a_terminal() {
@@ -80,7 +80,7 @@ const CONT_TRIES: usize = 15;
 /// G6: `kill -CONT <snug>` to a running snug, [`CONT_TRIES`] times, each awaited: the payload
 /// (a spinning recorder handling CONT) counts exactly one CONT per kill (it is given 0.2 s
 /// after each to show a second).
-/// Positive control: fails on main@76434d3: the payload counted a second CONT for some of the
+/// Positive control: fails without the fix: the payload counted a second CONT for some of the
 /// kills (snug's group signal and init's relay): counted after each kill, as root,
 /// [1, 3, 5, 6, 7, 9, 11, 13, 15, 17, 19, 20, 22, 24, 26] (26 for 15 kills); with one kill
 /// only, the duplicate showed in 1 of 3 runs ("counted [18, 18, 15]"), hence the repetitions.

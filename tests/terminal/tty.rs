@@ -6,12 +6,13 @@ use crate::{bwrap_line, caller, in_front, is_root, parallel, snug_line, the_pid}
 use std::time::Duration;
 
 /// T1: in terminal mode the payload has a terminal as its controlling terminal, in a process
-/// group of its own (never snug's), and that group is the terminal's foreground; the
-/// terminal is the sandbox's own pty, never the caller's (T11: the payload is in another
-/// session, with another tty), and the caller's terminal's foreground stays snug's job (snug
-/// never moves it). Control: under `bwrap --new-session` the payload has no controlling
-/// terminal, so `fg-yes` is never printed. Positive control: fails on main@4e23d01 (the shared
-/// terminal), root and user: the payload's `tty_nr` and session were the caller's shell's.
+/// group of its own (never snug's), and that group is the terminal's foreground; the terminal
+/// is the sandbox's own pty, never the caller's (T11: the payload is in another session, with
+/// another tty), and the caller's terminal's foreground stays snug's job (snug never moves it).
+/// Control: under `bwrap --new-session` the payload has no controlling terminal, so `fg-yes` is
+/// never printed. Positive control: fails without the sandbox's own terminal (the caller's
+/// shared with the sandbox), root and user: the payload's `tty_nr` and session were the
+/// caller's shell's.
 #[test]
 fn t1_payload_owns_the_terminal_foreground() {
     let row = |who: Who| {

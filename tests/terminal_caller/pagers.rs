@@ -25,7 +25,7 @@ print(f"pager lines={n} key={key}", flush=True)
 /// while the payload still runs, as `less` does): the pager reads the typed `q`, counts
 /// 1000 lines, the prompt returns, `$?` 0, and "Stopped" is never shown. X1: the payload's
 /// process group is not the pager's (the caller's job).
-/// Positive control: fails on main@76434d3, as root and as the user: the sandbox held the
+/// Positive control: fails without the fix, as root and as the user: the sandbox held the
 /// terminal's foreground, so the pager's read of /dev/tty stopped it (SIGTTIN): "[1]+
 /// Stopped  snug -- sh -c 'seq 1000; …' | python3 ./pager.py", then the typed `q` went to
 /// the caller's shell ("bash: q: command not found") and no count came.
@@ -64,8 +64,8 @@ const TRAP4: &str = "trap 'echo got-int >&2; exit 4' INT\necho ready >&2\nsleep 
 
 /// T13: `snug -- sh trap4.sh M | (trap '' INT; cat)` with one ^C: the payload's handler runs
 /// once (`got-int` shown once) and `${PIPESTATUS[0]}` is 4.
-/// Regression guard: passes on main@76434d3 (the sandbox holds the foreground there); must
-/// keep passing when the hand-over of the foreground waits until the payload needs it.
+/// Regression guard: it held while the sandbox took the foreground at once; it must
+/// keep holding when the hand-over of the foreground waits until the payload needs it.
 #[test]
 fn t13_ctrl_c_reaches_a_piped_payload_once() {
     let row = |who: Who| {

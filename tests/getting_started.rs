@@ -1,6 +1,6 @@
-//! Issue 15, a newcomer's first hour (SPEC O1, O3, O7): the hint for a missing `--`, the hint
-//! naming the profile for a command hidden under `$HOME`, the toolchain profiles where the
-//! tool exists and where it does not, `profile show` resolving paths, the dry-run line that
+//! Getting started (SPEC O1, O3, O7), what a new user meets first: the hint for a missing `--`,
+//! the hint naming the profile for a command hidden under `$HOME`, the toolchain profiles where
+//! the tool exists and where it does not, `profile show` resolving paths, the dry-run line that
 //! runs when pasted, and `make install DESTDIR=…`. Real binary, real bwrap, root and user.
 
 mod common;

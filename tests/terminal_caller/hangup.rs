@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// pty master hangs up the session; the kernel sends SIGHUP (SI_KERNEL) to snug alone. snug
 /// must relay it with the grace: snug gone 0.9–1.5 s later, dead of SIGHUP (WIFSIGNALED,
 /// signal 1), nothing with the marker left.
-/// Positive control: fails on main@76434d3: snug took the kernel's hangup for a key already
+/// Positive control: fails without the fix: snug took the kernel's hangup for a key already
 /// delivered to the sandbox and started no grace: "snug still running 4 s after the hangup;
 /// left: snug, bwrap, init, `sleep M`" (as root and as the user).
 #[test]
@@ -50,8 +50,8 @@ fn t10_hangup_of_snug_as_session_leader_tears_down_after_the_grace() {
 
 /// T10 through the caller's shell: bash leads the session; closing the terminal makes bash
 /// send SIGHUP to its jobs; snug (foreground, its payload ignoring HUP) is gone about 1 s
-/// later and nothing is left. Regression guard: passes on main@76434d3 (the existing T4
-/// hangup row covers the payload; this one also bounds snug itself).
+/// later and nothing is left. Regression guard: it held before the kernel's hangup was told
+/// apart (the T4 hangup row covers the payload; this one also bounds snug itself).
 #[test]
 fn t10_hangup_through_the_callers_shell_ends_snug() {
     let row = |who: Who| {
@@ -80,7 +80,7 @@ fn t10_hangup_through_the_callers_shell_ends_snug() {
 /// T4 (regression guard for T10's change): INT, TERM and HUP sent to snug by another
 /// process while the payload holds the terminal start the grace: a payload ignoring that
 /// signal is gone 0.9–1.5 s after `kill -SIG <snug>`, and the caller's `$?` is 128+SIG.
-/// Passes on main@76434d3 (must keep passing once the kernel's hangup is told apart).
+/// Regression guard: it held before the kernel's hangup was told apart, and must keep holding.
 #[test]
 fn t4_signals_from_a_process_start_the_grace_in_terminal_mode() {
     let row = |who: Who| {

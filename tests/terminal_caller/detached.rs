@@ -30,7 +30,7 @@ fn stop_after_tick1(t: &mut Term) {
 /// (detached mode at a terminal). ^Z after tick1 → Stopped, no tick for 1.5 s; `fg` → the
 /// remaining ticks through tick6, `$?` 0. The same with `bg` (the ticks continue in the
 /// background) and `wait %1` → 0.
-/// Positive control: fails on main@76434d3, as root and as the user: ^Z stopped snug only;
+/// Positive control: fails without the fix, as root and as the user: ^Z stopped snug only;
 /// the shell printed "[1]+ Stopped" and its prompt, and tick2 … tick6 kept coming after it
 /// ("the sandbox ran on while its job was listed as Stopped").
 #[test]
@@ -58,7 +58,7 @@ fn t12_ctrl_z_in_detached_mode_stops_the_sandbox_fg_and_bg() {
 
 /// T12: `seq 3 | snug -- sh -c 'cat; for …'` (stdin a pipe: detached mode, a pipeline job):
 /// ^Z after tick1 → Stopped, no tick for 1.5 s; `fg` → through tick6, `$?` 0.
-/// Positive control: fails on main@76434d3 as the row above: "[1]+ Stopped  seq 3 | snug
+/// Positive control: fails without the fix as the row above: "[1]+ Stopped  seq 3 | snug
 /// …", then tick2 … tick6 (root and user).
 #[test]
 fn t12_ctrl_z_stops_snug_in_a_pipeline() {

@@ -65,7 +65,7 @@ fn attack(t: &mut Term, dir: &std::path::Path, launch: &str, m: &str) -> Seen {
 /// echo off with `tcsetattr` and sets the size to 5×7 with TIOCSWINSZ, in a loop for 1 s: the
 /// caller's `stty -g` is the same before and after, and `stty size` is still `24 80`.
 /// Control (in-test, root): the same attacker with no launcher changes both.
-/// Positive control: fails on main@76434d3, as root and as the user: `stty -g` lflag 8a3b
+/// Positive control: fails without the fix, as root and as the user: `stty -g` lflag 8a3b
 /// before, 8a33 after (ECHO off), `stty size` "5 7"; every call succeeded (about 40,000
 /// tcsetattr and as many TIOCSWINSZ in the second).
 #[test]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 /// T3: a payload that handles SIGINT (a REPL: tests/pty/scripts.rs COUNT_INT, running 5 s)
 /// gets ^C ^C ^C within 0.5 s: it keeps running, counts 3, and ends on its own with `$?` 0.
-/// Positive control: fails on main@76434d3, as root and as the user: the second ^C
+/// Positive control: fails without the fix, as root and as the user: the second ^C
 /// force-quit the run although the first reached the handler (terminal: `ready`, `^C^C`,
 /// the caller's prompt; the third ^C went to the caller's shell).
 #[test]
@@ -42,7 +42,7 @@ fn t3_a_repl_survives_three_quick_ctrl_c() {
         t.expect("done ints=3");
         t.expect(PROMPT);
         assert_eq!(t.rc(), 0, "{who:?}: the REPL ended on its own");
-        // -v says why no ^C force-quit (issue 10: "force-quit skipped").
+        // -v says why there is no ^C force-quit.
         let log = common::read_text(&dir.path().join(format!("snug-{m}.log")));
         assert!(log.contains("^C caught by the foreground: no force-quit"), "{who:?}: -v log: {log}");
         eprintln!("T3 REPL {who:?}: 3 ^C in {} ms, counted 3, ran to its end", within.as_millis());
@@ -52,7 +52,7 @@ fn t3_a_repl_survives_three_quick_ctrl_c() {
 
 /// T3: a payload ignoring INT (`sh -c 'trap "" INT; echo ready; sleep M'`): ^C, ^C within
 /// 0.3 s → everything gone, the caller's `$?` 130 (snug dies of SIGINT).
-/// Regression guard: passes on main@76434d3.
+/// Regression guard: it held before the REPL rule (T3) and must keep holding.
 #[test]
 fn t3_two_quick_ctrl_c_force_quit_a_payload_ignoring_int() {
     let row = |who: Who| {

@@ -118,10 +118,10 @@ pub fn type_secrets(t: &mut Term, file: &Path, lines: u32) -> Outcome {
 /// `stty -g` is the same after as before. Control (in-test, root): the same attacker with no
 /// launcher steals the terminal. (Under plain `bwrap --unshare-pid` it cannot: its group,
 /// bwrap's, has no id inside the new pid namespace, so `tcsetpgrp` fails with ESRCH.)
-/// Positive control: fails on main@76434d3, as root and as the user: "attacker read 16 bytes
+/// Positive control: fails without the fix, as root and as the user: "attacker read 16 bytes
 /// \"echo sec''ret-1\\n\"; lines the shell did not run: [1, 2, 3]; foreground not the
-/// caller's at 2 of the checks" (the caller's bash, its read failing with EIO, exited); on
-/// main@4e23d01 (the shared terminal with the trap) the holding check fails, root and user:
+/// caller's at 2 of the checks" (the caller's bash, its read failing with EIO, exited); with
+/// the caller's terminal shared (a trap on the sandbox's ioctls) the holding check fails, root and user:
 /// "sandbox processes hold the caller's terminal: [\"73: fd 0\", \"73: fd 1\", \"75:
 /// controlling terminal 34821\", …]". The `holding` control below shows the check on plain
 /// bwrap in-test.
@@ -189,7 +189,7 @@ fn t11_background_payload_cannot_steal_keystrokes() {
 /// in the payload's group ignoring TSTP, TTOU and TTIN. ^Z stops the job (the caller's
 /// prompt and "Stopped" come back) while the attacker keeps trying; then 20 secret lines:
 /// none reaches the attacker, every one the shell, and the foreground stays the caller's.
-/// Positive control: fails on main@76434d3: after ^Z the attacker took the foreground back
+/// Positive control: fails without the fix: after ^Z the attacker took the foreground back
 /// (tcsetpgrp succeeded 2.6 million times out of as many) and read typed lines, e.g. as the
 /// user "attacker read 48 bytes \"echo sec''ret-3\\n…ret-5\\n\"; lines the shell did not
 /// run: [3, 4, 5]; foreground not the caller's at 4 of the checks"; as root likewise.
