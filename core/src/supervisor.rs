@@ -206,6 +206,8 @@ pub enum Note {
     JobsGrace,
     /// The timeout is due (O6).
     Timeout,
+    /// The payload holds its terminal's foreground from the start (T1).
+    HandedAtStart,
 }
 
 /// Where the run is.
@@ -307,6 +309,17 @@ impl<E> Supervisor<E> {
     /// How the run ends, by precedence ([`End::rank`]); `None` when nothing said.
     pub fn finish(&mut self) -> Option<End<E>> {
         self.ends.take()
+    }
+
+    /// `--timeout`'s deadline (O6), before the first event.
+    pub fn set_timeout(&mut self, deadline: Option<Instant>) {
+        self.cfg.timeout = deadline;
+        self.timeout = deadline;
+    }
+
+    /// `--jobs grace` (L4), before the first event.
+    pub fn set_jobs_grace(&mut self, on: bool) {
+        self.cfg.jobs_grace = on;
     }
 
     /// Terminal mode, before the payload starts: an immediate hand-over goes raw now, so

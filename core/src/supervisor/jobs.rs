@@ -167,7 +167,8 @@ impl<E> Supervisor<E> {
                 self.job.handed = false;
                 fx.push(Effect::Order(Order::Front(false)));
             }
-            Some(AfterRaw::Start) | None => {}
+            Some(AfterRaw::Start) => fx.push(Effect::Note(Note::HandedAtStart)),
+            None => {}
             Some(AfterRaw::HandOver { cont, resume }) => {
                 if ok {
                     // The window size, the pty's foreground to the payload's side, and (after

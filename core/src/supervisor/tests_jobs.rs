@@ -92,7 +92,8 @@ fn t1_immediate_hand_over_at_the_start_or_deferred() {
 
     let mut sup = Sup::new(TERMINAL);
     assert_eq!(sup.start(), vec![Effect::Raw]);
-    script(&mut sup, vec![(0, Event::Raw(true), vec![])]);
+    script(&mut sup, vec![(0, Event::Raw(true), vec![Effect::Note(Note::HandedAtStart)])]);
+    script(&mut sup, vec![(1, Event::Raw(true), vec![])]);
     assert!(Sup::new(Config { immediate: false, ..TERMINAL }).start().is_empty());
     assert!(Sup::new(DETACHED).start().is_empty());
 }
