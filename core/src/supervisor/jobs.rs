@@ -78,8 +78,9 @@ impl<E> Supervisor<E> {
             return fx.push(Effect::Note(Note::HangupIgnored));
         }
         fx.push(Effect::ClosePty);
-        let tty = Tty { hung_up: true, ..Tty::default() };
-        self.signal(now, Signal::HUP, Origin::Terminal, tty, fx);
+        // As the kernel's SIGHUP to a session leader; no grace of a hangup runs (above), so
+        // the terminal's state does not matter to this signal.
+        self.signal(now, Signal::HUP, Origin::Terminal, Tty::default(), fx);
     }
 
     /// snug received TSTP, TTIN or TTOU (or output waits under `tostop`): stop every sandbox

@@ -1,6 +1,10 @@
 //! The ordering rows of relay, grace and teardown (G1–G4, G6, T3, T4, T10, L2, L4, O6), as
 //! scripts: each step is the time (ms from the run's start), one event, and exactly the
 //! effects it must give, in order.
+//!
+//! Positive controls: each "Fails with …" below was run by mutating the core that way (the
+//! test failed at the step named), and `cargo mutants -p snug-core -f 'core/src/supervisor*'
+//! -f 'core/src/supervisor/*.rs'` finds no mutant these tests miss.
 
 use super::*;
 use crate::types::{Pid, Signal, WaitStatus};
@@ -419,4 +423,25 @@ fn r4_failures_and_exec_failure() {
     let mut sup = running(DETACHED);
     script(&mut sup, vec![(0, Event::ExecFailed(2), vec![]), (0, Event::Exited(WaitStatus::Exited(127)), vec![])]);
     assert_eq!(sup.finish(), Some(End::ExecFailed(2)));
+}
+
+/// The binary sets `--timeout` and `--jobs` once its record and options are there, before
+/// the first event (O6, L4).
+#[test]
+fn o6_l4_deadline_and_jobs_set_before_the_first_event() {
+    let mut sup = Sup::new(DETACHED);
+    sup.set_timeout(Some(at(500)));
+    sup.set_jobs_grace(true);
+    assert_eq!(sup.deadline(), Some(at(500)));
+    script(
+        &mut sup,
+        vec![
+            (0, Event::Hello, vec![Effect::StartNetwork]),
+            (0, Event::NetworkUp, vec![order(Order::Go)]),
+            (0, Event::Started { tty: Tty::default() }, vec![]),
+            (10, Event::Exited(WaitStatus::Exited(0)), vec![Effect::Note(Note::JobsGrace)]),
+            (500, Event::Tick, vec![]),
+        ],
+    );
+    assert_eq!(sup.deadline(), Some(at(1010)));
 }

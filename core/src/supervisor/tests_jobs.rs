@@ -246,3 +246,22 @@ fn t12_g2_stopped_time_does_not_count_against_the_grace() {
         ],
     );
 }
+
+/// T5, T1: only a read or a settings change (TTIN, TTOU) before the hand-over asks for the
+/// terminal; any other stop, or one after the hand-over, stops snug's job (a payload's own
+/// `kill(0, SIGTSTP)`, a background job inside reading the pty).
+#[test]
+fn t5_a_stop_that_is_not_a_read_before_the_hand_over_stops_the_job() {
+    let deferred = Config { immediate: false, ..TERMINAL };
+    let mut sup = running(deferred);
+    let stopped = |s| Event::Stopped { sig: s, really: true, tty: FRONT };
+    script(
+        &mut sup,
+        vec![(0, stopped(Signal::TSTP), vec![Effect::Cooked, Effect::StopSelf { sig: Signal::TSTP, group: true }])],
+    );
+    let mut sup = running(TERMINAL);
+    script(
+        &mut sup,
+        vec![(0, stopped(Signal::TTIN), vec![Effect::Cooked, Effect::StopSelf { sig: Signal::TTIN, group: true }])],
+    );
+}
