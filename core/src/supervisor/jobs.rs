@@ -47,7 +47,7 @@ impl<E> Supervisor<E> {
         let key = matches!(sig, Signal::INT | Signal::QUIT | Signal::TSTP) && origin == Origin::Terminal;
         // Before the payload holds the pty's foreground, a key there would reach nobody: it
         // waits with the other signals and goes to the payload's group (or stops the job).
-        if !self.started() || !(self.cfg.terminal && key && tty.copying && tty.has_key) {
+        if !(self.started() && self.cfg.terminal && key && tty.copying && tty.has_key) {
             return false;
         }
         // Not a relay: the pty's line discipline makes the signal.
