@@ -7,6 +7,28 @@
 //! Two effects answer with an event: [`Effect::Raw`] (whether the caller's terminal took raw
 //! mode) with [`Event::Raw`], and [`Effect::StopSelf`] (snug stopped, then continued) with
 //! [`Event::Woke`]; each is the last effect of its batch.
+//!
+//! Where each row is decided:
+//!
+//! | Row | Place |
+//! |-----|-------|
+//! | G1 (once, in order before the fork; own copies dropped) | `signal`, `Phase::Starting`, `started_payload` |
+//! | G2 (grace from receipt; the payload's end wins; no clock while stopped) | `signal`, [`End::rank`], `jobs::woke` |
+//! | G3 (grace over: teardown with the first signal, once) | `Supervisor::tick`, `Supervisor::tear_down` |
+//! | G4 (second INT/TERM/HUP tears down) | [`relay::decide`], `Supervisor::signal` |
+//! | G6 (every signal's answer; CONT once) | [`relay::answer`], `jobs::resume` |
+//! | T1 (immediate or deferred hand-over) | `Supervisor::start`, `jobs::payload_stopped`, `jobs::raw` |
+//! | T2 (keys to the pty; typed keys to snug's group) | `jobs::terminal_key`, `jobs::typed`, [`relay::decide`] |
+//! | T3 (force-quit) | `Supervisor::interrupt` |
+//! | T4, D1 (a process's INT/TERM/HUP, a detached terminal's, get the grace) | [`relay::decide`] |
+//! | T5, T8 (payload stop, `fg`, `bg`, `tostop`) | `jobs::payload_stopped`, `jobs::resume`, `jobs::raw` |
+//! | T10 (one hangup, nohup) | `jobs::terminal_key`, `jobs::hung_up` |
+//! | T12 (stop the sandbox, then snug) | `jobs::halt`, `jobs::halted` |
+//! | L2 (`snug stop`, `snug signal`) | as a signal from a process: `Supervisor::signal` |
+//! | L4 (`--jobs grace`) | `Supervisor::exited` |
+//! | N3 (the payload starts once the network is up) | `Supervisor::on` (`Hello`, `NetworkUp`) |
+//! | O6 (`--timeout` acts as a TERM once) | `Supervisor::tick` |
+//! | R3, R4 (which end snug leaves as) | [`End::rank`], `Supervisor::finish` |
 
 use crate::types::{Signal, WaitStatus};
 use std::time::{Duration, Instant};

@@ -145,7 +145,7 @@ pub enum Effect {
     TearDown(EndedBy),
     /// `--timeout` acts: the TERM that follows is its (O6).
     TimingOut,
-    /// What [`relay::decide`] made of a signal (for `-v` and `--report`, O4, O5).
+    /// What [`super::relay::decide`] made of a signal (for `-v` and `--report`, O4, O5).
     Decided { sig: Signal, origin: Origin, action: Action },
     /// A decision with nothing to carry out, for `-v` (O4).
     Note(Note),
