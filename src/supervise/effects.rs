@@ -30,11 +30,6 @@ impl Supervisor {
                     Err(e) => self.on(Event::Failed(e)),
                 }
             }
-            Effect::PtyKey(sig) => {
-                if let Some(b) = self.bridge.as_mut() {
-                    b.send_key(sig.raw());
-                }
-            }
             Effect::SignalOwnGroup(sig) => {
                 let own = rustix::process::getpgrp().as_raw_nonzero().get();
                 let _ = crate::signals::kill(-own, sig.raw());
@@ -48,29 +43,13 @@ impl Supervisor {
                     let _ = init.signal(libc::SIGCONT);
                 }
             }
-            Effect::Resize => {
-                if let Some(b) = &self.bridge {
-                    b.resize();
-                }
-            }
+            // The core waits for the answer, with or without a terminal.
             Effect::Raw => {
                 let ok = self.bridge.as_mut().is_some_and(|b| b.set_input(true));
                 self.on(Event::Raw(ok));
             }
-            Effect::Cooked => {
-                if let Some(b) = self.bridge.as_mut() {
-                    b.set_input(false);
-                }
-            }
-            Effect::KeysOff => {
-                if let Some(b) = self.bridge.as_mut() {
-                    b.keys_off();
-                }
-            }
-            Effect::ClosePty => {
-                if let Some(b) = self.bridge.as_mut() {
-                    b.close_pty(); // the sandbox's terminal hangs up too (T10)
-                }
+            Effect::PtyKey(_) | Effect::Resize | Effect::Cooked | Effect::KeysOff | Effect::ClosePty => {
+                self.terminal_effect(e)
             }
             Effect::StopSelf { sig, group } => self.stop_self(sig.raw(), group),
             Effect::TearDown(why) => {
@@ -92,6 +71,23 @@ impl Supervisor {
                 log!("decision: {action:?}");
             }
             Effect::Note(n) => note(n),
+        }
+    }
+
+    /// An effect on the caller's terminal or the sandbox's pty (terminal mode).
+    fn terminal_effect(&mut self, e: Effect) {
+        let Some(b) = self.bridge.as_mut() else { return };
+        match e {
+            Effect::PtyKey(sig) => {
+                b.send_key(sig.raw());
+            }
+            Effect::Resize => b.resize(),
+            Effect::Cooked => {
+                b.set_input(false);
+            }
+            Effect::KeysOff => b.keys_off(),
+            Effect::ClosePty => b.close_pty(), // the sandbox's terminal hangs up too (T10)
+            _ => {}
         }
     }
 
