@@ -89,20 +89,27 @@ impl Bridge {
     /// copies keys: the pty gets that key, so its line discipline signals its foreground group
     /// with the payload's own settings (T2). False when the pty has no such key.
     pub fn send_key(&mut self, sig: i32) -> bool {
-        let Some(t) = self.pty_settings().filter(|t| t.local_modes.contains(LocalModes::ISIG)) else { return false };
+        let Some(key) = self.key_for(sig) else { return false };
+        self.to_master.insert(0, key);
+        self.write_master();
+        true
+    }
+
+    /// Whether the pty makes `sig` from a key of its own (ISIG, and VINTR, VQUIT or VSUSP set),
+    /// so that [`Bridge::send_key`] can type it.
+    pub fn has_key(&self, sig: i32) -> bool {
+        self.key_for(sig).is_some()
+    }
+
+    fn key_for(&self, sig: i32) -> Option<u8> {
         let index = match sig {
             libc::SIGINT => SpecialCodeIndex::VINTR,
             libc::SIGQUIT => SpecialCodeIndex::VQUIT,
             libc::SIGTSTP => SpecialCodeIndex::VSUSP,
-            _ => return false,
+            _ => return None,
         };
-        let key = t.special_codes[index];
-        if key == 0 {
-            return false;
-        }
-        self.to_master.insert(0, key);
-        self.write_master();
-        true
+        let t = self.pty_settings().filter(|t| t.local_modes.contains(LocalModes::ISIG))?;
+        Some(t.special_codes[index]).filter(|k| *k != 0)
     }
 
     /// Copy keys from now on (true) or leave the caller's terminal unread (false). The

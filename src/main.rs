@@ -44,7 +44,7 @@ mod tty;
 
 use crate::cli::Command;
 use crate::end::Outcome;
-use crate::report::{EndedBy, Exit, RunRecord};
+use crate::report::{EndedBy, RunRecord};
 
 fn main() {
     // A panic must not unwind (between fork and exec, or through init): abort, as
@@ -98,12 +98,7 @@ fn work() -> ! {
 /// end as it is (that status already says the run failed or was stopped, and is the more
 /// useful one to keep).
 fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) -> Outcome {
-    let exit = |o: &Outcome| match o {
-        Outcome::Status(raw) => Exit::Status(*raw),
-        Outcome::Signal(sig) => Exit::Signal(*sig),
-        Outcome::Fail(e) => Exit::Error(error::code_of(e)),
-    };
-    let ended_by = record.close(exit(&outcome));
+    let ended_by = record.close(&outcome);
     let outcome = match outcome {
         Outcome::Status(_) | Outcome::Signal(_) if ended_by == EndedBy::Timeout => {
             // O6: a timeout is snug's decision, so it says so, once, whatever -v says.
@@ -117,7 +112,7 @@ fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) 
     if let Outcome::Fail(e) = &outcome {
         record.error(error::one_line(e));
     }
-    let Err(e) = sink.write(&record.to_json(ended_by, exit(&outcome))) else { return outcome };
+    let Err(e) = sink.write(&record.to_json(ended_by, &outcome)) else { return outcome };
     let why = error::strerror(e.raw_os_error().unwrap_or(libc::EIO));
     let line = format!("cannot write the report to {}: {why}", sink.label());
     match outcome {

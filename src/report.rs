@@ -10,12 +10,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 use crate::channel::Report;
 use crate::pidfd::Pinned;
-use crate::relay::Action;
 use crate::signals::Delivered;
+use snug_core::supervisor::Action;
 
 pub use crate::report_sink::Sink;
 
@@ -26,46 +24,9 @@ pub const SCHEMA: u32 = 1;
 /// signal storm cannot make the report unbounded (its space is reserved up front).
 pub const MAX_SIGNALS: usize = 256;
 
-/// Who ended the run, decided from what the supervisor recorded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EndedBy {
-    /// The payload's main process exited by itself (any code), no grace running.
-    Payload,
-    /// The payload's main process was killed by a signal, no grace running (a `kill -9` from
-    /// anywhere, its own `abort()`, a ^C the terminal delivered).
-    PayloadSignal,
-    /// A relayed INT/TERM/HUP started the grace and the payload's main process ended within
-    /// it, by a handler or by the signal's default action (G2).
-    RelayedHandled,
-    /// The grace ran out and snug tore the sandbox down (G3).
-    GraceExpired,
-    /// A second INT/TERM/HUP during the grace tore the sandbox down (G4).
-    SecondSignal,
-    /// A second ^C that reached no handler tore the sandbox down (T3).
-    ForceQuit,
-    /// `--timeout` expired before the payload ended (O6); snug exits 124.
-    Timeout,
-    /// `snug stop` (L2), with or without `--now`, before the payload's main process ended.
-    Stop,
-    /// snug's own failure, before or after the payload started (R4), including a payload
-    /// that could not be executed (126, 127).
-    SnugError,
-    /// The kernel's OOM killer killed the payload's main process: the sandbox was at its
-    /// `--memory` bound (K5, O5).
-    Oom,
-}
-
-/// How snug itself ends, for `snug_exit`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    /// A raw wait status (`waitpid(2)`) snug passes on (R3).
-    Status(i32),
-    /// snug dies of this signal.
-    Signal(i32),
-    /// snug's own failure with this exit code (R4).
-    Error(i32),
-}
+pub use crate::end::Outcome;
+/// Who ended the run: the core's vocabulary for it (SPEC O5).
+pub use snug_core::supervisor::EndedBy;
 
 /// Where a signal came from, as `signalfd(2)`'s `ssi_code` tells.
 #[derive(Clone, Copy, Debug)]
@@ -88,8 +49,6 @@ struct SignalEvent {
 pub struct RunRecord {
     start: Instant,
     timeout: Option<Duration>,
-    /// The timeout has not fired yet.
-    armed: bool,
     timed_out: Option<Instant>,
     next_is_timeout: bool,
     /// When `snug stop` asked the run to end (L2).
@@ -131,7 +90,6 @@ impl RunRecord {
         RunRecord {
             start: Instant::now(),
             timeout: None,
-            armed: false,
             timed_out: None,
             next_is_timeout: false,
             stop: None,
@@ -158,22 +116,11 @@ impl RunRecord {
     /// `--timeout`: the deadline is `timeout` after snug's start (so a stuck start-up counts).
     pub fn arm(&mut self, timeout: Option<Duration>) {
         self.timeout = timeout;
-        self.armed = timeout.is_some();
     }
 
-    /// The timeout's deadline while it has not fired: the supervisor's poll waits at most
-    /// until then.
+    /// The timeout's deadline: the supervisor's core acts on it (O6).
     pub fn deadline(&self) -> Option<Instant> {
-        self.timeout.filter(|_| self.armed).map(|t| self.start + t)
-    }
-
-    /// Whether the timeout is due at `now`; true once, then it is disarmed.
-    pub fn timeout_due(&mut self, now: Instant) -> bool {
-        if self.deadline().is_some_and(|d| now >= d) {
-            self.armed = false;
-            return true;
-        }
-        false
+        self.timeout.map(|t| self.start + t)
     }
 
     /// The supervisor acts on the timeout: the run ends by it unless the payload ends first,
@@ -195,7 +142,7 @@ impl RunRecord {
         self.stop.get_or_insert_with(Instant::now);
     }
 
-    /// A signal snug received (or the timeout's TERM) and what [`crate::relay::decide`] made
+    /// A signal snug received (or the timeout's TERM) and what [`snug_core::supervisor::relay::decide`] made
     /// of it. A relay with grace starts the grace.
     pub fn signal(&mut self, got: &Delivered, action: Action) {
         let now = Instant::now();
@@ -212,15 +159,7 @@ impl RunRecord {
         if action == Action::RelayWithGrace && self.grace.is_none() {
             self.grace = Some(now);
         }
-        let action = match action {
-            Action::Relay => "relay",
-            Action::Key => "key",
-            Action::RelayWithGrace => "relay_with_grace",
-            Action::Teardown => "teardown",
-            Action::Stop => "stop_sandbox",
-            Action::Resume => "resume",
-            Action::Drop => "drop",
-        };
+        let action = action.name();
         self.push(SignalEvent { sig: got.sig, origin, at: now - self.start, action });
     }
 
@@ -278,9 +217,9 @@ impl RunRecord {
     }
 
     /// Close the record: who ended the run, given how snug ends.
-    pub fn close(&mut self, exit: Exit) -> EndedBy {
+    pub fn close(&mut self, outcome: &Outcome) -> EndedBy {
         self.end.get_or_insert_with(Instant::now);
-        if let Exit::Error(_) = exit {
+        if let Outcome::Fail(_) = outcome {
             return EndedBy::SnugError;
         }
         // Only what happened before the payload's main process ended can have ended it.

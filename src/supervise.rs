@@ -1,35 +1,34 @@
 //! Supervise: one poll loop on snug's signalfd, the init channel, bwrap's pidfd and stderr,
 //! with the grace as the poll timeout from a monotonic deadline. No threads, no sleeps: snug
 //! is blocked in the kernel while the payload runs (SPEC B5).
+//!
+//! The loop decides nothing: it decodes what the kernel, init and the bridge said into
+//! [`snug_core::supervisor::Event`]s ([`decode`]), asks the run's state
+//! ([`snug_core::supervisor::Supervisor`], where every row is decided) and carries out the
+//! effects it returns ([`effects`]). This struct holds only descriptors and handles.
 
 use crate::bridge::Bridge;
-use crate::channel::{Channel, Order, Outbox, Received, Report, Resume};
-use crate::error::{failure, INTERNAL};
+use crate::channel::{Channel, Outbox};
 use crate::log::log;
 use crate::mode::Mode;
 use crate::pidfd::Pinned;
-use crate::relay::{decide, Action};
-use crate::report::{EndedBy, RunRecord};
-use crate::signals::signame;
+use crate::report::RunRecord;
 use crate::signals::SignalFd;
 use crate::start::Nest;
-use ending::{End, Ending};
-use sandbox::{Sandbox, Start};
+use snug_core::supervisor::{Config, Event};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+mod decode;
+mod effects;
 mod ending;
-mod jobs;
 mod live;
 mod sandbox;
-mod terminal;
-
-/// The grace: a constant, no flag, no profile key (SPEC G2).
-pub const GRACE: Duration = Duration::from_millis(1000);
-/// A second ^C within this of one the payload did not end on is a force-quit (SPEC T3).
-const FORCE_QUIT: Duration = Duration::from_millis(1000);
 
 pub use crate::end::Outcome;
+
+/// The run's decisions, with snug's own failure as the error.
+type Core = snug_core::supervisor::Supervisor<anyhow::Error>;
 
 /// Called once init is up, with init pinned; starts the network before the payload (N3) and
 /// hands over pasta, which the supervisor stops when the sandbox ends (N2).
@@ -55,9 +54,10 @@ mod slot {
     pub const FIXED: usize = 7;
 }
 
-/// Everything the loop watches, and what it learned.
+/// The descriptors and handles the loop watches and acts on; the run's state is `core`.
 pub struct Supervisor {
-    mode: Mode,
+    /// Every decision, and the state they read.
+    core: Core,
     /// bwrap, pid 1 of the outer namespace (pinned): killing it tears the sandbox down.
     bwrap: Pinned,
     bwrap_err: Option<OwnedFd>,
@@ -71,44 +71,32 @@ pub struct Supervisor {
     signals: SignalFd,
     /// The caller's terminal and the sandbox's pty, in terminal mode (SPEC T).
     bridge: Option<Bridge>,
-    /// The payload's side holds the pty's foreground (by snug's decision): the hand-over
-    /// happened, immediately or deferred (T1).
-    handed: bool,
-    /// The payload stopped reading or setting its terminal while snug's job was in the
-    /// background: `fg` hands it over (T1, T8).
-    wants_terminal: bool,
     on_init: OnInit,
+    /// The payload's name, for 126/127 messages.
     cmd: String,
-    /// From init's hello on.
-    sandbox: Option<Sandbox>,
+    /// Init, from its hello on.
+    init: Option<Pinned>,
+    /// The payload's main process, once init reported it forked and its pidfd came through.
+    payload: Option<Pinned>,
     /// pasta with `@net`, once attached.
     pasta: Option<crate::net::Pasta>,
-    /// Whether init reported the payload forked; signals before that wait in it.
-    start: Start,
-    /// Deadline and the signal that started the grace.
-    grace: Option<(Instant, i32)>,
-    /// How the run ends, once something ended it.
-    ending: Ending,
-    /// The last ^C that reached no handler (T3).
-    last_unanswered: Option<Instant>,
-    /// How the sandbox was stopped by snug, for the next continue (T5, T12).
-    stopped: Option<Resume>,
-    /// A job-control signal snug received and waits for init's [`Report::Halted`] to stop
-    /// itself with (T12).
-    halting: Option<i32>,
-    /// What happened, for `--report`; also holds the `--timeout` deadline (O5, O6).
+    /// What happened, for `--report` (O5).
     record: RunRecord,
     /// The run's control socket (SPEC L1, L5), polled with the rest.
     control: Option<crate::live::server::Server>,
-    /// What happens to other sandbox processes at the main process's exit (L4).
-    at_main_exit: crate::live::Jobs,
 }
 
 impl Supervisor {
     /// A supervisor for a started nest; `cmd` names the payload in 126/127 messages.
     pub fn new(mode: Mode, nest: Nest, chan: Channel, signals: SignalFd, cmd: String, on_init: OnInit) -> Supervisor {
+        let cfg = Config {
+            terminal: matches!(mode, Mode::Terminal { .. }),
+            immediate: matches!(mode, Mode::Terminal { immediate: true }),
+            hup_ignored: crate::signals::ignored(libc::SIGHUP),
+            ..Config::default()
+        };
         Supervisor {
-            mode,
+            core: Core::new(cfg),
             bwrap: nest.pid1,
             bwrap_err: Some(nest.bwrap_err),
             bwrap_said: Vec::new(),
@@ -117,28 +105,30 @@ impl Supervisor {
             outbox: Outbox::default(),
             signals,
             bridge: None,
-            handed: matches!(mode, Mode::Terminal { immediate: true }),
-            wants_terminal: false,
             on_init,
             cmd,
-            sandbox: None,
+            init: None,
+            payload: None,
             pasta: None,
-            start: Start::Pending(Vec::new()),
-            grace: None,
-            ending: Ending::default(),
-            last_unanswered: None,
-            stopped: None,
-            halting: None,
             record: RunRecord::default(),
             control: None,
-            at_main_exit: crate::live::Jobs::Kill,
         }
+    }
+
+    /// Attach the bridge (terminal mode). An immediate hand-over goes raw now, before the
+    /// payload starts, so that typeahead reaches it (T1, T14).
+    pub fn terminal(mut self, bridge: Option<Bridge>) -> Supervisor {
+        self.bridge = bridge;
+        let fx = self.core.start();
+        self.carry_out(fx);
+        self
     }
 
     /// Run until the sandbox is gone, give the terminal back (T7) and say how to end; fills
     /// in `record` as it goes (O5).
     pub fn run(mut self, record: RunRecord) -> (Outcome, RunRecord) {
         self.record = record;
+        self.core.set_timeout(self.record.deadline());
         if let Some(c) = &self.control {
             self.record.name(c.name()); // a generated name may have been drawn again (L1)
         }
@@ -154,16 +144,23 @@ impl Supervisor {
         if let Some(b) = self.bridge.as_mut() {
             b.drain();
         }
-        let outcome = self.outcome();
+        let end = self.core.finish();
+        let outcome = self.outcome(end);
         self.finish_control(&outcome);
         (outcome, self.record)
     }
 
+    /// Decide on `event` and carry out what was decided.
+    fn on(&mut self, event: Event<anyhow::Error>) {
+        let fx = self.core.on(Instant::now(), event);
+        self.carry_out(fx);
+    }
+
     /// One poll round; true once the outer namespace is gone.
     fn step(&mut self) -> bool {
-        // The next deadline: the grace's or `--timeout`'s (O6), whichever comes first.
+        // The next deadline: the core's (grace, `--timeout`) or the bridge's held keys.
         let held_keys = self.bridge.as_ref().and_then(Bridge::deadline);
-        let deadline = self.grace.map(|(d, _)| d).into_iter().chain(self.record.deadline()).chain(held_keys).min();
+        let deadline = self.core.deadline().into_iter().chain(held_keys).min();
         let timeout = match deadline {
             Some(deadline) => deadline.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000) as i32,
             None => -1,
@@ -195,13 +192,7 @@ impl Supervisor {
         }
         if fds[slot::SIGNALS].revents != 0 {
             while let Some(got) = self.signals.read() {
-                // snug's own copy of a key it sent to its group ([`Supervisor::on_typed`]).
-                let own = !got.by_terminal() && got.pid == std::process::id();
-                if own && matches!(got.sig, libc::SIGINT | libc::SIGQUIT) {
-                    log!("dropped {}: snug's own, sent to its group with a key (R3)", signame(got.sig));
-                    continue;
-                }
-                self.on_signal(got);
+                self.on_delivered(got);
             }
         }
         if fds[slot::BWRAP_ERR].revents != 0 {
@@ -217,19 +208,9 @@ impl Supervisor {
                 self.on_bridge(e);
             }
         }
-        // `--timeout` (O6): what a TERM from a process does, unless a grace runs or the payload ended.
-        if self.record.timeout_due(Instant::now()) && self.grace.is_none() && !self.ending.payload_ended() {
-            self.record.timing_out();
-            self.on_signal(crate::signals::Delivered { sig: libc::SIGTERM, code: 0, pid: std::process::id() });
-        }
+        self.on(Event::Tick);
         self.on_control(&fds[control_at..]);
-        if let (Some((deadline, sig)), false) = (self.grace, self.ending.torn_down()) {
-            if Instant::now() >= deadline {
-                log!("grace over after {} ms", GRACE.as_millis());
-                self.teardown(sig, EndedBy::GraceExpired);
-            }
-        }
-        if fds[slot::BWRAP].revents != 0 || self.ending.torn_down() {
+        if fds[slot::BWRAP].revents != 0 || self.core.torn_down() {
             self.read_reports(); // what init said before it went
             while self.bwrap_err.is_some() {
                 self.read_bwrap_err();
@@ -237,157 +218,5 @@ impl Supervisor {
             return true;
         }
         false
-    }
-
-    fn read_reports(&mut self) {
-        loop {
-            match self.chan.recv_report(true) {
-                Ok(Received::Packet(Some(r), fd)) => self.on_report(r, fd),
-                Ok(Received::Packet(None, _)) => {}
-                Ok(Received::Empty) => return,
-                // Init is gone: a hung-up socket polls readable forever, so stop watching it
-                // (otherwise the loop spins until bwrap is reaped, B5).
-                Ok(Received::Closed) | Err(_) => {
-                    self.chan_open = false;
-                    return;
-                }
-            }
-        }
-    }
-
-    fn on_report(&mut self, r: Report, fd: Option<OwnedFd>) {
-        self.record.report(r);
-        match r {
-            Report::Hello => self.on_hello(fd),
-            Report::Started(sandbox_pid) => {
-                let payload = fd.and_then(|fd| Pinned::adopt(fd).ok());
-                let host = payload.as_ref().map_or(0, |p| p.host_pid);
-                log!("payload started: pid {host} (pid {sandbox_pid} in the sandbox)");
-                self.on_started(payload);
-            }
-            Report::Stopped(sig) => self.on_stopped(sig),
-            Report::Halted => self.on_halted(),
-            Report::Interrupt(unanswered) => self.on_interrupt(unanswered),
-            Report::Exited(status) => {
-                log!("payload ended: {}", describe(status));
-                // Keys typed from now on are the caller's shell's, not the sandbox's; the
-                // terminal stays raw until the pty is drained, so its last bytes are not
-                // translated twice (T14).
-                if let Some(b) = self.bridge.as_mut() {
-                    b.keys_off();
-                }
-                self.ending.note(End::Payload(status));
-                self.on_main_exit();
-            }
-            Report::Empty => log!("sandbox empty"),
-            Report::Leaving(_) => {}
-            Report::ExecFailed(e) => self.ending.note(End::ExecFailed(e)),
-            Report::InitFailed(e) => {
-                let code = crate::error::errno_code(e, INTERNAL);
-                let hint = if e == libc::EAGAIN { crate::bounds::cap_hint() } else { String::new() };
-                let e = failure(code, format!("sandbox init failed: {}{hint}", crate::error::strerror(e)));
-                self.ending.note(End::Failed(e));
-            }
-        }
-    }
-
-    fn on_hello(&mut self, fd: Option<OwnedFd>) {
-        let Some(init) = fd.and_then(|fd| Pinned::adopt(fd).ok()) else {
-            return self.fail(failure(INTERNAL, "sandbox init sent no usable pidfd"));
-        };
-        let pid = init.host_pid;
-        log!(
-            "tree: bwrap pid {} (pid 1 of the outer namespace), init pid {pid} (pid 1 of the sandbox, leads its group)",
-            self.bwrap.host_pid
-        );
-        let net = (self.on_init)(&init);
-        self.sandbox = Some(Sandbox { init, payload: None });
-        match net {
-            Ok(pasta) => self.pasta = pasta,
-            Err(e) => return self.fail(e),
-        }
-        self.order(Order::Go);
-    }
-
-    fn on_signal(&mut self, got: crate::signals::Delivered) {
-        let origin = if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
-        log!("received {} from {origin} (si_code {})", signame(got.sig), got.code);
-        if self.on_terminal_key(&got) {
-            return;
-        }
-        if got.sig == libc::SIGWINCH && got.by_terminal() {
-            if let Some(b) = &self.bridge {
-                // The caller's window changed: the pty's size follows, and the kernel tells
-                // the pty's foreground itself (T1).
-                b.resize();
-                return log!("window size copied to the sandbox's terminal");
-            }
-        }
-        let action = decide(&got, self.mode, self.grace.is_some());
-        self.record.signal(&got, action);
-        if got.sig == libc::SIGHUP && got.by_terminal() {
-            log!("hangup from the kernel: the terminal went away (never a key, T10)");
-        }
-        log!("decision: {action:?}");
-        match action {
-            Action::RelayWithGrace => {
-                // The deadline counts from receipt, also when init is not up yet (G3).
-                self.grace = Some((Instant::now() + GRACE, got.sig));
-                log!("grace started: {} ms", GRACE.as_millis());
-            }
-            Action::Teardown => {
-                log!("second {} during the grace: teardown", signame(got.sig));
-                let first = self.grace.map_or(got.sig, |(_, s)| s);
-                return self.teardown(first, EndedBy::SecondSignal);
-            }
-            Action::Drop => return,
-            // Stopping cannot wait for the payload: a job the shell lists as stopped never
-            // runs on (T12). Init takes the order whenever it reads it.
-            Action::Stop => return self.halt(got.sig),
-            Action::Relay | Action::Key | Action::Resume => {}
-        }
-        match &mut self.start {
-            Start::Pending(pending) => pending.push((action, got.sig)),
-            Start::Started => self.apply(action, got.sig),
-        }
-    }
-
-    fn apply(&mut self, action: Action, sig: i32) {
-        match action {
-            Action::Relay => self.relay(sig),
-            Action::RelayWithGrace => {
-                // Tell init first: the payload may end of this very signal (G2).
-                self.order(Order::Grace);
-                self.relay(sig);
-            }
-            Action::Key => {
-                self.order(Order::Key(sig));
-                log!(
-                    "relayed the terminal's {} to the payload's process group (the hand-over is deferred)",
-                    signame(sig)
-                );
-            }
-            Action::Resume => self.resume(),
-            Action::Teardown | Action::Drop | Action::Stop => {}
-        }
-    }
-
-    /// Relay through init, which signals every sandbox process (see [`Order::Signal`]).
-    fn relay(&mut self, sig: i32) {
-        self.order(Order::Signal(sig));
-        log!("relayed {} to every sandbox process (through init)", signame(sig));
-    }
-
-    fn order(&mut self, o: Order) {
-        self.outbox.send(&self.chan, o);
-    }
-}
-
-/// A raw wait status in words, for `-v`.
-fn describe(status: i32) -> String {
-    if libc::WIFSIGNALED(status) {
-        format!("killed by {}", signame(libc::WTERMSIG(status)))
-    } else {
-        format!("exit {}", libc::WEXITSTATUS(status))
     }
 }

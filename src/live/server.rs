@@ -28,7 +28,7 @@ pub trait Host {
     ///
     /// # Errors
     /// Why not now (not started yet, ending).
-    fn exec(&mut self) -> Result<OwnedFd, String>;
+    fn exec(&mut self) -> anyhow::Result<OwnedFd>;
 }
 
 struct Conn {

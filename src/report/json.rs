@@ -4,12 +4,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::{EndedBy, Exit, Origin, RunRecord, SCHEMA};
+use super::{EndedBy, Origin, Outcome, RunRecord, SCHEMA};
 
 impl RunRecord {
     /// The report: one JSON object (README.md, "Reports") on one line, keys in the
     /// documented order, with a final newline.
-    pub fn to_json(&self, ended_by: EndedBy, exit: Exit) -> String {
+    pub fn to_json(&self, ended_by: EndedBy, outcome: &Outcome) -> String {
         let ms = |d: Duration| d.as_millis() as u64;
         let end = self.end.unwrap_or_else(Instant::now);
         let signals = self
@@ -31,11 +31,11 @@ impl RunRecord {
             schema: SCHEMA,
             version: env!("CARGO_PKG_VERSION"),
             name: self.name.as_deref(),
-            ended_by,
-            snug_exit: match exit {
-                Exit::Status(raw) => Status::of(raw),
-                Exit::Signal(sig) => Status::signal(sig),
-                Exit::Error(code) => Status::Code { code },
+            ended_by: ended_by.name(),
+            snug_exit: match outcome {
+                Outcome::Status(raw) => Status::of(*raw),
+                Outcome::Signal(sig) => Status::signal(*sig),
+                Outcome::Fail(e) => Status::Code { code: crate::error::code_of(e) },
             },
             payload: self.payload.map(|(_, raw)| Status::of(raw)),
             error: self.error.as_deref(),
@@ -73,7 +73,7 @@ impl RunRecord {
                 cpu_ms: u.cpu_ms,
                 cpu_of: u.cpu_of,
             }),
-            reason: self.reason(ended_by, exit),
+            reason: self.reason(ended_by, outcome),
             durations_ms: Durations {
                 startup: self.started.map(|s| ms(s - self.start)),
                 run: self.started.map(|s| ms(payload_end.saturating_duration_since(s))),
@@ -95,7 +95,7 @@ struct ReportOut<'a> {
     schema: u32,
     version: &'static str,
     name: Option<&'a str>,
-    ended_by: EndedBy,
+    ended_by: &'static str,
     snug_exit: Status,
     payload: Option<Status>,
     error: Option<&'a str>,

@@ -1,6 +1,6 @@
 //! The report's `reason`: who ended the run and why, in one line of plain words (SPEC O5).
 
-use super::{EndedBy, Exit, Origin, RunRecord};
+use super::{EndedBy, Origin, Outcome, RunRecord};
 
 /// `1.5 s`, `90 s`, `300 ms`.
 pub(super) fn seconds(d: std::time::Duration) -> String {
@@ -36,7 +36,7 @@ impl RunRecord {
     }
 
     /// One line in plain words: who ended the run, how the payload ended, and a bound it hit.
-    pub(super) fn reason(&self, ended_by: EndedBy, exit: Exit) -> String {
+    pub(super) fn reason(&self, ended_by: EndedBy, outcome: &Outcome) -> String {
         let payload = self.payload.map(|(_, st)| status(st));
         let mut line = match ended_by {
             EndedBy::Oom => {
@@ -63,8 +63,8 @@ impl RunRecord {
             }
             EndedBy::Stop => "snug stop ended the run".into(),
             EndedBy::SnugError => {
-                let code = match exit {
-                    Exit::Error(c) => format!(" (exit {c})"),
+                let code = match outcome {
+                    Outcome::Fail(e) => format!(" (exit {})", crate::error::code_of(e)),
                     _ => String::new(),
                 };
                 format!("snug failed{code}: {}", self.error.as_deref().unwrap_or("see its stderr"))

@@ -1,27 +1,18 @@
 //! The supervisor as the control socket's host (SPEC L1–L4): `snug stop` and `snug signal`
-//! enter [`Supervisor::on_signal`] exactly as a signal from a process does (G1–G6), and
-//! `snug exec` gets a socket to init.
+//! enter the core exactly as a signal from a process does (G1–G6), and `snug exec` gets a
+//! socket to init.
 
 use super::Supervisor;
 use crate::channel::Order;
 use crate::live::server::Host;
 use crate::live::Jobs;
 use crate::signals::Delivered;
+use anyhow::{anyhow, bail};
 use rustix::fd::{AsFd, OwnedFd};
 
 impl Host for Supervisor {
     fn state(&self) -> &'static str {
-        if self.halting.is_some() || self.stopped.is_some() {
-            "stopped"
-        } else if self.grace.is_some() {
-            "grace"
-        } else if self.ending.payload_ended() {
-            "jobs"
-        } else if !self.started() {
-            "starting"
-        } else {
-            "running"
-        }
+        self.core.state()
     }
 
     fn init_pid(&self) -> Option<i32> {
@@ -30,7 +21,7 @@ impl Host for Supervisor {
 
     fn signal(&mut self, sig: i32, from: i32) -> String {
         // `si_code` SI_USER (0): from a process, never a terminal key.
-        self.on_signal(Delivered { sig, code: 0, pid: from.max(0) as u32 });
+        self.on_delivered(Delivered { sig, code: 0, pid: from.max(0) as u32 });
         format!("{} sent", crate::signals::signame(sig))
     }
 
@@ -38,18 +29,18 @@ impl Host for Supervisor {
         self.record.stopping();
     }
 
-    fn exec(&mut self) -> Result<OwnedFd, String> {
-        if self.init().is_none() || !self.started() {
-            return Err("the sandbox is still starting".into());
+    fn exec(&mut self) -> anyhow::Result<OwnedFd> {
+        if let Some(why) = self.core.exec_refusal() {
+            bail!(why);
         }
-        if self.ending.torn_down() || !self.chan_open {
-            return Err("the sandbox is ending".into());
+        if !self.chan_open {
+            bail!("the sandbox is ending");
         }
-        let (ours, theirs) = crate::live::socket::pair().map_err(|e| format!("socketpair: {e}"))?;
+        let (ours, theirs) = crate::live::socket::pair().map_err(|e| anyhow!("socketpair: {e}"))?;
         match self.chan.order_with_fd(Order::Exec, theirs.as_fd()) {
             Ok(true) => Ok(ours),
-            Ok(false) => Err("the sandbox init is busy (stopped?)".into()),
-            Err(e) => Err(format!("the sandbox init is gone: {e}")),
+            Ok(false) => Err(anyhow!("the sandbox init is busy (stopped?)")),
+            Err(e) => Err(anyhow!("the sandbox init is gone: {e}")),
         }
     }
 }
@@ -58,7 +49,7 @@ impl Supervisor {
     /// Attach this run's control socket (SPEC L1) and what `--jobs` asked (L4).
     pub fn live(mut self, server: Option<crate::live::server::Server>, jobs: Jobs) -> Supervisor {
         self.control = server;
-        self.at_main_exit = jobs;
+        self.core.set_jobs_grace(jobs == Jobs::Grace);
         self
     }
 
@@ -76,15 +67,6 @@ impl Supervisor {
         if let Some(mut s) = self.control.take() {
             s.on_ready(ready, self);
             self.control = Some(s);
-        }
-    }
-
-    /// The payload's main process ended: with `--jobs grace`, what is left gets init's TERM
-    /// (sent by init itself) and the 1.0 s grace from now (L4).
-    pub(super) fn on_main_exit(&mut self) {
-        if self.at_main_exit == Jobs::Grace && self.grace.is_none() {
-            self.grace = Some((std::time::Instant::now() + super::GRACE, libc::SIGTERM));
-            crate::log::log!("--jobs grace: what is left got SIGTERM; grace started: {} ms", super::GRACE.as_millis());
         }
     }
 

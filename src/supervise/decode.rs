@@ -1,0 +1,137 @@
+//! From what the kernel, init and the bridge said to the core's events: a signal with its
+//! origin and the caller's terminal as it is now, a report checked before it is believed
+//! (DESIGN.md, "Channel"). Nothing here decides what to do.
+
+use super::Supervisor;
+use crate::bridge;
+use crate::channel::{Received, Report};
+use crate::error::{failure, INTERNAL};
+use crate::log::log;
+use crate::pidfd::Pinned;
+use crate::signals::{signame, Delivered};
+use snug_core::supervisor::{Event, Origin, Tty};
+use snug_core::{Pid, Signal, WaitStatus};
+use std::os::fd::OwnedFd;
+
+impl Supervisor {
+    /// Everything init sent, until its socket is empty or closed.
+    pub(super) fn read_reports(&mut self) {
+        loop {
+            match self.chan.recv_report(true) {
+                Ok(Received::Packet(Some(r), fd)) => self.on_report(r, fd),
+                Ok(Received::Packet(None, _)) => {}
+                Ok(Received::Empty) => return,
+                // Init is gone: a hung-up socket polls readable forever, so stop watching it
+                // (otherwise the loop spins until bwrap is reaped, B5).
+                Ok(Received::Closed) | Err(_) => {
+                    self.chan_open = false;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_report(&mut self, r: Report, fd: Option<OwnedFd>) {
+        self.record.report(r);
+        let event = match r {
+            Report::Hello => match fd.and_then(|fd| Pinned::adopt(fd).ok()) {
+                Some(init) => {
+                    log!(
+                        "tree: bwrap pid {} (pid 1 of the outer namespace), init pid {} (pid 1 of the sandbox, leads its group)",
+                        self.bwrap.host_pid,
+                        init.host_pid
+                    );
+                    self.init = Some(init);
+                    Event::Hello
+                }
+                None => Event::Failed(failure(INTERNAL, "sandbox init sent no usable pidfd")),
+            },
+            Report::Started(sandbox_pid) => {
+                self.payload = fd.and_then(|fd| Pinned::adopt(fd).ok());
+                let host = self.payload.as_ref().map_or(0, |p| p.host_pid);
+                log!("payload started: pid {host} (pid {sandbox_pid} in the sandbox)");
+                Event::Started { tty: self.tty(None) }
+            }
+            Report::Stopped(sig) => {
+                // A hint from inside: believed only if the payload really is stopped.
+                let state = self.payload.as_ref().and_then(Pinned::state);
+                log!("payload stopped by {} (state {state:?})", signame(sig));
+                let really = matches!(state, Some('T') | Some('t'));
+                Event::Stopped { sig: Signal(sig), really, tty: self.tty(None) }
+            }
+            Report::Halted => Event::Halted,
+            Report::Interrupt(unanswered) => Event::Interrupt { unanswered },
+            Report::Exited(status) => {
+                let status = WaitStatus::from_raw(status);
+                log!("payload ended: {}", describe(status));
+                Event::Exited(status)
+            }
+            Report::Empty => return log!("sandbox empty"),
+            Report::Leaving(_) => return,
+            Report::ExecFailed(e) => Event::ExecFailed(e),
+            Report::InitFailed(e) => {
+                let code = crate::error::errno_code(e, INTERNAL);
+                let hint = if e == libc::EAGAIN { crate::bounds::cap_hint() } else { String::new() };
+                Event::InitFailed(failure(code, format!("sandbox init failed: {}{hint}", crate::error::strerror(e))))
+            }
+        };
+        self.on(event);
+    }
+
+    /// A signal from snug's signalfd, or one a control client asked for (L2).
+    pub(super) fn on_delivered(&mut self, got: Delivered) {
+        let origin = if got.by_terminal() {
+            Origin::Terminal
+        } else if got.pid == std::process::id() {
+            Origin::Own
+        } else {
+            Origin::Process(i32::try_from(got.pid).ok().filter(|p| *p > 0).map(Pid))
+        };
+        let from = if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
+        log!("received {} from {from} (si_code {})", signame(got.sig), got.code);
+        let sig = Signal(got.sig);
+        self.on(Event::Signal { sig, origin, tty: self.tty(Some(sig)) });
+    }
+
+    /// What the bridge saw.
+    pub(super) fn on_bridge(&mut self, e: bridge::Event) {
+        let event = match e {
+            bridge::Event::Typed(sig) => Event::Typed(Signal(sig)),
+            bridge::Event::HungUp => {
+                log!("the caller's terminal went away");
+                Event::HungUp
+            }
+            bridge::Event::Tostop => {
+                log!("output waits: snug's job is in the background and the caller set tostop (T8)");
+                Event::Tostop
+            }
+        };
+        self.on(event);
+    }
+
+    /// The caller's terminal now, for a decision that depends on it; `key`: whether the pty
+    /// makes that signal from a key of its own.
+    fn tty(&self, key: Option<Signal>) -> Tty {
+        let Some(b) = &self.bridge else { return Tty::default() };
+        Tty {
+            in_front: b.tty.in_front(),
+            copying: b.input(),
+            hung_up: b.hung_up(),
+            has_key: key.is_some_and(|s| b.has_key(s.raw())),
+        }
+    }
+
+    /// Init, from its hello on.
+    pub(super) fn init(&self) -> Option<&Pinned> {
+        self.init.as_ref()
+    }
+}
+
+/// A wait status in words, for `-v`.
+fn describe(status: WaitStatus) -> String {
+    match status {
+        WaitStatus::Signaled { sig, .. } => format!("killed by {}", signame(sig.raw())),
+        WaitStatus::Exited(code) => format!("exit {code}"),
+        other => format!("{other:?}"),
+    }
+}

@@ -1,0 +1,175 @@
+//! Carrying out what the core decided, in order, and saying it under `-v` (O4). Nothing here
+//! decides: each effect is one system call or a few, and the two that answer ([`Effect::Raw`],
+//! [`Effect::StopSelf`]) hand their answer back to the core as an event.
+
+use super::Supervisor;
+use crate::channel;
+use crate::log::log;
+use crate::signals::{signame, Delivered, SI_KERNEL};
+use snug_core::supervisor::{Effect, Event, Note, Order, Origin, Resume, FORCE_QUIT, GRACE};
+use std::time::Instant;
+
+impl Supervisor {
+    /// Carry out `fx`, in order.
+    pub(super) fn carry_out(&mut self, fx: Vec<Effect>) {
+        for e in fx {
+            self.effect(e);
+        }
+    }
+
+    fn effect(&mut self, e: Effect) {
+        match e {
+            Effect::Order(o) => self.order(o),
+            Effect::StartNetwork => {
+                let Some(init) = self.init.as_ref() else { return };
+                match (self.on_init)(init) {
+                    Ok(pasta) => {
+                        self.pasta = pasta;
+                        self.on(Event::NetworkUp);
+                    }
+                    Err(e) => self.on(Event::Failed(e)),
+                }
+            }
+            Effect::SignalOwnGroup(sig) => {
+                let own = rustix::process::getpgrp().as_raw_nonzero().get();
+                let _ = crate::signals::kill(-own, sig.raw());
+                log!(
+                    "typed {}: the sandbox's terminal signals its foreground; sent to snug's own process group {own} too",
+                    signame(sig.raw())
+                );
+            }
+            Effect::ContinueInit => {
+                if let Some(init) = self.init() {
+                    let _ = init.signal(libc::SIGCONT);
+                }
+            }
+            // The core waits for the answer, with or without a terminal.
+            Effect::Raw => {
+                let ok = self.bridge.as_mut().is_some_and(|b| b.set_input(true));
+                self.on(Event::Raw(ok));
+            }
+            Effect::PtyKey(_) | Effect::Resize | Effect::Cooked | Effect::KeysOff | Effect::ClosePty => {
+                self.terminal_effect(e)
+            }
+            Effect::StopSelf { sig, group } => self.stop_self(sig.raw(), group),
+            Effect::TearDown(why) => {
+                // Killing bwrap, pid 1 of the outer namespace: the kernel kills and reaps
+                // everything below before bwrap's own exit is seen (`zap_pid_ns_processes` in
+                // `kernel/pid_namespace.c`).
+                log!("teardown");
+                self.record.teardown(why, self.init.as_ref());
+                let _ = self.bwrap.signal(libc::SIGKILL);
+            }
+            Effect::TimingOut => self.record.timing_out(),
+            Effect::Decided { sig, origin, action } => {
+                let (code, pid) = match origin {
+                    Origin::Terminal => (SI_KERNEL, 0),
+                    Origin::Own => (0, std::process::id()),
+                    Origin::Process(pid) => (0, pid.map_or(0, |p| p.raw() as u32)),
+                };
+                self.record.signal(&Delivered { sig: sig.raw(), code, pid }, action);
+                log!("decision: {action:?}");
+            }
+            Effect::Note(n) => note(n),
+        }
+    }
+
+    /// An effect on the caller's terminal or the sandbox's pty (terminal mode).
+    fn terminal_effect(&mut self, e: Effect) {
+        let Some(b) = self.bridge.as_mut() else { return };
+        match e {
+            Effect::PtyKey(sig) => {
+                b.send_key(sig.raw());
+            }
+            Effect::Resize => b.resize(),
+            Effect::Cooked => {
+                b.set_input(false);
+            }
+            Effect::KeysOff => b.keys_off(),
+            Effect::ClosePty => b.close_pty(), // the sandbox's terminal hangs up too (T10)
+            _ => {}
+        }
+    }
+
+    /// Send `o` to init, or queue it while init's socket is full.
+    fn order(&mut self, o: Order) {
+        let wire = match o {
+            Order::Go => channel::Order::Go,
+            Order::Grace => channel::Order::Grace,
+            Order::Signal(s) => {
+                log!("relayed {} to every sandbox process (through init)", signame(s.raw()));
+                channel::Order::Signal(s.raw())
+            }
+            Order::Key(s) => {
+                log!(
+                    "relayed the terminal's {} to the payload's process group (the hand-over is deferred)",
+                    signame(s.raw())
+                );
+                channel::Order::Key(s.raw())
+            }
+            Order::Stop => {
+                log!("stopping every sandbox process before snug stops");
+                channel::Order::Stop
+            }
+            Order::Continue(how) => {
+                log!("continued the sandbox ({how:?})");
+                channel::Order::Continue(match how {
+                    Resume::Job => channel::Resume::Job,
+                    Resume::All => channel::Resume::All,
+                })
+            }
+            Order::Front(true) => {
+                log!("hand-over: the payload holds its terminal's foreground; snug copies the caller's keys");
+                channel::Order::Front(true)
+            }
+            Order::Front(false) => {
+                log!("take-back: init holds the pty's foreground");
+                channel::Order::Front(false)
+            }
+            Order::Typed(s) => channel::Order::Typed(s.raw()),
+        };
+        self.outbox.send(&self.chan, wire);
+    }
+
+    /// Stop snug (and its group when `group`) until continued; tell the core how long that
+    /// took (the grace's clock does not run meanwhile, G2).
+    fn stop_self(&mut self, sig: i32, group: bool) {
+        log!("stopping snug{} with {}", if group { "'s process group" } else { "" }, signame(sig));
+        if let Some(b) = self.bridge.as_mut() {
+            b.flush();
+        }
+        let since = Instant::now();
+        crate::signals::stop_with(sig, group);
+        let paused = since.elapsed();
+        if let Some(b) = self.bridge.as_mut() {
+            b.stopped();
+        }
+        log!("snug continued after {} ms", paused.as_millis());
+        self.on(Event::Woke { paused });
+    }
+}
+
+/// A decision with nothing to carry out, in words.
+fn note(n: Note) {
+    match n {
+        Note::OwnCopyDropped(s) => log!("dropped {}: snug's own, sent to its group with a key (R3)", signame(s.raw())),
+        Note::GraceStarted => log!("grace started: {} ms", GRACE.as_millis()),
+        Note::GraceOver => log!("grace over after {} ms", GRACE.as_millis()),
+        Note::SecondSignal(s) => log!("second {} during the grace: teardown", signame(s.raw())),
+        Note::KernelHangup => log!("hangup from the kernel: the terminal went away (never a key, T10)"),
+        Note::SameHangup => log!("SIGHUP of the same hangup: it counts once (T10)"),
+        Note::HangupIgnored => {
+            log!("SIGHUP ignored at start (nohup): the run goes on, the sandbox keeps its terminal (S2)")
+        }
+        Note::WindowCopied => log!("window size copied to the sandbox's terminal"),
+        Note::KeyTyped(s) => log!("typed {}: passed to the sandbox's terminal as its key", signame(s.raw())),
+        Note::InterruptCaught => log!("^C caught by the foreground: no force-quit"),
+        Note::InterruptUnanswered => log!("^C reached no handler (the foreground ignores or blocks SIGINT)"),
+        Note::ForceQuit => log!("second unanswered ^C within {} ms: force-quit", FORCE_QUIT.as_millis()),
+        Note::JobsGrace => {
+            log!("--jobs grace: what is left got SIGTERM; grace started: {} ms", GRACE.as_millis())
+        }
+        Note::Timeout => log!("timeout: acting as on a SIGTERM from a process (O6)"),
+        Note::HandedAtStart => log!("hand-over at start: the payload holds its terminal's foreground"),
+    }
+}
