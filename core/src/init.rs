@@ -264,7 +264,7 @@ impl Init {
                 Payload::Held | Payload::Running => Vec::new(),
             },
             Event::ExecOpened(id) => self.execs.opened(id),
-            Event::Client(id, msg) => self.execs.from_client(id, msg),
+            Event::Client(id, msg) => self.execs.client(id, msg),
             Event::Spawned(id, result) => {
                 let news = self.stop_news();
                 self.execs.spawned(id, result, news)

@@ -59,7 +59,7 @@ impl Execs {
         Vec::new()
     }
 
-    pub(super) fn from_client(&mut self, id: ExecId, msg: FromClient) -> Vec<Effect> {
+    pub(super) fn client(&mut self, id: ExecId, msg: FromClient) -> Vec<Effect> {
         let Some(e) = self.entries.get_mut(&id) else { return Vec::new() };
         match (msg, e.pid) {
             (FromClient::Run { tty }, None) => {
