@@ -9,7 +9,7 @@ use crate::payload_args::ARGS_FD;
 use crate::signals::SignalFd;
 use rustix::io::Errno;
 use snug_core::init::{Config, Jobs};
-use snug_core::Pid;
+use snug_core::{Pid, Signal};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 mod carry;
@@ -82,12 +82,12 @@ fn run(
         rustix::process::ioctl_tiocsctty(pty)?;
         let _ = rustix::io::fcntl_setfd(pty, rustix::io::FdFlags::CLOEXEC);
     }
-    let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP])
+    let signals = SignalFd::new(&[Signal::CHLD, Signal::INT, Signal::QUIT, Signal::TERM, Signal::HUP].map(Signal::raw))
         .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
     // Init gives and takes the pty's foreground from its own group, which may be in the
     // background: blocked, SIGTTOU lets it (`tty_check_change`). The payload's process
     // clears its mask (S1).
-    crate::signals::block(&[libc::SIGTTOU]);
+    crate::signals::block(&[Signal::TTOU.raw()]);
     let program = match crate::payload_args::resolve(&spec) {
         Ok(p) => p,
         Err(e) => {
@@ -98,7 +98,8 @@ fn run(
     // The payload's process exists from here on, held before its exec until snug says go
     // (the network is up, SPEC N3).
     let held = held::spawn_held(&program, &spec, pty.as_ref().map(|p| (p.as_raw_fd(), mode == "terminal-fg")))?;
-    let me = crate::pidfd::open(std::process::id() as i32).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+    let me =
+        crate::pidfd::open(std::process::id() as i32).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
     chan.report(Report::Hello, Some(me.as_fd())).map_err(|_| Errno::PIPE)?;
     let payload = crate::pidfd::open(held.pid.raw()).ok();
     let _ = chan.report(Report::Started(held.pid.raw()), payload.as_ref().map(|p| p.as_fd()));

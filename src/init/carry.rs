@@ -29,7 +29,7 @@ impl Serve<'_> {
             }
             Effect::ReadExecError => return self.read_exec_error(),
             Effect::StopNews(news) => {
-                crate::signals::default_with(libc::SIGCHLD, if news { 0 } else { libc::SA_NOCLDSTOP })
+                crate::signals::default_with(Signal::CHLD.raw(), if news { 0 } else { libc::SA_NOCLDSTOP })
             }
             Effect::Exit(code) => return ControlFlow::Break(code),
             Effect::Spawn(id) => {

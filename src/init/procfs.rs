@@ -4,7 +4,7 @@
 //! themselves.
 
 use snug_core::init::Procs;
-use snug_core::Pid;
+use snug_core::{Pid, Signal};
 use std::os::fd::BorrowedFd;
 
 /// The fields of `/proc/PID/stat` after the command name: state, ppid, pgrp, session, tty_nr.
@@ -34,9 +34,8 @@ pub fn pids() -> Vec<Pid> {
 /// `None`): each ignored or blocked it (SPEC T3). A process with a handler answered; one
 /// with the default action died of it.
 pub fn int_unanswered(among: Option<Pid>) -> bool {
-    let off = |s: &sigseal::SigState| {
-        sigseal::SigState::has(s.ignored, libc::SIGINT) || sigseal::SigState::has(s.blocked, libc::SIGINT)
-    };
+    const INT: i32 = Signal::INT.0;
+    let off = |s: &sigseal::SigState| sigseal::SigState::has(s.ignored, INT) || sigseal::SigState::has(s.blocked, INT);
     pids()
         .into_iter()
         .filter(|p| among.is_none() || pgrp(*p) == among)

@@ -41,8 +41,7 @@ enum Slot {
 
 /// Serve until init exits; the exit code.
 pub fn serve(chan: &Channel, signals: &SignalFd, held: Held, pty: Option<OwnedFd>, cfg: Config, execs: Execs) -> i32 {
-    let mut s =
-        Serve { chan, signals, init: Init::new(cfg), pty, go: Some(held.go), exec_err: Some(held.err), execs };
+    let mut s = Serve { chan, signals, init: Init::new(cfg), pty, go: Some(held.go), exec_err: Some(held.err), execs };
     match s.run() {
         ControlFlow::Break(code) => code,
         ControlFlow::Continue(()) => 1,

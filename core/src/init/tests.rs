@@ -82,8 +82,8 @@ const STOPPED_JOB: Event = Event::Child(PAYLOAD, WaitStatus::Stopped(Signal::TST
 
 #[test]
 fn g1_g2_t4_relay_once_and_cont_after_the_grace_signals() {
-    // Mutating `cont_after`'s match (dropping HUP) or its `&& !caller_stopped` fails rows
-    // "G2 HUP" and "T12 after Stop": they saw one relay without the CONT, or a CONT too many.
+    // Fails with HUP dropped from `cont_after`'s match: the HUP row saw [Signal(All, 1)]
+    // without the CONT. (Its `&& !caller_stopped` is the next test's, which fails without it.)
     for (cfg, procs) in [(DETACHED, IN_INIT_GROUP), (TERMINAL, OWN_GROUP)] {
         for sig in [Signal::INT, Signal::TERM, Signal::HUP] {
             let id = format!("G1/G2/T4 {sig}, terminal {}", cfg.terminal);

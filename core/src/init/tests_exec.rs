@@ -53,7 +53,7 @@ fn l3_run_starts_cmd_once_and_says_its_pid() {
 
 #[test]
 fn l3_t5_a_cmd_with_a_pty_makes_stops_news() {
-    // Mutating `if e.tty` away fails "B5 no pty": it saw StopNews(true).
+    // Fails with `if e.tty` made `if true`: "B5 no pty" saw [StopNews(true), ToClient(..)].
     check(&[
         Row {
             id: "L3 detached, pty: stops are news from now on",

@@ -17,7 +17,8 @@ const GRACE_JOBS: Config = Config { jobs: Jobs::Grace, ..DETACHED };
 
 #[test]
 fn t5_stops_at_the_terminal_are_reported_once() {
-    // Mutating the guard to ignore `terminal` fails "B5 detached": it saw Stopped reported.
+    // Fails with `self.cfg.terminal` dropped from the stop's guard: "B5 detached" saw
+    // [Report(Stopped(20))].
     let mut rows = Vec::new();
     for sig in [Signal::TSTP, Signal::TTIN, Signal::TTOU, Signal::STOP] {
         rows.push((sig, [report(Report::Stopped(sig))]));
@@ -68,7 +69,8 @@ fn t5_stops_at_the_terminal_are_reported_once() {
 fn t1_t5_t8_the_pty_foreground_goes_back_where_it_was() {
     // An interactive shell payload gave the foreground to its job 7; init takes it (^Z, or
     // snug's job went to the background) and gives it back to job 7 on `fg`.
-    // Mutating `taken_from` away (always the payload's group) fails "T5 back to the job".
+    // Fails with `taken_from` never used (always the payload's group): "T5 back to the job"
+    // saw [Foreground(2)] for [Foreground(7)].
     let procs = Fake { pgrps: &[(PAYLOAD, PAYLOAD)], front: Some(JOB), alive: &[PAYLOAD, JOB] };
     let take = order(Order::Front { give: false });
     let give = order(Order::Front { give: true });
@@ -121,8 +123,8 @@ fn t1_t5_t8_the_pty_foreground_goes_back_where_it_was() {
 #[test]
 fn r3_r5_the_end_passes_through_and_init_exits() {
     // R3: the status goes to snug as reaped, whatever it is; R5: init exits at once, so
-    // the kernel kills what is left. Mutating `Exit(0)` to `Exit(1)`, or dropping
-    // `Leaving`, fails every row here.
+    // the kernel kills what is left. Fails with `Leaving` dropped: every row saw
+    // [Report(Exited(..)), Exit(0)].
     let ends = [
         WaitStatus::Exited(0),
         WaitStatus::Exited(7),
