@@ -64,30 +64,10 @@ fn run(
     spec: OwnedFd,
     pty: Option<OwnedFd>,
 ) -> Result<i32, Errno> {
-    use rustix::process::{getpgrp, set_dumpable_behavior, setsid, DumpableBehavior};
     let spec = crate::payload_args::receive_from(std::fs::File::from(spec)).map_err(Errno::from_raw_os_error)?;
     // The payload, and what `snug exec` starts, get the caller's `ulimit -s` (R4, R7).
     crate::stack::restore(spec.stack);
-    // The payload runs as the same uid: keep it from opening our descriptors via /proc.
-    let _ = set_dumpable_behavior(DumpableBehavior::NotDumpable);
-    let _ = rustix::io::fcntl_setfd(chan, rustix::io::FdFlags::CLOEXEC);
-    // fd 2 is bwrap's error pipe to snug: put the caller's stderr back (SPEC R2).
-    rustix::stdio::dup2_stderr(&stderr)?;
-    drop(stderr);
-    // Own session, led by init. Detached: no terminal at all, so no terminal can signal the
-    // sandbox (SPEC D1). Terminal mode: the sandbox's pty is its controlling terminal, so
-    // /dev/tty opens it and the payload's group is not orphaned: ^Z stops it (T1, T5).
-    setsid()?;
-    if let Some(pty) = &pty {
-        rustix::process::ioctl_tiocsctty(pty)?;
-        let _ = rustix::io::fcntl_setfd(pty, rustix::io::FdFlags::CLOEXEC);
-    }
-    let signals = SignalFd::new(&[Signal::CHLD, Signal::INT, Signal::QUIT, Signal::TERM, Signal::HUP].map(Signal::raw))
-        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
-    // Init gives and takes the pty's foreground from its own group, which may be in the
-    // background: blocked, SIGTTOU lets it (`tty_check_change`). The payload's process
-    // clears its mask (S1).
-    crate::signals::block(&[Signal::TTOU.raw()]);
+    let signals = settle(chan, stderr, pty.as_ref())?;
     let program = match crate::payload_args::resolve(&spec) {
         Ok(p) => p,
         Err(e) => {
@@ -98,8 +78,7 @@ fn run(
     // The payload's process exists from here on, held before its exec until snug says go
     // (the network is up, SPEC N3).
     let held = held::spawn_held(&program, &spec, pty.as_ref().map(|p| (p.as_raw_fd(), mode == "terminal-fg")))?;
-    let me =
-        crate::pidfd::open(std::process::id() as i32).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+    let me = crate::pidfd::open(std::process::id() as i32).map_err(errno)?;
     chan.report(Report::Hello, Some(me.as_fd())).map_err(|_| Errno::PIPE)?;
     let payload = crate::pidfd::open(held.pid.raw()).ok();
     let _ = chan.report(Report::Started(held.pid.raw()), payload.as_ref().map(|p| p.as_fd()));
@@ -109,8 +88,41 @@ fn run(
         crate::live::Jobs::Wait => Jobs::Wait,
         crate::live::Jobs::Grace => Jobs::Grace,
     };
-    let own_group = Pid(getpgrp().as_raw_nonzero().get());
+    let own_group = Pid(rustix::process::getpgrp().as_raw_nonzero().get());
     let cfg = Config { terminal: pty.is_some(), jobs, payload: held.pid, own_group };
     let execs = exec::Execs::new(spec.env.clone());
     Ok(serve::serve(chan, &signals, held, pty, cfg, execs))
+}
+
+/// Init's own process as a sandbox's init: not dumpable, the caller's stderr on fd 2, a
+/// session of its own with the pty (if any) as its controlling terminal, and the signals it
+/// waits for on a signalfd.
+fn settle(chan: &Channel, stderr: OwnedFd, pty: Option<&OwnedFd>) -> Result<SignalFd, Errno> {
+    use rustix::process::{set_dumpable_behavior, setsid, DumpableBehavior};
+    // The payload runs as the same uid: keep it from opening our descriptors via /proc.
+    let _ = set_dumpable_behavior(DumpableBehavior::NotDumpable);
+    let _ = rustix::io::fcntl_setfd(chan, rustix::io::FdFlags::CLOEXEC);
+    // fd 2 is bwrap's error pipe to snug: put the caller's stderr back (SPEC R2).
+    rustix::stdio::dup2_stderr(&stderr)?;
+    drop(stderr);
+    // Own session, led by init. Detached: no terminal at all, so no terminal can signal the
+    // sandbox (SPEC D1). Terminal mode: the sandbox's pty is its controlling terminal, so
+    // /dev/tty opens it and the payload's group is not orphaned: ^Z stops it (T1, T5).
+    setsid()?;
+    if let Some(pty) = pty {
+        rustix::process::ioctl_tiocsctty(pty)?;
+        let _ = rustix::io::fcntl_setfd(pty, rustix::io::FdFlags::CLOEXEC);
+    }
+    let signals = SignalFd::new(&[Signal::CHLD, Signal::INT, Signal::QUIT, Signal::TERM, Signal::HUP].map(Signal::raw))
+        .map_err(errno)?;
+    // Init gives and takes the pty's foreground from its own group, which may be in the
+    // background: blocked, SIGTTOU lets it (`tty_check_change`). The payload's process
+    // clears its mask (S1).
+    crate::signals::block(&[Signal::TTOU.raw()]);
+    Ok(signals)
+}
+
+/// The errno of an `io::Error` from a system call (`EIO` for one without).
+fn errno(e: std::io::Error) -> Errno {
+    Errno::from_io_error(&e).unwrap_or(Errno::IO)
 }
