@@ -18,7 +18,7 @@ mod tests_exec;
 #[cfg(test)]
 mod tests_payload;
 
-pub use events::{Effect, Event, Order, Procs, Report, Resume, Target};
+pub use events::{Effect, Errno, Event, Order, Procs, Report, Resume, Target};
 pub use exec::{ExecId, FromClient, ToClient};
 
 use crate::types::{Pid, Signal, WaitStatus};

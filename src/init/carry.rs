@@ -4,7 +4,7 @@
 use super::procfs;
 use super::serve::Serve;
 use crate::channel::Report as Wire;
-use snug_core::init::{Effect, Event, Report, Target};
+use snug_core::init::{self, Effect, Event, Report, Target};
 use snug_core::Signal;
 use std::ops::ControlFlow;
 
@@ -33,7 +33,7 @@ impl Serve<'_> {
             }
             Effect::Exit(code) => return ControlFlow::Break(code),
             Effect::Spawn(id) => {
-                let started = self.execs.spawn(id).map_err(|e| e.raw_os_error());
+                let started = self.execs.spawn(id).map_err(|e| init::Errno(e.raw_os_error()));
                 return self.handle(Event::Spawned(id, started));
             }
             Effect::ToClient(id, m) => self.execs.send(id, m),
@@ -69,7 +69,7 @@ fn wire(r: Report) -> Wire {
         Report::Halted => Wire::Halted,
         Report::Exited(status) => Wire::Exited(status.to_raw()),
         Report::Empty => Wire::Empty,
-        Report::ExecFailed(errno) => Wire::ExecFailed(errno),
+        Report::ExecFailed(errno) => Wire::ExecFailed(errno.0),
         Report::Leaving => {
             let left = crate::report::count_sandbox(std::path::Path::new("/proc"));
             Wire::Leaving(left.map_or(-1, |n| n as i32))

@@ -127,7 +127,7 @@ impl Execs {
         let Some(c) = self.conns.get(&id) else { return };
         let bytes = match m {
             ToClient::Started(pid) => wire::tagged(wire::STARTED, pid.raw()),
-            ToClient::Failed(errno) => wire::tagged(wire::FAILED, errno),
+            ToClient::Failed(errno) => wire::tagged(wire::FAILED, errno.0),
             ToClient::Stopped(sig) => wire::tagged(wire::STOPPED, sig.raw()),
             ToClient::Exited(status) => wire::tagged(wire::EXITED, status.to_raw()),
         };

@@ -10,7 +10,7 @@ use crate::channel::{self, Channel, Received};
 use crate::signals::SignalFd;
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::process::{wait, WaitOptions};
-use snug_core::init::{Config, Event, ExecId, Init, Order, Resume};
+use snug_core::init::{self, Config, Event, ExecId, Init, Order, Resume};
 use snug_core::{Pid, Signal, WaitStatus};
 use std::ops::ControlFlow;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -95,7 +95,7 @@ impl Serve<'_> {
                 ControlFlow::Continue(())
             }
             Slot::Exec(id, exec::Fd::Err) => match self.execs.read_err(id) {
-                Some(errno) => self.handle(Event::CmdExecFailed(id, errno)),
+                Some(errno) => self.handle(Event::CmdExecFailed(id, init::Errno(errno))),
                 None => ControlFlow::Continue(()),
             },
             Slot::Exec(id, exec::Fd::Sock) => {
@@ -132,7 +132,7 @@ impl Serve<'_> {
         let Some(fd) = &self.exec_err else { return ControlFlow::Continue(()) };
         let mut e = [0u8; 4];
         let said = match rustix::io::read(fd, &mut e) {
-            Ok(4) => Some(i32::from_le_bytes(e)),
+            Ok(4) => Some(init::Errno(i32::from_le_bytes(e))),
             Ok(_) => None,
             Err(_) => return ControlFlow::Continue(()),
         };

@@ -5,6 +5,11 @@
 use super::{ExecId, FromClient, ToClient};
 use crate::types::{Pid, Signal, WaitStatus};
 
+/// An `errno` value (`errno(3)`) a system call of init's, or of a child before its exec,
+/// failed with; passed on to snug or a `snug exec` client as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
 /// How [`Order::Continue`] continues the sandbox.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resume {
@@ -48,7 +53,7 @@ pub enum Event {
     SnugGone,
     /// The payload's exec-error pipe said something: `Some(errno)` of a failed `execve(2)`,
     /// `None` at EOF (the exec happened, or the process died).
-    ExecError(Option<i32>),
+    ExecError(Option<Errno>),
     /// `waitpid(2)` gave this child's status.
     Child(Pid, WaitStatus),
     /// `waitpid(2)` found no child at all (`ECHILD`): the sandbox is empty.
@@ -60,9 +65,9 @@ pub enum Event {
     /// A message on an exec socket.
     Client(ExecId, FromClient),
     /// The loop forked CMD for [`Effect::Spawn`]: its pid, or the `errno` that stopped it.
-    Spawned(ExecId, Result<Pid, i32>),
+    Spawned(ExecId, Result<Pid, Errno>),
     /// CMD's exec-error pipe said this `errno`.
-    CmdExecFailed(ExecId, i32),
+    CmdExecFailed(ExecId, Errno),
 }
 
 /// Who a signal goes to (`kill(2)`).
@@ -94,7 +99,7 @@ pub enum Report {
     /// After the payload's end, during a grace: no sandbox process is left (G2).
     Empty,
     /// The payload could not be executed: the `errno` of `execve(2)` (R4).
-    ExecFailed(i32),
+    ExecFailed(Errno),
     /// Init exits now; the loop counts the processes its exit kills (O5).
     Leaving,
 }

@@ -1,7 +1,7 @@
 //! `snug exec` as init decides it (SPEC L3): each exec socket snug passes is one entry;
 //! its client asks to run CMD, may signal it, and hears how it started, stopped and ended.
 
-use super::{Effect, Target};
+use super::{Effect, Errno, Target};
 use crate::types::{Pid, Signal, WaitStatus};
 use std::collections::BTreeMap;
 
@@ -27,7 +27,7 @@ pub enum ToClient {
     /// CMD was forked: its pid in the sandbox.
     Started(Pid),
     /// CMD could not be started or executed: an `errno`.
-    Failed(i32),
+    Failed(Errno),
     /// CMD, which has a pty, stopped with this signal: the client stops its own job (T5).
     Stopped(Signal),
     /// CMD ended so.
@@ -82,7 +82,7 @@ impl Execs {
     }
 
     /// CMD was forked, or not; `news`: stops are already reported.
-    pub(super) fn spawned(&mut self, id: ExecId, result: Result<Pid, i32>, news: bool) -> Vec<Effect> {
+    pub(super) fn spawned(&mut self, id: ExecId, result: Result<Pid, Errno>, news: bool) -> Vec<Effect> {
         let Some(e) = self.entries.get_mut(&id) else { return Vec::new() };
         match result {
             Ok(pid) => {
@@ -106,7 +106,7 @@ impl Execs {
         }
     }
 
-    pub(super) fn exec_failed(&mut self, id: ExecId, errno: i32) -> Vec<Effect> {
+    pub(super) fn exec_failed(&mut self, id: ExecId, errno: Errno) -> Vec<Effect> {
         match self.entries.get(&id) {
             Some(_) => vec![Effect::ToClient(id, ToClient::Failed(errno))],
             None => Vec::new(),

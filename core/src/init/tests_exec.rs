@@ -37,16 +37,16 @@ fn l3_run_starts_cmd_once_and_says_its_pid() {
             cfg: DETACHED,
             before: &[GO, OPEN, RUN],
             procs: GONE,
-            ev: Event::Spawned(A, Err(12)),
-            want: &[Effect::ToClient(A, ToClient::Failed(12)), Effect::Forget(A)],
+            ev: Event::Spawned(A, Err(Errno(12))),
+            want: &[Effect::ToClient(A, ToClient::Failed(Errno(12))), Effect::Forget(A)],
         },
         Row {
             id: "L3 exec failed: say so; the end follows",
             cfg: DETACHED,
             before: &[GO, OPEN, RUN, STARTED],
             procs: GONE,
-            ev: Event::CmdExecFailed(A, 2),
-            want: &[Effect::ToClient(A, ToClient::Failed(2))],
+            ev: Event::CmdExecFailed(A, Errno(2)),
+            want: &[Effect::ToClient(A, ToClient::Failed(Errno(2)))],
         },
     ]);
 }
