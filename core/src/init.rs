@@ -162,16 +162,7 @@ impl Init {
                 }
                 out
             }
-            Order::Key(sig) => {
-                // As the caller's terminal would have sent it: to the payload's group, or to
-                // every process when the payload is in init's own group (or gone).
-                let group = self.payload_group(procs);
-                let mut out = vec![Effect::Signal(group.map_or(Target::All, Target::Group), sig)];
-                if sig == Signal::INT {
-                    out.push(Effect::Report(Report::Interrupt { among: group }));
-                }
-                out
-            }
+            Order::Key(sig) => self.key(sig, procs),
             Order::Typed(Signal::INT) => vec![Effect::Report(Report::Interrupt { among: procs.front() })],
             Order::Typed(_) => Vec::new(),
             Order::Front { give } if self.cfg.terminal => vec![Effect::Foreground(self.front(give, procs))],
@@ -180,16 +171,31 @@ impl Init {
                 self.stopped = Stopped::Halted;
                 vec![relay(Signal::STOP), Effect::Report(Report::Halted)]
             }
-            Order::Continue(how) => {
-                self.stopped = Stopped::No;
-                match how {
-                    Resume::All => vec![relay(Signal::CONT)],
-                    Resume::Job => {
-                        let mut out = vec![Effect::Signal(Target::OwnGroup, Signal::CONT)];
-                        out.extend(self.payload_group(procs).map(|g| Effect::Signal(Target::Group(g), Signal::CONT)));
-                        out
-                    }
-                }
+            Order::Continue(how) => self.resume(how, procs),
+        }
+    }
+
+    /// A key the caller's terminal sent snug's job (T2): to the payload's group, as that
+    /// terminal would have sent it, or to every process when the payload is in init's own
+    /// group (or gone); for ^C, whether anything there caught it (T3).
+    fn key(&self, sig: Signal, procs: &impl Procs) -> Vec<Effect> {
+        let group = self.payload_group(procs);
+        let mut out = vec![Effect::Signal(group.map_or(Target::All, Target::Group), sig)];
+        if sig == Signal::INT {
+            out.push(Effect::Report(Report::Interrupt { among: group }));
+        }
+        out
+    }
+
+    /// Continue after a stop: every process once (G6, T12), or the job at the terminal (T5).
+    fn resume(&mut self, how: Resume, procs: &impl Procs) -> Vec<Effect> {
+        self.stopped = Stopped::No;
+        match how {
+            Resume::All => vec![Effect::Signal(Target::All, Signal::CONT)],
+            Resume::Job => {
+                let mut out = vec![Effect::Signal(Target::OwnGroup, Signal::CONT)];
+                out.extend(self.payload_group(procs).map(|g| Effect::Signal(Target::Group(g), Signal::CONT)));
+                out
             }
         }
     }
