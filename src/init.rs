@@ -4,15 +4,18 @@
 //! signals it handles (`pid_namespaces(7)`), so the payload cannot kill it; when it exits the
 //! kernel kills the rest of the sandbox (SPEC R5).
 
-use crate::channel::{Channel, Report, INIT_FD, STDERR_FD};
+use crate::channel::{Channel, Report, INIT_FD, PTY_FD, STDERR_FD};
 use crate::payload_args::ARGS_FD;
 use crate::signals::SignalFd;
+use rustix::io::Errno;
+use snug_core::init::{Config, Jobs};
+use snug_core::{Pid, Signal};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
+mod carry;
 mod exec;
 mod held;
 mod procfs;
-mod relay;
 mod serve;
 mod spawn;
 
@@ -20,22 +23,32 @@ mod spawn;
 pub const FLAG: &str = "--snug-init";
 
 /// What snug's nest put at fixed numbers for init (`start::child`): the channel
-/// ([`INIT_FD`]), the caller's stderr ([`STDERR_FD`]) and the payload's spec ([`ARGS_FD`]).
-fn inherited() -> [OwnedFd; 3] {
+/// ([`INIT_FD`]), the caller's stderr ([`STDERR_FD`]), the payload's spec ([`ARGS_FD`]) and,
+/// in terminal mode, the sandbox pty's slave ([`PTY_FD`]).
+struct Inherited {
+    chan: OwnedFd,
+    stderr: OwnedFd,
+    spec: OwnedFd,
+    pty: Option<OwnedFd>,
+}
+
+fn inherited(terminal: bool) -> Inherited {
     // SAFETY: the nest dup2'd these numbers for exactly this process, which takes them here
     // once, first thing in `main`, before it opens anything: nothing else owns them.
-    unsafe { [INIT_FD, STDERR_FD, ARGS_FD].map(|fd| OwnedFd::from_raw_fd(fd)) }
+    let take = |fd| unsafe { OwnedFd::from_raw_fd(fd) };
+    Inherited { chan: take(INIT_FD), stderr: take(STDERR_FD), spec: take(ARGS_FD), pty: terminal.then(|| take(PTY_FD)) }
 }
 
 /// Run as init with `args` = `[MODE, JOBS?]` (what follows [`FLAG`]; CMD, its arguments and
 /// environment come from [`crate::payload_args`]); never returns.
 pub fn main(args: &[String]) -> ! {
-    let [chan, stderr, spec] = inherited();
-    let chan = Channel::from_fd(chan);
-    let code = match run(&chan, args, stderr, spec) {
+    let mode = args.first().map(String::as_str).unwrap_or("detached");
+    let fds = inherited(mode != "detached");
+    let chan = Channel::from_fd(fds.chan);
+    let code = match run(&chan, mode, args.get(1), fds.stderr, fds.spec, fds.pty) {
         Ok(code) => code,
         Err(e) => {
-            let _ = chan.report(Report::InitFailed(e), None);
+            let _ = chan.report(Report::InitFailed(e.raw_os_error()), None);
             1
         }
     };
@@ -43,56 +56,73 @@ pub fn main(args: &[String]) -> ! {
     std::process::exit(code)
 }
 
-fn run(chan: &Channel, args: &[String], stderr: OwnedFd, spec: OwnedFd) -> Result<i32, i32> {
-    use rustix::process::{set_dumpable_behavior, setsid, DumpableBehavior};
-    let mode = args.first().map(String::as_str).unwrap_or("detached");
+fn run(
+    chan: &Channel,
+    mode: &str,
+    jobs: Option<&String>,
+    stderr: OwnedFd,
+    spec: OwnedFd,
+    pty: Option<OwnedFd>,
+) -> Result<i32, Errno> {
     let spec = crate::payload_args::receive_from(std::fs::File::from(spec))?;
     // The payload, and what `snug exec` starts, get the caller's `ulimit -s` (R4, R7).
     crate::stack::restore(spec.stack);
-    let os = |e: rustix::io::Errno| e.raw_os_error();
-    // The payload runs as the same uid: keep it from opening our descriptors via /proc.
-    let _ = set_dumpable_behavior(DumpableBehavior::NotDumpable);
-    let _ = rustix::io::fcntl_setfd(chan, rustix::io::FdFlags::CLOEXEC);
-    // fd 2 is bwrap's error pipe to snug: put the caller's stderr back (SPEC R2).
-    rustix::stdio::dup2_stderr(&stderr).map_err(os)?;
-    drop(stderr);
-    let terminal = mode != "detached";
-    // Own session, led by init. Detached: no terminal at all, so no terminal can signal the
-    // sandbox (SPEC D1). Terminal mode: the sandbox's pty is its controlling terminal, so
-    // /dev/tty opens it and the payload's group is not orphaned: ^Z stops it (T1, T5).
-    setsid().map_err(os)?;
-    let pty = if terminal {
-        // SAFETY: the nest dup2'd the pty's slave to this number for this process, which
-        // takes it once, here; nothing else owns it.
-        let pty = unsafe { OwnedFd::from_raw_fd(crate::channel::PTY_FD) };
-        rustix::process::ioctl_tiocsctty(&pty).map_err(os)?;
-        let _ = rustix::io::fcntl_setfd(&pty, rustix::io::FdFlags::CLOEXEC);
-        Some(pty)
-    } else {
-        None
-    };
-    let signals = SignalFd::new(&[libc::SIGCHLD, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP])
-        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-    // Init gives and takes the pty's foreground from its own group, which may be in the
-    // background: blocked, SIGTTOU lets it (`tty_check_change`). The payload's process
-    // clears its mask (S1).
-    crate::signals::block(&[libc::SIGTTOU]);
+    let signals = settle(chan, stderr, pty.as_ref())?;
     let program = match crate::payload_args::resolve(&spec) {
         Ok(p) => p,
         Err(e) => {
-            let _ = chan.report(Report::ExecFailed(e.into()), None);
+            let _ = chan.report(Report::ExecFailed(e.raw_os_error()), None);
             return Ok(127); // snug exits 126 or 127
         }
     };
     // The payload's process exists from here on, held before its exec until snug says go
     // (the network is up, SPEC N3).
     let held = held::spawn_held(&program, &spec, pty.as_ref().map(|p| (p.as_raw_fd(), mode == "terminal-fg")))?;
-    let me = crate::pidfd::open(std::process::id() as i32).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-    chan.report(Report::Hello, Some(me.as_fd())).map_err(|_| libc::EPIPE)?;
-    let payload = crate::pidfd::open(held.pid).ok();
-    let _ = chan.report(Report::Started(held.pid), payload.as_ref().map(|p| p.as_fd()));
+    let me = crate::pidfd::open(std::process::id() as i32).map_err(errno)?;
+    chan.report(Report::Hello, Some(me.as_fd())).map_err(|_| Errno::PIPE)?;
+    let payload = crate::pidfd::open(held.pid.raw()).ok();
+    let _ = chan.report(Report::Started(held.pid.raw()), payload.as_ref().map(|p| p.as_fd()));
     // SPEC L3, L4: `snug exec` and what is left after the main process.
-    let jobs = args.get(1).and_then(|w| crate::live::Jobs::from_word(w)).unwrap_or_default();
+    let jobs = match jobs.and_then(|w| crate::live::Jobs::from_word(w)).unwrap_or_default() {
+        crate::live::Jobs::Kill => Jobs::Kill,
+        crate::live::Jobs::Wait => Jobs::Wait,
+        crate::live::Jobs::Grace => Jobs::Grace,
+    };
+    let own_group = Pid(rustix::process::getpgrp().as_raw_nonzero().get());
+    let cfg = Config { terminal: pty.is_some(), jobs, payload: held.pid, own_group };
     let execs = exec::Execs::new(spec.env.clone());
-    serve::serve(chan, &signals, held, pty, (execs, jobs))
+    Ok(serve::serve(chan, &signals, held, pty, cfg, execs))
+}
+
+/// Init's own process as a sandbox's init: not dumpable, the caller's stderr on fd 2, a
+/// session of its own with the pty (if any) as its controlling terminal, and the signals it
+/// waits for on a signalfd.
+fn settle(chan: &Channel, stderr: OwnedFd, pty: Option<&OwnedFd>) -> Result<SignalFd, Errno> {
+    use rustix::process::{set_dumpable_behavior, setsid, DumpableBehavior};
+    // The payload runs as the same uid: keep it from opening our descriptors via /proc.
+    let _ = set_dumpable_behavior(DumpableBehavior::NotDumpable);
+    let _ = rustix::io::fcntl_setfd(chan, rustix::io::FdFlags::CLOEXEC);
+    // fd 2 is bwrap's error pipe to snug: put the caller's stderr back (SPEC R2).
+    rustix::stdio::dup2_stderr(&stderr)?;
+    drop(stderr);
+    // Own session, led by init. Detached: no terminal at all, so no terminal can signal the
+    // sandbox (SPEC D1). Terminal mode: the sandbox's pty is its controlling terminal, so
+    // /dev/tty opens it and the payload's group is not orphaned: ^Z stops it (T1, T5).
+    setsid()?;
+    if let Some(pty) = pty {
+        rustix::process::ioctl_tiocsctty(pty)?;
+        let _ = rustix::io::fcntl_setfd(pty, rustix::io::FdFlags::CLOEXEC);
+    }
+    let signals = SignalFd::new(&[Signal::CHLD, Signal::INT, Signal::QUIT, Signal::TERM, Signal::HUP].map(Signal::raw))
+        .map_err(errno)?;
+    // Init gives and takes the pty's foreground from its own group, which may be in the
+    // background: blocked, SIGTTOU lets it (`tty_check_change`). The payload's process
+    // clears its mask (S1).
+    crate::signals::block(&[Signal::TTOU.raw()]);
+    Ok(signals)
+}
+
+/// The errno of an `io::Error` from a system call (`EIO` for one without).
+fn errno(e: std::io::Error) -> Errno {
+    Errno::from_io_error(&e).unwrap_or(Errno::IO)
 }

@@ -8,7 +8,7 @@
 //! (`u64::MAX`: unlimited), `u32` argc, then argc × (`u32` length, bytes), `u32`
 //! envc, then envc × (`u32` length, `NAME=VALUE` bytes). No NULs inside a word.
 
-use crate::sys::errno::Errno;
+use rustix::io::Errno;
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{Read, Seek, Write};
 use std::os::fd::OwnedFd;
@@ -157,7 +157,7 @@ fn decode(bytes: &[u8]) -> Option<Spec> {
 /// The read's errno, or `EINVAL` for a malformed memfd.
 pub fn receive_from(mut file: std::fs::File) -> Result<Spec, Errno> {
     let mut bytes = Vec::new();
-    (&mut file).take(MAX_BYTES).read_to_end(&mut bytes).map_err(|e| Errno::of(&e))?;
+    (&mut file).take(MAX_BYTES).read_to_end(&mut bytes).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
     decode(&bytes).ok_or(Errno::INVAL)
 }
 
@@ -194,11 +194,11 @@ pub fn resolve(spec: &Spec) -> Result<CString, Errno> {
             Ok(()) if std::fs::metadata(std::ffi::OsStr::from_bytes(&full)).is_ok_and(|m| m.is_file()) => {
                 return Ok(cand)
             }
-            Err(rustix::io::Errno::ACCESS) => seen_eacces = true,
+            Err(Errno::ACCESS) => seen_eacces = true,
             _ => {}
         }
     }
-    Err(if seen_eacces { Errno::ACCES } else { Errno::NOENT })
+    Err(if seen_eacces { Errno::ACCESS } else { Errno::NOENT })
 }
 
 /// `argv` as one line for people (`--dry-run`, logs): non-UTF-8 bytes shown as U+FFFD.

@@ -8,7 +8,6 @@
 //! `nestproc` and `sigseal` are libraries with their own raw calls; they know nothing of snug.
 
 pub mod codec;
-pub mod errno;
 pub mod fd;
 pub mod fds;
 pub mod poll;

@@ -5,7 +5,7 @@
 //! matching words. Exit codes are then chosen from the cause (SPEC R4).
 
 use super::{OS_ERROR, POLICY, UNAVAILABLE};
-use crate::sys::errno::Errno;
+use rustix::io::Errno;
 
 /// The step of sandbox set-up an error line is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,9 +53,9 @@ impl Refusal {
     /// own mounts do not fit the host (a path to bind or mount over is missing); else 69, a
     /// host feature bwrap could not get.
     pub fn code(self, setup: bool) -> i32 {
-        let run_time = [libc::EMFILE, libc::ENFILE, libc::EAGAIN, libc::ENOMEM];
-        let missing = [libc::ENOENT, libc::ENOTDIR];
-        match (self.step, self.errno.map(i32::from)) {
+        let run_time = [Errno::MFILE, Errno::NFILE, Errno::AGAIN, Errno::NOMEM];
+        let missing = [Errno::NOENT, Errno::NOTDIR];
+        match (self.step, self.errno) {
             (_, Some(e)) if run_time.contains(&e) => OS_ERROR,
             (Step::Chdir, _) => OS_ERROR,
             (Step::Layout, Some(e)) if setup && missing.contains(&e) => POLICY,
@@ -68,7 +68,10 @@ impl Refusal {
 /// one that is).
 fn errno_in(line: &str) -> Option<Errno> {
     let parts: Vec<&str> = line.split(": ").map(str::trim).collect();
-    parts.iter().rev().find_map(|part| (1..=MAX_ERRNO).find(|&n| text_of(n).eq_ignore_ascii_case(part)).map(Errno))
+    parts
+        .iter()
+        .rev()
+        .find_map(|part| (1..=MAX_ERRNO).find(|&n| text_of(n).eq_ignore_ascii_case(part)).map(Errno::from_raw_os_error))
 }
 
 /// The C library's text for `n`, without Rust's ` (os error N)`.
@@ -86,7 +89,7 @@ mod tests {
     #[test]
     fn r4_bwrap_lines_parse_to_step_and_errno() {
         let r = Refusal::parse("Can't mkdir /nope/x: No such file or directory");
-        assert_eq!(r, Refusal { step: Step::Layout, errno: Some(Errno(libc::ENOENT)) });
+        assert_eq!(r, Refusal { step: Step::Layout, errno: Some(Errno::NOENT) });
         assert_eq!(r.code(true), POLICY);
         assert_eq!(r.code(false), UNAVAILABLE);
         let r = Refusal::parse("Can't find source path /srv/gone: Not a directory");
@@ -94,7 +97,7 @@ mod tests {
         assert_eq!(Refusal::parse("execvp /usr/libexec/snug: No such file or directory").code(true), POLICY);
         assert_eq!(Refusal::parse("Can't chdir to /root/x: Permission denied").code(true), OS_ERROR);
         let r = Refusal::parse("Failed to mount tmpfs: Too many open files");
-        assert_eq!(r, Refusal { step: Step::Other, errno: Some(Errno(libc::EMFILE)) });
+        assert_eq!(r, Refusal { step: Step::Other, errno: Some(Errno::MFILE) });
         assert_eq!(r.code(true), OS_ERROR);
         assert_eq!(
             Refusal::parse("Creating new namespace failed: Resource temporarily unavailable").code(true),

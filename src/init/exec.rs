@@ -7,163 +7,163 @@
 //!
 //! Each `exec` has its own socket (from snug, [`crate::channel::Order::Exec`]) on which the
 //! client sends CMD and its descriptors, and signals, and init reports the start and the end.
+//! This is the descriptors' side; what a message means is decided in `snug_core::init`.
 
 use crate::live::socket::{self, Got};
 use crate::live::wire;
-use rustix::fd::{AsFd, AsRawFd, OwnedFd};
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use rustix::io::Errno;
+use snug_core::init::{ExecId, FromClient, ToClient};
+use snug_core::{Pid, Signal};
+use std::collections::BTreeMap;
 use std::ffi::CString;
 
 /// Most bytes of CMD's argv init reads from the client's memfd.
 const MAX_ARGS: u64 = 16 << 20;
 
-struct Entry {
+/// One exec socket and what came with it.
+struct Conn {
     sock: OwnedFd,
-    /// CMD's pid (leader of its own session and group), once forked.
-    pid: Option<i32>,
-    /// Its exec error pipe until the exec happened.
+    /// CMD's exec error pipe until the exec happened.
     err: Option<OwnedFd>,
     /// The client's end is still open (a hung-up socket would poll readable forever).
     open: bool,
-    /// CMD has a pty: its stops are reported.
-    tty: bool,
+    /// The descriptors of the last run request, and whether its fifth is a pty's slave:
+    /// what [`Execs::spawn`] starts CMD with.
+    pending: Option<(Vec<OwnedFd>, bool)>,
 }
 
-/// The `exec`s of one sandbox.
+/// A descriptor of an exec, for `poll(2)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fd {
+    /// Its socket to the client.
+    Sock,
+    /// CMD's exec-error pipe.
+    Err,
+}
+
+/// The exec sockets of one sandbox.
 pub struct Execs {
     /// The payload's environment.
     env: Vec<CString>,
-    entries: Vec<Entry>,
-    /// A CMD with a pty ran: init waits for stops too.
-    pub stops: bool,
+    conns: BTreeMap<ExecId, Conn>,
+    next: u32,
 }
 
 impl Execs {
     /// No exec yet; `env` is the payload's environment.
     pub fn new(env: Vec<CString>) -> Execs {
-        Execs { env, entries: Vec::new(), stops: false }
+        Execs { env, conns: BTreeMap::new(), next: 0 }
     }
 
-    /// snug sent a new exec socket.
-    pub fn add(&mut self, sock: OwnedFd) {
-        self.entries.push(Entry { sock, pid: None, err: None, open: true, tty: false });
+    /// snug sent a new exec socket: its name.
+    pub fn add(&mut self, sock: OwnedFd) -> ExecId {
+        let id = ExecId(self.next);
+        self.next = self.next.wrapping_add(1);
+        self.conns.insert(id, Conn { sock, err: None, open: true, pending: None });
+        id
     }
 
-    /// Descriptors to poll: each entry's socket and error pipe.
-    pub fn poll_fds(&self, out: &mut Vec<libc::pollfd>) {
-        for e in &self.entries {
-            let sock = if e.open { e.sock.as_raw_fd() } else { -1 };
-            out.push(libc::pollfd { fd: sock, events: libc::POLLIN, revents: 0 });
-            let err = e.err.as_ref().map_or(-1, |f| f.as_raw_fd());
-            out.push(libc::pollfd { fd: err, events: libc::POLLIN, revents: 0 });
-        }
+    /// The descriptors to poll, each exec's error pipe before its socket.
+    pub fn fds(&self) -> impl Iterator<Item = (ExecId, Fd, BorrowedFd<'_>)> {
+        self.conns.iter().flat_map(|(id, c)| {
+            let err = c.err.as_ref().map(|f| (*id, Fd::Err, f.as_fd()));
+            let sock = c.open.then(|| (*id, Fd::Sock, c.sock.as_fd()));
+            err.into_iter().chain(sock)
+        })
     }
 
-    /// Act on what poll found in [`Execs::poll_fds`]'s descriptors.
-    pub fn on_ready(&mut self, mine: &[libc::pollfd]) {
-        let n = self.entries.len();
-        let mut gone = Vec::new();
-        for i in 0..n {
-            if mine.get(2 * i + 1).is_some_and(|p| p.revents != 0) {
-                self.read_err(i);
+    /// The next message on `id`'s socket; `None` when nothing more waits. Packets that are
+    /// no message are skipped; the descriptors of a run request are kept for [`Execs::spawn`].
+    pub fn recv(&mut self, id: ExecId) -> Option<FromClient> {
+        let c = self.conns.get_mut(&id).filter(|c| c.open)?;
+        loop {
+            match socket::recv(c.sock.as_fd()) {
+                Got::Packet(b, fds) if b.first() == Some(&wire::RUN) && b.len() == 2 && matches!(fds.len(), 4 | 5) => {
+                    let tty = b[1] & wire::FLAG_TTY != 0 && fds.len() == 5;
+                    c.pending = Some((fds, tty));
+                    return Some(FromClient::Run { tty });
+                }
+                Got::Packet(b, _) => {
+                    if let Some(sig) = wire::value(&b, wire::KILL) {
+                        return Some(FromClient::Kill(Signal(sig)));
+                    }
+                }
+                Got::TooLong => {}
+                Got::Empty => return None,
+                Got::Closed => {
+                    c.open = false;
+                    return Some(FromClient::Closed);
+                }
             }
-            if mine.get(2 * i).is_some_and(|p| p.revents != 0) && !self.serve(i) {
-                gone.push(i);
-            }
-        }
-        for i in gone.into_iter().rev() {
-            self.entries.remove(i);
         }
     }
 
-    /// A child of init was reaped: if it was an exec'd CMD, tell its client how it ended.
-    pub fn reaped(&mut self, pid: i32, status: i32) {
-        if libc::WIFSTOPPED(status) {
-            // Its client stops its own job and continues CMD on `fg` (T5).
-            if let Some(e) = self.entries.iter().find(|e| e.pid == Some(pid) && e.tty) {
-                let _ = socket::send(e.sock.as_fd(), &wire::tagged(wire::STOPPED, libc::WSTOPSIG(status)), &[]);
-            }
-            return;
-        }
-        if !(libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) {
-            return;
-        }
-        if let Some(i) = self.entries.iter().position(|e| e.pid == Some(pid)) {
-            let e = self.entries.remove(i);
-            let _ = socket::send(e.sock.as_fd(), &wire::tagged(wire::EXITED, status), &[]);
+    /// Drop what a run request brought that no spawn took.
+    pub fn settle(&mut self, id: ExecId) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.pending = None;
         }
     }
 
-    fn read_err(&mut self, i: usize) {
-        let Some(fd) = self.entries[i].err.take() else { return };
+    /// What CMD's exec-error pipe says: an `errno` when its exec failed; the pipe is closed
+    /// once it said that or reached EOF.
+    pub fn read_err(&mut self, id: ExecId) -> Option<i32> {
+        let c = self.conns.get_mut(&id)?;
+        let fd = c.err.take()?;
         let mut e = [0u8; 4];
         match rustix::io::read(&fd, &mut e) {
-            Ok(4) => {
-                let errno = i32::from_le_bytes(e);
-                let _ = socket::send(self.entries[i].sock.as_fd(), &wire::tagged(wire::FAILED, errno), &[]);
+            Ok(4) => Some(i32::from_le_bytes(e)),
+            Err(Errno::AGAIN) => {
+                c.err = Some(fd);
+                None
             }
-            Err(rustix::io::Errno::AGAIN) => self.entries[i].err = Some(fd),
-            _ => {} // EOF: the exec happened
+            _ => None, // EOF: the exec happened
         }
     }
 
-    /// Serve entry `i`'s socket; false once the entry is done.
-    fn serve(&mut self, i: usize) -> bool {
-        loop {
-            let got = socket::recv(self.entries[i].sock.as_fd());
-            let pid = self.entries[i].pid;
-            match (got, pid) {
-                (Got::Packet(b, fds), None)
-                    if b.first() == Some(&wire::RUN) && b.len() == 2 && (fds.len() == 4 || fds.len() == 5) =>
-                {
-                    if let Err(e) = self.start(i, b[1] & wire::FLAG_TTY != 0, fds) {
-                        let _ = socket::send(self.entries[i].sock.as_fd(), &wire::tagged(wire::FAILED, e), &[]);
-                        return false;
-                    }
-                }
-                (Got::Packet(b, _), Some(pid)) => {
-                    if let Some(sig) = wire::value(&b, wire::KILL).filter(|s| (1..=64).contains(s)) {
-                        // CMD leads its own group in this namespace.
-                        let _ = crate::signals::kill(-pid, sig);
-                    }
-                }
-                (Got::Packet(..) | Got::TooLong, _) => {}
-                (Got::Empty, _) => return true,
-                (Got::Closed, pid) => {
-                    // The client is gone (killed, or its terminal): CMD's session goes with it,
-                    // as a run's sandbox goes with its snug (K1).
-                    if let Some(pid) = pid {
-                        for p in super::procfs::pids().into_iter().filter(|p| super::procfs::session(*p) == Some(pid)) {
-                            let _ = crate::signals::kill(p, libc::SIGKILL);
-                        }
-                    }
-                    self.entries[i].open = false;
-                    return pid.is_some(); // a started entry stays until CMD is reaped
-                }
-            }
-        }
+    /// Tell `id`'s client; a client that is gone does not hear it.
+    pub fn send(&self, id: ExecId, m: ToClient) {
+        let Some(c) = self.conns.get(&id) else { return };
+        let bytes = match m {
+            ToClient::Started(pid) => wire::tagged(wire::STARTED, pid.raw()),
+            ToClient::Failed(errno) => wire::tagged(wire::FAILED, errno.0),
+            ToClient::Stopped(sig) => wire::tagged(wire::STOPPED, sig.raw()),
+            ToClient::Exited(status) => wire::tagged(wire::EXITED, status.to_raw()),
+        };
+        let _ = socket::send(c.sock.as_fd(), &bytes, &[]);
     }
 
-    /// Fork CMD with the client's descriptors `[stdin, stdout, stderr, argv memfd, pty slave?]`;
-    /// the slave, sent at a terminal, becomes CMD's controlling terminal.
-    fn start(&mut self, i: usize, tty: bool, fds: Vec<OwnedFd>) -> Result<(), i32> {
-        let args = std::fs::File::from(fds[3].try_clone().map_err(|_| libc::EBADF)?);
-        let meta = args.metadata().map_err(|_| libc::EBADF)?;
+    /// Close `id`'s socket and pipe.
+    pub fn forget(&mut self, id: ExecId) {
+        self.conns.remove(&id);
+    }
+
+    /// Fork CMD with the descriptors of `id`'s run request, `[stdin, stdout, stderr, argv
+    /// memfd, pty slave?]`; the slave, sent at a terminal, becomes CMD's controlling terminal.
+    ///
+    /// # Errors
+    /// An `errno` for the client: the request's (`EINVAL`, `EBADF`), CMD's lookup, or the fork's.
+    pub fn spawn(&mut self, id: ExecId) -> Result<Pid, Errno> {
+        let c = self.conns.get_mut(&id).ok_or(Errno::BADF)?;
+        let (fds, tty) = c.pending.take().ok_or(Errno::BADF)?;
+        let args = std::fs::File::from(fds[3].try_clone().map_err(|_| Errno::BADF)?);
+        let meta = args.metadata().map_err(|_| Errno::BADF)?;
         if !meta.is_file() || meta.len() > MAX_ARGS {
-            return Err(libc::EINVAL); // a pipe could block init; a memfd cannot
+            return Err(Errno::INVAL); // a pipe could block init; a memfd cannot
         }
         let mut spec = crate::payload_args::receive_from(args)?;
         spec.env.clone_from(&self.env);
         spec.closed = 0;
         if spec.argv.is_empty() {
             let shell = spec.var("SHELL").filter(|s| !s.is_empty()).unwrap_or(b"/bin/sh").to_vec();
-            spec.argv = vec![CString::new(shell).map_err(|_| libc::EINVAL)?];
+            spec.argv = vec![CString::new(shell).map_err(|_| Errno::INVAL)?];
         }
         let program = crate::payload_args::resolve(&spec)?;
         let (ptrs, envp) = spec.pointers();
         let ctty = if tty { fds.get(4).map(|f| f.as_raw_fd()) } else { None };
         let (err_r, err_w) =
-            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)
-                .map_err(|e| e.raw_os_error())?;
+            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)?;
         let pid = super::spawn::fork_exec(&super::spawn::Plan {
             program: &program,
             argv: &ptrs,
@@ -174,20 +174,8 @@ impl Execs {
             go: None,
             closed: 0,
             err: err_w.as_raw_fd(),
-        });
-        drop(err_w);
-        let pid = pid?;
-        if ctty.is_some() && !self.stops {
-            // Stops of a CMD with a pty are news from now on, also in detached mode (B5 spares
-            // a run without one).
-            crate::signals::default_with(libc::SIGCHLD, 0);
-            self.stops = true;
-        }
-        let e = &mut self.entries[i];
-        e.tty = ctty.is_some();
-        e.pid = Some(pid);
-        e.err = Some(err_r);
-        let _ = socket::send(e.sock.as_fd(), &wire::tagged(wire::STARTED, pid), &[]);
-        Ok(())
+        })?;
+        c.err = Some(err_r);
+        Ok(pid)
     }
 }

@@ -1,7 +1,9 @@
 //! The payload's process, forked before init's hello and held before its exec until snug
 //! says go (the network is up, SPEC N3).
 
+use rustix::io::Errno;
 use rustix::pipe::{pipe_with, PipeFlags};
+use snug_core::Pid;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
@@ -9,7 +11,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 /// and the pipe it reports an exec failure on (EOF there means the exec happened).
 pub struct Held {
     /// Its pid.
-    pub pid: i32,
+    pub pid: Pid,
     /// Write one byte here to let it exec.
     pub go: OwnedFd,
     /// Its exec error (4 bytes of errno), or EOF once it exec'd; non-blocking.
@@ -26,10 +28,10 @@ pub fn spawn_held(
     program: &CString,
     spec: &crate::payload_args::Spec,
     pty: Option<(RawFd, bool)>,
-) -> Result<Held, i32> {
+) -> Result<Held, Errno> {
     let (ptrs, envp) = spec.pointers();
-    let (go_r, go_w) = pipe_with(PipeFlags::CLOEXEC).map_err(|e| e.raw_os_error())?;
-    let (err_r, err_w) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).map_err(|e| e.raw_os_error())?;
+    let (go_r, go_w) = pipe_with(PipeFlags::CLOEXEC)?;
+    let (err_r, err_w) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
     let pid = super::spawn::fork_exec(&super::spawn::Plan {
         program,
         argv: &ptrs,
@@ -45,7 +47,8 @@ pub fn spawn_held(
     let pid = pid?;
     if pty.is_some() {
         // Also here, so the group exists whichever of the two runs first (`setpgid(2)`).
-        let _ = rustix::process::setpgid(rustix::process::Pid::from_raw(pid), rustix::process::Pid::from_raw(pid));
+        let own = rustix::process::Pid::from_raw(pid.raw());
+        let _ = rustix::process::setpgid(own, own);
     }
     Ok(Held { pid, go: go_w, err: err_r })
 }

@@ -2,6 +2,8 @@
 //! and each `snug exec` CMD (SPEC L3). One child body for both, raw libc on purpose: after
 //! the fork only async-signal-safe calls (`signal-safety(7)`), on memory built before it.
 
+use rustix::io::Errno;
+use snug_core::Pid;
 use std::ffi::CStr;
 use std::os::fd::RawFd;
 
@@ -38,21 +40,34 @@ pub struct Plan<'a> {
 ///
 /// # Errors
 /// The `fork(2)` error.
-pub fn fork_exec(plan: &Plan<'_>) -> Result<i32, i32> {
+pub fn fork_exec(plan: &Plan<'_>) -> Result<Pid, Errno> {
     // A file the kernel cannot execute (ENOEXEC: a script without `#!`) runs through
     // /bin/sh with its path as the first argument, as `execvp(3)`, `env` and bwrap itself do.
     let mut sh_argv: Vec<*const libc::c_char> = vec![SH.as_ptr(), plan.program.as_ptr()];
     sh_argv.extend(plan.argv.iter().skip(1)); // the rest of argv and its NULL
 
-    // SAFETY: fork in single-threaded init. The child makes only async-signal-safe calls
-    // (close, setsid, dup2, ioctl, setpgid, tcsetpgrp, getpid, read, the seal's
-    // rt_sigaction/rt_sigprocmask, execve, write, _exit) on integers and on memory `plan`
-    // points at, built before the fork, and never returns.
+    // SAFETY: fork in single-threaded init; the child runs only `child`, below.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        // SAFETY: this is the child of a fork of a single-threaded process, which `child`
+        // requires; it never returns.
+        0 => unsafe { child(plan, &sh_argv) },
+        p if p < 0 => Err(Errno::from_raw_os_error(nestproc::errno())),
+        p => Ok(Pid(p)),
+    }
+}
+
+/// The child's side of [`fork_exec`]: `plan`'s steps, then the exec; never returns.
+///
+/// # Safety
+/// Only in the child of `fork(2)` of a single-threaded process: it makes only
+/// async-signal-safe calls (close, setsid, dup2, ioctl, setpgid, tcsetpgrp, getpid, read,
+/// the seal's rt_sigaction/rt_sigprocmask, execve, access, write, _exit) on integers and on
+/// memory `plan` and `sh_argv` point at, built before the fork.
+unsafe fn child(plan: &Plan<'_>, sh_argv: &[*const libc::c_char]) -> ! {
+    // SAFETY: see the function's contract: async-signal-safe calls only, on memory built
+    // before the fork.
     unsafe {
-        let pid = libc::fork();
-        if pid != 0 {
-            return if pid < 0 { Err(nestproc::errno()) } else { Ok(pid) };
-        }
         if let Some(fd) = plan.close {
             libc::close(fd);
         }

@@ -1,0 +1,78 @@
+//! Carrying out init's effects ([`snug_core::init::Effect`]): each is one system call, or a
+//! measurement the effect names, or a report; none decides anything.
+
+use super::procfs;
+use super::serve::Serve;
+use crate::channel::Report as Wire;
+use snug_core::init::{self, Effect, Event, Report, Target};
+use snug_core::Signal;
+use std::ops::ControlFlow;
+
+impl Serve<'_> {
+    /// Carry out one effect; `Break` with the exit code for [`Effect::Exit`].
+    pub(super) fn carry(&mut self, effect: Effect) -> ControlFlow<i32> {
+        match effect {
+            Effect::Go => {
+                if let Some(fd) = self.go.take() {
+                    // One byte to the held payload; then our end is closed.
+                    let _ = rustix::io::write(&fd, b"g");
+                }
+            }
+            Effect::Signal(to, sig) => signal(to, sig),
+            Effect::Report(r) => {
+                let _ = self.chan.report(wire(r), None);
+            }
+            Effect::Foreground(group) => {
+                if let (Some(pty), Some(g)) = (&self.pty, rustix::process::Pid::from_raw(group.raw())) {
+                    let _ = rustix::termios::tcsetpgrp(pty, g);
+                }
+            }
+            Effect::ReadExecError => return self.read_exec_error(),
+            Effect::StopNews(news) => {
+                crate::signals::default_with(Signal::CHLD.raw(), if news { 0 } else { libc::SA_NOCLDSTOP })
+            }
+            Effect::Exit(code) => return ControlFlow::Break(code),
+            Effect::Spawn(id) => {
+                let started = self.execs.spawn(id).map_err(|e| init::Errno(e.raw_os_error()));
+                return self.handle(Event::Spawned(id, started));
+            }
+            Effect::ToClient(id, m) => self.execs.send(id, m),
+            Effect::Forget(id) => self.execs.forget(id),
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Send `sig` to `to` (`kill(2)`); a target that is gone is not an error.
+fn signal(to: Target, sig: Signal) {
+    let kill = |target: i32| {
+        let _ = crate::signals::kill(target, sig.raw());
+    };
+    match to {
+        // From the namespace's pid 1, -1 is every sandbox process but init (`kill(2)`).
+        Target::All => kill(-1),
+        Target::OwnGroup => kill(0),
+        Target::Group(g) => kill(-g.raw()),
+        Target::Session(sid) => {
+            for p in procfs::pids().into_iter().filter(|p| procfs::session(*p) == Some(sid)) {
+                kill(p.raw());
+            }
+        }
+    }
+}
+
+/// A report as the channel carries it, with what it asks to be measured.
+fn wire(r: Report) -> Wire {
+    match r {
+        Report::Stopped(sig) => Wire::Stopped(sig.raw()),
+        Report::Interrupt { among } => Wire::Interrupt(procfs::int_unanswered(among)),
+        Report::Halted => Wire::Halted,
+        Report::Exited(status) => Wire::Exited(status.to_raw()),
+        Report::Empty => Wire::Empty,
+        Report::ExecFailed(errno) => Wire::ExecFailed(errno.0),
+        Report::Leaving => {
+            let left = crate::report::count_sandbox(std::path::Path::new("/proc"));
+            Wire::Leaving(left.map_or(-1, |n| n as i32))
+        }
+    }
+}
