@@ -10,7 +10,7 @@ use crate::signals::SignalFd;
 use rustix::io::Errno;
 use snug_core::init::{Config, Jobs};
 use snug_core::{Pid, Signal};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 mod carry;
 mod exec;
@@ -32,18 +32,21 @@ struct Inherited {
     pty: Option<OwnedFd>,
 }
 
-fn inherited(terminal: bool) -> Inherited {
-    // SAFETY: the nest dup2'd these numbers for exactly this process, which takes them here
-    // once, first thing in `main`, before it opens anything: nothing else owns them.
-    let take = |fd| unsafe { OwnedFd::from_raw_fd(fd) };
-    Inherited { chan: take(INIT_FD), stderr: take(STDERR_FD), spec: take(ARGS_FD), pty: terminal.then(|| take(PTY_FD)) }
+/// `None` when a number is not open: this process was not started by snug's nest.
+fn inherited(terminal: bool) -> Option<Inherited> {
+    let [chan, stderr, spec, pty] = crate::sys::fds::adopt([INIT_FD, STDERR_FD, ARGS_FD, PTY_FD]);
+    let pty = if terminal { Some(pty?) } else { None };
+    Some(Inherited { chan: chan?, stderr: stderr?, spec: spec?, pty })
 }
 
 /// Run as init with `args` = `[MODE, JOBS?]` (what follows [`FLAG`]; CMD, its arguments and
 /// environment come from [`crate::payload_args`]); never returns.
 pub fn main(args: &[String]) -> ! {
     let mode = args.first().map(String::as_str).unwrap_or("detached");
-    let fds = inherited(mode != "detached");
+    let Some(fds) = inherited(mode != "detached") else {
+        eprintln!("snug: {FLAG} is snug's own init, started only by snug inside a sandbox");
+        std::process::exit(crate::error::INTERNAL)
+    };
     let chan = Channel::from_fd(fds.chan);
     let code = match run(&chan, mode, args.get(1), fds.stderr, fds.spec, fds.pty) {
         Ok(code) => code,

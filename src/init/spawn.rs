@@ -2,6 +2,7 @@
 //! and each `snug exec` CMD (SPEC L3). One child body for both, raw libc on purpose: after
 //! the fork only async-signal-safe calls (`signal-safety(7)`), on memory built before it.
 
+use crate::sys::process::Cloned;
 use rustix::io::Errno;
 use snug_core::Pid;
 use std::ffi::CStr;
@@ -46,14 +47,15 @@ pub fn fork_exec(plan: &Plan<'_>) -> Result<Pid, Errno> {
     let mut sh_argv: Vec<*const libc::c_char> = vec![SH.as_ptr(), plan.program.as_ptr()];
     sh_argv.extend(plan.argv.iter().skip(1)); // the rest of argv and its NULL
 
-    // SAFETY: fork in single-threaded init; the child runs only `child`, below.
-    let pid = unsafe { libc::fork() };
-    match pid {
+    // SAFETY: init is single-threaded; the child runs only `child`, below, which keeps to
+    // async-signal-safe calls and ends in execve or _exit.
+    match unsafe { crate::sys::process::clone3(0) } {
         // SAFETY: this is the child of a fork of a single-threaded process, which `child`
         // requires; it never returns.
-        0 => unsafe { child(plan, &sh_argv) },
-        p if p < 0 => Err(Errno::from_raw_os_error(nestproc::errno())),
-        p => Ok(Pid(p)),
+        Ok(Cloned::Child) => unsafe { child(plan, &sh_argv) },
+        // init waits by pid (it reaps every child of the sandbox alike); the pidfd is not needed.
+        Ok(Cloned::Parent { pid, .. }) => Ok(pid),
+        Err(e) => Err(Errno::from_io_error(&e).unwrap_or(Errno::AGAIN)),
     }
 }
 

@@ -2,7 +2,8 @@
 //! number holds what in bwrap and the sandbox init, and in pasta. The numbers are a contract
 //! between `start`'s child body (which `dup2(2)`s them) and `init` (which adopts them).
 
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The channel to snug, in bwrap and init (`crate::channel`).
 pub const INIT_FD: RawFd = 3;
@@ -18,3 +19,27 @@ pub const ARGS_FD: RawFd = 6;
 pub const PTY_FD: RawFd = 7;
 /// In pasta: the user namespace it joins, when passed as a descriptor (`/proc/self/fd/3`).
 pub const PASTA_USERNS_FD: RawFd = 3;
+
+/// Take ownership of the descriptors this process was exec'd with at fixed numbers (`init`'s
+/// [`INIT_FD`], [`STDERR_FD`], [`ARGS_FD`], [`PTY_FD`]): `None` for a number that is not
+/// open (`fcntl(2)` `F_GETFD`). Once per process: a second call gets `None` for every number,
+/// so no descriptor ever has two owners.
+pub fn adopt<const N: usize>(fds: [RawFd; N]) -> [Option<OwnedFd>; N] {
+    static ADOPTED: AtomicBool = AtomicBool::new(false);
+    let first = !ADOPTED.swap(true, Ordering::SeqCst);
+    fds.map(|fd| {
+        // F_GETFD only asks whether the number is open; it owns nothing.
+        let open = first && rustix::io::fcntl_getfd(unsafe_borrow(fd)).is_ok();
+        // SAFETY: the exec handed these numbers to this process (the contract of this
+        // module); the once-only flag above means nothing in it took them before, and it
+        // opens nothing before `main` adopts them.
+        open.then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    })
+}
+
+/// A borrow of `fd` for one `fcntl(2)` query.
+fn unsafe_borrow(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
+    // SAFETY: used only for F_GETFD, which fails with EBADF on a closed number and has no
+    // effect on an open one; the borrow does not outlive that call.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+}
