@@ -39,7 +39,9 @@ pub fn has_disable_userns(path: &Path) -> bool {
     let mut bytes = Vec::new();
     let read = std::fs::File::open(path).and_then(|f| f.take(16 << 20).read_to_end(&mut bytes));
     let needle = b"--disable-userns";
-    read.is_ok() && bytes.windows(needle.len()).any(|w| w == needle)
+    // The first two bytes inline before the slice comparison: a memcmp call at each of the
+    // ~70 000 offsets cost about 0.15 ms of every start (SPEC B1).
+    read.is_ok() && bytes.windows(needle.len()).any(|w| w[..2] == needle[..2] && w == needle)
 }
 
 /// The namespace and privilege options, before the environment and mounts. Each
