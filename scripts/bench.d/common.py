@@ -36,6 +36,19 @@ class Counts:
         return q
 
 
+def alternate(runs, n, warm=3):
+    """Round-robin the callables in `runs` n times (after `warm` unrecorded rounds): each
+    sees the same machine load. Returns one list of ms per callable."""
+    for _ in range(warm):
+        for f in runs:
+            f()
+    got = [[] for _ in runs]
+    for _ in range(n):
+        for i, f in enumerate(runs):
+            got[i].append(f())
+    return got
+
+
 def pct(xs, q):
     """The q-th percentile (0-100) of xs, linear between closest ranks."""
     s = sorted(xs)

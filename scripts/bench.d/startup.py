@@ -16,7 +16,8 @@ import subprocess
 import time
 
 import timeline
-from common import Failed, fmt_ms, med, now_ns, pct, spawn, spread, subreaper
+from floor import floor_helpers, floor_note, tty_rows
+from common import Failed, alternate, fmt_ms, med, now_ns, pct, spawn, spread, subreaper  # noqa: F401 (side.py takes alternate from here)
 
 INIT = "/run/snug/init"
 
@@ -34,39 +35,6 @@ def reference(bwrap, payload):
         out.append(bwrap[k])
         k += 1
     return out, ["--"] + payload
-
-
-def alternate(runs, n, warm=3):
-    """Round-robin the callables in `runs` n times (after `warm` unrecorded rounds): each
-    sees the same machine load. Returns one list of ms per callable."""
-    for _ in range(warm):
-        for f in runs:
-            f()
-    got = [[] for _ in runs]
-    for _ in range(n):
-        for i, f in enumerate(runs):
-            got[i].append(f())
-    return got
-
-
-# A program that only exits (x86-64 Linux, no libc): what spawning and reaping costs the harness.
-TINY_S = ".globl _start\n_start: mov $60, %eax\n xor %edi, %edi\n syscall\n"
-
-
-def floor_helpers(work):
-    """(nestfloor, tiny) built here with cc, or None when cc is missing or fails: nestfloor
-    (scripts/bench.d/nestfloor.c) is nest without snug, tiny an exit with no libc."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        return None
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nestfloor.c")
-    nf, tiny = os.path.join(work, "nestfloor"), os.path.join(work, "tiny")
-    with open(tiny + ".s", "w") as f:
-        f.write(TINY_S)
-    for argv in ([cc, "-O2", "-o", nf, src], [cc, "-nostdlib", "-static", "-o", tiny, tiny + ".s"]):
-        if subprocess.run(argv, capture_output=True, timeout=120).returncode != 0:
-            return None
-    return nf, tiny
 
 
 def b1(env, n):
@@ -92,7 +60,7 @@ def b1(env, n):
         floor = 2 * ver + nested - nf_alone - spawn
         over = med(s) - floor
         ok = ratio <= 1.3 and over <= 0.5
-        ref_text = f"bwrap alone {spread(r)}; floor {fmt_ms(floor)}"
+        ref_text = f"bwrap alone {spread(r)}; floor {fmt_ms(floor)} (itself {floor / med(r):.2f}× bwrap alone)"
         ratio_text = f"{ratio:.2f}× bwrap alone; {over:+.2f} ms over the floor ({med(s) / floor:.2f}×)"
     else:
         floor, ok = None, ratio <= 1.3
@@ -127,6 +95,10 @@ def b1(env, n):
     if helpers:
         notes.append(("B1: the floor", floor_note(wall, floor)))
     notes.append(("B1: where snug's startup time goes", breakdown(env, n, head, med(s), med(r))))
+    cuts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "b1-cuts.md")
+    if os.path.exists(cuts):
+        with open(cuts) as f:
+            notes.append(("B1: what was cut, what it saved, what did not pay", f.read()))
     if n.profile:
         try:
             prof = timeline.profile(env, ref)
@@ -134,57 +106,6 @@ def b1(env, n):
             prof = f"Skipped: the profile failed ({type(e).__name__}: {e})."
         notes.append(("B1 profile: stages of one run (optional, perf)", prof))
     return rows, notes
-
-
-def floor_note(wall, floor):
-    names = ["`snug -- true`", "bwrap alone", "`snug --version` (ver)", "`nestfloor` bwrap alone (nested)",
-             "`nestfloor` alone (nf)", "a program that only exits, no libc (spawn)"]
-    lines = [
-        "The floor is what the guarantees need on top of bwrap alone: snug's binary exec'd once as snug",
-        "and once as init inside (each at least the cost of `snug --version`: the kernel's exec, glibc's",
-        "start-up, std's, clap's), and the outer pid and mount namespace that nest makes, with its /proc",
-        "and its teardown. `nestfloor` (scripts/bench.d/nestfloor.c, built here with cc) is nest without",
-        "snug: clone(2) into a new pid and mount namespace (and user namespace when not root), the mount",
-        "tree private, a new /proc, then execve of bwrap alone's exact argv; the parent waits. All six",
-        "commands run in the same alternating rounds as B1 (medians, ms):",
-        "",
-        "| command | median | p10–p90 |",
-        "|---|---|---|",
-    ]
-    for name, w in zip(names, wall):
-        lines.append(f"| {name} | {fmt_ms(med(w))} | {pct(w, 10):.2f}–{pct(w, 90):.2f} |")
-    lines += [
-        "",
-        f"floor = 2·ver + nested − nf − spawn = **{fmt_ms(floor)}**: bwrap alone, plus the outer namespace "
-        "(nested − nf − bwrap alone + spawn), plus two execs of snug's binary (ver − spawn each). What "
-        "`snug -- true` takes beyond it is snug's own work and its hand-offs (policy, cgroups, channel, "
-        "init's fork of the payload, supervision, teardown).",
-    ]
-    return "\n".join(lines)
-
-
-def tty_rows(env, n, snug, ref, detached_ms, ref_ms):
-    """B1 at a terminal: snug (terminal mode: its own pty for the sandbox, SPEC T1) and bwrap
-    alone, each spawned as the leader of a new session whose controlling terminal is a fresh
-    pty (opened by path after setsid, as a login shell's terminal is), stdio on it."""
-    def on_pty(argv):
-        m, s = os.openpty()
-        try:
-            acts = [(os.POSIX_SPAWN_OPEN, 0, os.ttyname(s), os.O_RDWR, 0),
-                    (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)]
-            return env.timed_usage(argv, acts=acts, setsid=True)[0]
-        finally:
-            os.close(s)
-            os.close(m)
-    k = max(n.b1 // 2, 4)
-    s, r = alternate([lambda: on_pty(snug), lambda: on_pty(ref)], k)
-    return [{
-        "row": "B1 @tty", "figure": f"startup `snug -- true` at a terminal (a pty), median (p10–p90), {k} runs each",
-        "snug": spread(s), "ref": f"bwrap alone at a pty {spread(r)}",
-        "ratio": f"{med(s) / med(r):.2f}×; the pty costs snug {med(s) - med(r) - (detached_ms - ref_ms):+.2f} ms "
-                 "over its detached overhead",
-        "target": "— (B1's bound is detached)", "ok": None,
-    }]
 
 
 def breakdown(env, n, head, snug_ms, ref_ms):
@@ -212,6 +133,14 @@ def breakdown(env, n, head, snug_ms, ref_ms):
         parts.append(("a nest-like layer: `unshare -pmf --mount-proc` bwrap … `-- true`",
                       [unshare] + user + ["--pid", "--mount", "--fork", "--mount-proc"] + alone,
                       ([1, at], [0], "bwrap alone and unshare's own cost")))
+    helpers = floor_helpers(env.work)
+    if helpers and empty:
+        # What every glibc process pays before main on this machine (CPUID-based cache and
+        # feature probing, `init_cpu_features`): the static empty Rust program over no libc.
+        parts.append(("a program that only exits, no libc (`_start: exit(0)`)", [helpers[1]],
+                      ([0], [], "harness floor")))
+        parts.append(("… the static empty Rust program again, for glibc's start-up", [empty[1][1][0]],
+                      ([len(parts) - 1], [], "no libc: glibc's own start-up per exec")))
     parts += cgroup_attach(len(parts))
     got = alternate([lambda a=a: env.timed(a) for _, a, _ in parts], n.parts, warm=1)
     lines = [
