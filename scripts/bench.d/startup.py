@@ -303,17 +303,19 @@ def pasta_by_hand(env, head, tail):
         netns = os.open(f"/proc/{child}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
         owner = fcntl.ioctl(netns, NS_GET_USERNS)
         os.close(netns)
-        # Unprivileged, pasta opens it through our descriptor. As root there is no nested user
-        # namespace (the sandbox uid is 0 already), and pasta, having dropped root's
-        # capabilities, may not open our descriptors: the child's own /proc path then.
-        userns = f"/proc/{child}/ns/user" if os.geteuid() == 0 else f"/proc/{os.getpid()}/fd/{owner}"
+        # pasta opens the owner through a descriptor it inherits at 5 (as root too: bwrap's
+        # --disable-userns moves its child into a nested user namespace, so the child's own
+        # ns/user is not the owner; and pasta, having dropped root's capabilities, may not
+        # open our descriptors through /proc/<bench>/fd).
+        userns = "/proc/self/fd/5"
         ns = ["--userns", userns, "--netns", f"/proc/{child}/ns/net"]
         pasta = ["pasta"] + PASTA_FLAGS + runas + ["--pid", pidfile] + ns
         if os.path.exists(pidfile):
             os.unlink(pidfile)
         err = os.open(pidfile + ".err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            status = os.waitpid(spawn(pasta, acts[:2] + [(os.POSIX_SPAWN_DUP2, err, 2)]), 0)[1]
+            pasta_fds = acts[:2] + [(os.POSIX_SPAWN_DUP2, err, 2), (os.POSIX_SPAWN_DUP2, owner, 5)]
+            status = os.waitpid(spawn(pasta, pasta_fds), 0)[1]
         finally:
             os.close(err)
             os.close(owner)
