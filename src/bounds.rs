@@ -166,7 +166,7 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
     };
     let mut out = ForChild { procs: Vec::new(), nproc: None };
     let mut make = |w: &Where, files: Vec<(&str, String)>| -> anyhow::Result<()> {
-        cgroup::remove_stale(w.dir());
+        STALE.lock().unwrap_or_else(|e| e.into_inner()).push(w.dir().to_path_buf());
         let (dir, fd) = cgroup::create(w, &files)?;
         crate::log::log!(
             "bound: {} in {}",
@@ -232,7 +232,7 @@ fn own_in_other_hierarchies(host: &cgroup::Host, out: &mut ForChild) {
         if have.iter().any(|d| d == w.dir()) || out.procs.len() >= SLOTS {
             continue;
         }
-        cgroup::remove_stale(w.dir());
+        STALE.lock().unwrap_or_else(|e| e.into_inner()).push(w.dir().to_path_buf());
         let files = if controller == "cpuset" { cgroup::cpuset_files(&w) } else { Vec::new() };
         match cgroup::create(&w, &files) {
             Ok((dir, fd)) => {
@@ -242,6 +242,20 @@ fn own_in_other_hierarchies(host: &cgroup::Host, out: &mut ForChild) {
             }
             Err(e) => crate::log::log!("no cgroup of its own in the {controller} hierarchy: {e}"),
         }
+    }
+}
+
+/// The hierarchies [`apply`] made cgroups in, whose stale cgroups [`sweep`] removes.
+static STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Remove what earlier runs left in the hierarchies this run uses ([`cgroup::remove_stale`]).
+/// Called once the nest runs bwrap, while bwrap sets the sandbox up, rather than in [`apply`]
+/// before the nest is cloned: listing a hierarchy and reading each stale owner's
+/// `/proc/PID/stat` is off B1's critical path there, and names never collide (pid and start
+/// time are in them).
+pub fn sweep() {
+    for dir in std::mem::take(&mut *STALE.lock().unwrap_or_else(|e| e.into_inner())) {
+        cgroup::remove_stale(&dir);
     }
 }
 

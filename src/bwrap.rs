@@ -36,10 +36,31 @@ pub struct Launch {
 /// cost a fork and exec on every start; a bwrap that cannot be read counts as lacking it.
 pub fn has_disable_userns(path: &Path) -> bool {
     use std::io::Read;
-    let mut bytes = Vec::new();
-    let read = std::fs::File::open(path).and_then(|f| f.take(16 << 20).read_to_end(&mut bytes));
-    let needle = b"--disable-userns";
-    read.is_ok() && bytes.windows(needle.len()).any(|w| w == needle)
+    const NEEDLE: &[u8] = b"--disable-userns";
+    let Ok(mut file) = std::fs::File::open(path) else { return false };
+    // In chunks through one buffer (the file is ~70 KiB): no growing heap copy of it, whose
+    // reallocations, page faults and trim on free cost about 0.1 ms of every start (SPEC B1).
+    // The last NEEDLE.len() - 1 bytes of a chunk are kept in front of the next one.
+    let mut buf = [0u8; 16 << 10];
+    let (mut kept, mut total) = (0, 0usize);
+    while total < 16 << 20 {
+        let n = match file.read(&mut buf[kept..]) {
+            Ok(0) => return false,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        };
+        let end = kept + n;
+        // The first two bytes inline before the slice comparison: a memcmp call at each
+        // offset would cost more than the read.
+        if buf[..end].windows(NEEDLE.len()).any(|w| w[..2] == NEEDLE[..2] && w == NEEDLE) {
+            return true;
+        }
+        total += n;
+        kept = (NEEDLE.len() - 1).min(end);
+        buf.copy_within(end - kept..end, 0);
+    }
+    false
 }
 
 /// The namespace and privilege options, before the environment and mounts. Each
@@ -270,6 +291,28 @@ mod tests {
         assert_eq!(argv[dd - 2..dd], ["--chdir".to_string(), "/home/u/proj/sub".to_string()]);
         assert_eq!(argv[dd + 1], INIT_PATH);
         assert_eq!(argv[dd + 2..], launch.init_args[..]);
+    }
+
+    /// B1: the chunked scan finds the option wherever it lies, also across the boundary of
+    /// two reads, and nothing in a file without it. Fails without the bytes kept between
+    /// chunks: the straddling copy is not found.
+    #[test]
+    fn x2_disable_userns_found_across_read_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, at: usize| {
+            let mut bytes = vec![b'-'; 40 << 10];
+            if at > 0 {
+                bytes[at..at + 16].copy_from_slice(b"--disable-userns");
+            }
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            p
+        };
+        for at in [1, (16 << 10) - 8, (32 << 10) - 20, (40 << 10) - 16] {
+            assert!(has_disable_userns(&file("with", at)), "at {at}");
+        }
+        assert!(!has_disable_userns(&file("without", 0)));
+        assert!(!has_disable_userns(&dir.path().join("missing")));
     }
 
     #[test]

@@ -185,6 +185,7 @@ pub fn run(
     drop(theirs);
     drop(seccomp);
     drop(args);
+    crate::bounds::sweep(); // while bwrap sets the sandbox up (SPEC B1)
     let control = match bind() {
         Ok(c) => c,
         Err(e) => {

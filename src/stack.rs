@@ -1,6 +1,7 @@
-//! snug's work runs on a thread whose stack has a size snug chooses, not on the main
-//! thread, whose stack the caller's `ulimit -s` (RLIMIT_STACK, `getrlimit(2)`) bounds: at
-//! 16–32 KiB the main thread overflowed, and Rust aborts on that (SPEC R4: never an abort).
+//! Under a soft `ulimit -s` (RLIMIT_STACK, `getrlimit(2)`) below [`STACK_BYTES`], snug's work
+//! runs on a thread whose stack has a size snug chooses, not on the main thread, whose stack
+//! that limit bounds: at 16–32 KiB the main thread overflowed, and Rust aborts on that (SPEC
+//! R4: never an abort). At [`STACK_BYTES`] or more `main` runs the work on the main thread.
 //! A thread's stack is mapped at its creation (`pthread_attr_setstacksize(3)`) and does not
 //! depend on RLIMIT_STACK, which snug leaves as it is, so the payload inherits the caller's.
 //!

@@ -36,6 +36,19 @@ class Counts:
         return q
 
 
+def alternate(runs, n, warm=3):
+    """Round-robin the callables in `runs` n times (after `warm` unrecorded rounds): each
+    sees the same machine load. Returns one list of ms per callable."""
+    for _ in range(warm):
+        for f in runs:
+            f()
+    got = [[] for _ in runs]
+    for _ in range(n):
+        for i, f in enumerate(runs):
+            got[i].append(f())
+    return got
+
+
 def pct(xs, q):
     """The q-th percentile (0-100) of xs, linear between closest ranks."""
     s = sorted(xs)
@@ -112,6 +125,22 @@ class Env:
             r = subprocess.run(argv, cwd=self.work, stdin=subprocess.DEVNULL, capture_output=True, text=True)
             raise Failed(f"{' '.join(argv[:3])}…: status {status}: {r.stderr.strip()[-300:]}")
         return took
+
+    def timed_usage(self, argv, acts=None, setsid=False):
+        """(wall ms, CPU ms, context switches) of argv from spawn to reaped, stdio /dev/null
+        unless `acts` says otherwise. CPU and switches are the whole tree's: wait4(2)'s rusage
+        folds in every descendant its parent reaped (bwrap reaps init, init the payload), as
+        `perf stat`'s inherited task-clock would, at no cost to the run."""
+        if acts is None:
+            acts = [(os.POSIX_SPAWN_DUP2, self.null, 0), (os.POSIX_SPAWN_DUP2, self.null, 1),
+                    (os.POSIX_SPAWN_DUP2, self.null, 2)]
+        t0 = now_ns()
+        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=acts, setsigdef=PY_IGNORED, setsid=setsid)
+        _, status, ru = os.wait4(pid, 0)
+        took = (now_ns() - t0) / 1e6
+        if status != 0:
+            raise Failed(f"{' '.join(argv[:3])}…: status {status}")
+        return took, (ru.ru_utime + ru.ru_stime) * 1e3, ru.ru_nvcsw + ru.ru_nivcsw
 
     def start(self, argv):
         """argv in its own session with stdout a pipe we read, stdin /dev/null (detached)."""

@@ -10,13 +10,20 @@ import os
 import time
 
 from common import Failed, read_line, finish
+from terminal import private_run
 
 
 def sample(pid):
-    """(run ns, ticks, voluntary switches, VmHWM kB) of pid, or None once it is gone or a zombie."""
+    """(run ns, ticks, voluntary switches, VmHWM kB) of pid, or None once it is gone or a zombie.
+    Run time and switches are summed over the process's threads (schedstat and status are per
+    thread; a worker thread's would otherwise be missed, as the leader only waits then)."""
     try:
-        with open(f"/proc/{pid}/schedstat") as f:
-            ns = int(f.read().split()[0])
+        ns, switches = 0, 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                ns += int(f.read().split()[0])
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                switches += int(next(ln for ln in f if ln.startswith("voluntary_ctxt_switches")).split()[1])
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         ticks = int(fields[11]) + int(fields[12])  # utime, stime: fields 14, 15 of stat(5)
@@ -27,13 +34,15 @@ def sample(pid):
                 status[k] = v.split()
         if "VmHWM" not in status:
             return None  # a zombie: no memory left to report
-        return ns, ticks, int(status["voluntary_ctxt_switches"][0]), int(status["VmHWM"][0])
-    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return ns, ticks, switches, int(status["VmHWM"][0])
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError, StopIteration):
         return None
 
 
 def b5(env, n):
-    p = env.start([env.snug, "--", "sh", "-c", f"echo R; exec sleep {n.b5_sleep}"])
+    # A /run/snug of its own (as root): other snug clients on the machine connect to every
+    # control socket there, and each accept(2) would count as a wake-up.
+    p = env.start(private_run() + [env.snug, "--", "sh", "-c", f"echo R; exec sleep {n.b5_sleep}"])
     if read_line(p) != "R":
         raise Failed("payload did not say R")
     time.sleep(0.2)  # start-up done: snug now only waits
@@ -88,7 +97,7 @@ def b5_loop(env, n):
     helper = ("import os,signal,time,sys\np=int(sys.argv[1]); e=time.time()+3\n"
               "while time.time()<e:\n    os.kill(p,signal.SIGSTOP); os.kill(p,signal.SIGCONT)")
     loop = f"me=$$; python3 -c '{helper}' $me & echo R; wait"
-    p = env.start([env.snug, "--", "sh", "-c", loop])
+    p = env.start(private_run() + [env.snug, "--", "sh", "-c", loop])
     if read_line(p) != "R":
         raise Failed("payload did not say R")
     time.sleep(0.3)

@@ -13,7 +13,8 @@ import tempfile
 from common import med
 
 EVENTS = "sched:sched_process_exec,sched:sched_process_fork,syscalls:sys_enter_exit_group,sched:sched_process_exit"
-LINE = re.compile(r"^\s*(.*?)\s+(\d+)\s+\[\d+\]\s+([\d.]+):\s+(\S+):\s*(.*)$")
+LINE = re.compile(r"^\s*(.*?)\s+(\d+)/(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)$")
+FIELDS = "comm,pid,tid,time,event,trace"  # pid/tid: a thread's events count for its process
 
 SNUG_STAGES = [
     ("snug's own start-up (exec to clone of nest)", "snug_exec", "nest_fork"),
@@ -42,12 +43,22 @@ def available():
 
 
 def parse(text):
-    ev = []
+    """(ms, pid, event, rest) per line, and the tids that are threads (not their process's
+    first), whose sched_process_fork is a thread's creation, not a new process."""
+    ev, threads = [], set()
     for line in text.splitlines():
         m = LINE.match(line)
         if m:
-            ev.append((float(m.group(3)) * 1e3, int(m.group(2)), m.group(4).split(":")[1], m.group(5)))
-    return ev
+            pid, tid = int(m.group(2)), int(m.group(3))
+            if pid != tid:
+                threads.add(tid)
+            ev.append((float(m.group(4)) * 1e3, pid, m.group(5).split(":")[1], m.group(6)))
+    return [e for e in ev if not (e[2] == "sched_process_fork" and child_of(e[3]) in threads)]
+
+
+def child_of(rest):
+    m = re.search(r"\bchild_pid=(\d+)", rest)
+    return int(m.group(1)) if m else None
 
 
 def runs(ev, driver, snug):
@@ -57,7 +68,7 @@ def runs(ev, driver, snug):
         if name == "sched_process_fork":
             m = re.search(r"\bpid=(\d+) child_comm=.* child_pid=(\d+)", rest)
             if m:
-                parent[int(m.group(2))] = int(m.group(1))
+                parent[int(m.group(2))] = pid  # the forking process (its thread may be another)
     role, marks = {}, {}  # pid -> role; top pid -> marks
     for t, pid, name, rest in ev:
         if name == "sched_process_exec":
@@ -73,7 +84,7 @@ def runs(ev, driver, snug):
                     marks[top].setdefault(mark, t)
         elif name == "sched_process_fork":
             m = re.search(r"\bpid=(\d+) child_comm=.* child_pid=(\d+)", rest)
-            p, c = int(m.group(1)), int(m.group(2))
+            p, c = pid, int(m.group(2))
             if p in role:
                 kind, top = role[p]
                 child = {"snug": "nest", "nest": "sbx", "bwrap": "sbx", "sbx": "pay"}.get(kind)
@@ -141,7 +152,7 @@ def profile(env, ref, n=15):
                              capture_output=True, text=True)
         if rec.returncode != 0:
             return f"Skipped: `perf record` failed: {rec.stderr.strip()[-200:]}"
-        text = subprocess.run(["perf", "script", "-i", data], capture_output=True, text=True).stdout
+        text = subprocess.run(["perf", "script", "-F", FIELDS, "-i", data], capture_output=True, text=True).stdout
         driver = int(open(os.path.join(tmp, "pid")).read())
     got = runs(parse(text), driver, env.snug)
     table, ns, nr = stage_table(got)
