@@ -9,6 +9,7 @@ use rustix::net::{
     recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
     SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
+use snug_core::Signal;
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
@@ -47,47 +48,16 @@ pub enum Report {
     Leaving(i32),
 }
 
-/// How [`Order::Continue`] continues the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resume {
-    /// After a job stop at the terminal (T5): the sandbox group and the payload's own group,
-    /// so stopped jobs of a shell inside stay stopped (T6).
-    Job,
-    /// After [`Order::Stop`], or a CONT to a running snug: every sandbox process, once (G6, T12).
-    All,
-}
+pub use snug_core::orders::{Order, Resume};
 
-/// Orders snug sends to init.
+/// What init receives on the channel: an order, or a `snug exec` (SPEC L3), whose packet
+/// carries one end of a socket on which the client sends CMD and its descriptors and init
+/// reports its end. The exec is no decision of either core, so it is no [`Order`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    /// Start the payload (after the network is up, SPEC N3).
-    Go,
-    /// A grace has started: when the payload ends, wait for the sandbox to empty (SPEC G2).
-    Grace,
-    /// Relay this signal to every sandbox process: init sends it with `kill(-1, sig)`, which
-    /// from the namespace's pid 1 reaches all its processes in every group and session, and
-    /// nothing outside (`kill(2)`, `pid_namespaces(7)`). Simpler than tracking groups, and it
-    /// never names a pid.
-    Signal(i32),
-    /// A key the caller's terminal sent snug's job while the hand-over is deferred (T2, T13):
-    /// init sends it to the payload's process group; for SIGINT it says [`Report::Interrupt`]
-    /// whether anything caught it.
-    Key(i32),
-    /// Stop every sandbox process (SIGSTOP, which a payload cannot ignore; TSTP would be
-    /// discarded for the sandbox's orphaned group in detached mode), then say
-    /// [`Report::Halted`] (T12).
-    Stop,
-    /// Continue after a stop, or relay a CONT (T5, T12, G6).
-    Continue(Resume),
-    /// Give the pty's foreground to the payload's side (true: the group that had it when init
-    /// took it, else the payload's group) or take it for init's own group (false), so that a
-    /// payload reading its terminal while snug's job is in the background stops (T1, T5, T8).
-    Front(bool),
-    /// A key snug copied to the pty that its line discipline turns into this signal (T2); for
-    /// SIGINT init says [`Report::Interrupt`] whether the pty's foreground caught it (T3).
-    Typed(i32),
-    /// Run a command in the sandbox for `snug exec` (SPEC L3): the packet carries one end of
-    /// a socket on which the client sends CMD and its descriptors and init reports its end.
+pub enum Message {
+    /// An order of snug's core.
+    Order(Order),
+    /// Start a command for `snug exec`.
     Exec,
 }
 
@@ -127,34 +97,34 @@ impl Report {
     }
 }
 
-impl Order {
+impl Message {
     fn to_bytes(self) -> [u8; FRAME] {
         match self {
-            Order::Go => encode(1, 0),
-            Order::Grace => encode(2, 0),
-            Order::Signal(sig) => encode(3, sig),
-            Order::Continue(Resume::Job) => encode(4, 0),
-            Order::Continue(Resume::All) => encode(4, 1),
-            Order::Key(sig) => encode(5, sig),
-            Order::Stop => encode(6, 0),
-            Order::Front(f) => encode(7, f as i32),
-            Order::Typed(sig) => encode(9, sig),
-            Order::Exec => encode(8, 0),
+            Message::Order(Order::Go) => encode(1, 0),
+            Message::Order(Order::Grace) => encode(2, 0),
+            Message::Order(Order::Signal(sig)) => encode(3, sig.raw()),
+            Message::Order(Order::Continue(Resume::Job)) => encode(4, 0),
+            Message::Order(Order::Continue(Resume::All)) => encode(4, 1),
+            Message::Order(Order::Key(sig)) => encode(5, sig.raw()),
+            Message::Order(Order::Stop) => encode(6, 0),
+            Message::Order(Order::Front(f)) => encode(7, f as i32),
+            Message::Exec => encode(8, 0),
+            Message::Order(Order::Typed(sig)) => encode(9, sig.raw()),
         }
     }
 
-    fn from_bytes(b: &[u8]) -> Option<Order> {
+    fn from_bytes(b: &[u8]) -> Option<Message> {
         let (tag, v) = codec::decode(b)?;
         Some(match tag {
-            1 => Order::Go,
-            2 => Order::Grace,
-            3 => Order::Signal(v),
-            4 => Order::Continue(if v == 0 { Resume::Job } else { Resume::All }),
-            5 => Order::Key(v),
-            6 => Order::Stop,
-            7 => Order::Front(v != 0),
-            9 => Order::Typed(v),
-            8 => Order::Exec,
+            1 => Message::Order(Order::Go),
+            2 => Message::Order(Order::Grace),
+            3 => Message::Order(Order::Signal(Signal(v))),
+            4 => Message::Order(Order::Continue(if v == 0 { Resume::Job } else { Resume::All })),
+            5 => Message::Order(Order::Key(Signal(v))),
+            6 => Message::Order(Order::Stop),
+            7 => Message::Order(Order::Front(v != 0)),
+            8 => Message::Exec,
+            9 => Message::Order(Order::Typed(Signal(v))),
             _ => return None,
         })
     }
@@ -218,19 +188,19 @@ impl Channel {
     /// # Errors
     /// The `sendmsg(2)` error (`EPIPE` when init is gone).
     pub fn order(&self, o: Order) -> io::Result<bool> {
-        match self.send_with(o.to_bytes(), None, SendFlags::DONTWAIT) {
+        match self.send_with(Message::Order(o).to_bytes(), None, SendFlags::DONTWAIT) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),
         }
     }
 
-    /// [`Channel::order`] with `fd` passed along (`SCM_RIGHTS`), for [`Order::Exec`].
+    /// [`Message::Exec`] with `fd`, the exec's socket, passed along (`SCM_RIGHTS`).
     ///
     /// # Errors
     /// As [`Channel::order`].
-    pub fn order_with_fd(&self, o: Order, fd: BorrowedFd<'_>) -> io::Result<bool> {
-        match self.send_with(o.to_bytes(), Some(fd), SendFlags::DONTWAIT) {
+    pub fn exec(&self, fd: BorrowedFd<'_>) -> io::Result<bool> {
+        match self.send_with(Message::Exec.to_bytes(), Some(fd), SendFlags::DONTWAIT) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),
@@ -245,12 +215,12 @@ impl Channel {
         self.recv_as(nonblock, Report::from_bytes)
     }
 
-    /// Receive an order (init side).
+    /// Receive an order or an exec (init side).
     ///
     /// # Errors
     /// The `recvmsg(2)` error.
-    pub fn recv_order(&self, nonblock: bool) -> io::Result<Received<Order>> {
-        self.recv_as(nonblock, Order::from_bytes)
+    pub fn recv_message(&self, nonblock: bool) -> io::Result<Received<Message>> {
+        self.recv_as(nonblock, Message::from_bytes)
     }
 
     fn recv_as<T>(&self, nonblock: bool, decode: fn(&[u8]) -> Option<T>) -> io::Result<Received<T>> {
@@ -327,12 +297,18 @@ mod tests {
             _ => panic!("wrong packet"),
         }
         assert!(b.order(Order::Grace).unwrap());
-        assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(Some(Order::Grace), None)));
-        assert!(b.order(Order::Signal(libc::SIGUSR2)).unwrap());
-        assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(Some(Order::Signal(libc::SIGUSR2)), None)));
-        assert!(matches!(a.recv_order(true).unwrap(), Received::Empty));
+        assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(Some(Message::Order(Order::Grace)), None)));
+        assert!(b.order(Order::Signal(Signal::USR2)).unwrap());
+        assert!(matches!(
+            a.recv_message(false).unwrap(),
+            Received::Packet(Some(Message::Order(Order::Signal(Signal::USR2))), None)
+        ));
+        let probe = std::fs::File::open("/dev/null").unwrap();
+        assert!(b.exec(probe.as_fd()).unwrap());
+        assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(Some(Message::Exec), Some(_))));
+        assert!(matches!(a.recv_message(true).unwrap(), Received::Empty));
         drop(b);
-        assert!(matches!(a.recv_order(false).unwrap(), Received::Closed));
+        assert!(matches!(a.recv_message(false).unwrap(), Received::Closed));
     }
 
     /// A packet that is not exactly one frame is no message, whatever its first bytes say
@@ -345,9 +321,9 @@ mod tests {
             let mut bytes = vec![0u8; len];
             bytes[0] = 1; // Order::Go's tag
             rustix::net::send(&b.fd, &bytes, SendFlags::empty()).unwrap();
-            assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(None, None)), "{len} bytes");
+            assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(None, None)), "{len} bytes");
         }
         b.order(Order::Go).unwrap();
-        assert!(matches!(a.recv_order(false).unwrap(), Received::Packet(Some(Order::Go), None)));
+        assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(Some(Message::Order(Order::Go)), None)));
     }
 }

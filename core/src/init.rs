@@ -165,8 +165,8 @@ impl Init {
             Order::Key(sig) => self.key(sig, procs),
             Order::Typed(Signal::INT) => vec![Effect::Report(Report::Interrupt { among: procs.front() })],
             Order::Typed(_) => Vec::new(),
-            Order::Front { give } if self.cfg.terminal => vec![Effect::Foreground(self.front(give, procs))],
-            Order::Front { .. } => Vec::new(),
+            Order::Front(give) if self.cfg.terminal => vec![Effect::Foreground(self.front(give, procs))],
+            Order::Front(_) => Vec::new(),
             Order::Stop => {
                 self.stopped = Stopped::Halted;
                 vec![relay(Signal::STOP), Effect::Report(Report::Halted)]

@@ -5,6 +5,7 @@
 //! effects; they decide nothing.
 
 pub mod init;
+pub mod orders;
 pub mod supervisor;
 pub mod types;
 

@@ -13,6 +13,8 @@ impl Signal {
     pub const INT: Signal = Signal(2);
     pub const QUIT: Signal = Signal(3);
     pub const KILL: Signal = Signal(9);
+    pub const USR1: Signal = Signal(10);
+    pub const USR2: Signal = Signal(12);
     pub const PIPE: Signal = Signal(13);
     pub const ALRM: Signal = Signal(14);
     pub const TERM: Signal = Signal(15);

@@ -41,7 +41,9 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::channel::Message;
     use crate::channel::Received;
+    use snug_core::Signal;
 
     /// G3 with a stopped init: orders beyond the socket's room queue instead of blocking,
     /// repeated signals merge, and everything queued arrives in order once init reads.
@@ -51,22 +53,22 @@ mod tests {
         let mut out = Outbox::default();
         let mut sent = 0;
         while !out.waiting() {
-            out.send(&snug, Order::Signal(libc::SIGUSR1));
+            out.send(&snug, Order::Signal(Signal::USR1));
             sent += 1;
             assert!(sent < 100_000, "the socket never filled");
         }
-        out.send(&snug, Order::Signal(libc::SIGUSR1));
+        out.send(&snug, Order::Signal(Signal::USR1));
         out.send(&snug, Order::Grace);
-        out.send(&snug, Order::Signal(libc::SIGTERM));
-        assert_eq!(out.queue, [Order::Signal(libc::SIGUSR1), Order::Grace, Order::Signal(libc::SIGTERM)]);
+        out.send(&snug, Order::Signal(Signal::TERM));
+        assert_eq!(out.queue, [Order::Signal(Signal::USR1), Order::Grace, Order::Signal(Signal::TERM)]);
         let mut got = Vec::new();
-        while out.waiting() || !got.ends_with(&[Order::Signal(libc::SIGTERM)]) {
-            if let Ok(Received::Packet(Some(o), _)) = init.recv_order(true) {
+        while out.waiting() || !got.ends_with(&[Order::Signal(Signal::TERM)]) {
+            if let Ok(Received::Packet(Some(Message::Order(o)), _)) = init.recv_message(true) {
                 got.push(o);
             }
             out.flush(&snug);
         }
         assert_eq!(got.len(), sent + 2);
-        assert_eq!(&got[got.len() - 2..], [Order::Grace, Order::Signal(libc::SIGTERM)]);
+        assert_eq!(&got[got.len() - 2..], [Order::Grace, Order::Signal(Signal::TERM)]);
     }
 }

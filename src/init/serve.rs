@@ -6,11 +6,11 @@
 use super::exec::{self, Execs};
 use super::held::Held;
 use super::procfs::Sandbox;
-use crate::channel::{self, Channel, Received};
+use crate::channel::{Channel, Message, Received};
 use crate::signals::SignalFd;
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::process::{wait, WaitOptions};
-use snug_core::init::{self, Config, Event, ExecId, Init, Order, Resume};
+use snug_core::init::{self, Config, Event, ExecId, Init};
 use snug_core::{Pid, Signal, WaitStatus};
 use std::ops::ControlFlow;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -112,13 +112,11 @@ impl Serve<'_> {
     /// Every order waiting on the channel.
     fn orders(&mut self) -> ControlFlow<i32> {
         loop {
-            let ev = match self.chan.recv_order(true) {
-                Ok(Received::Packet(Some(channel::Order::Exec), Some(fd))) => Event::ExecOpened(self.execs.add(fd)),
-                Ok(Received::Packet(Some(o), _)) => match order(o) {
-                    Some(o) => Event::Order(o),
-                    None => continue,
-                },
-                Ok(Received::Packet(None, _)) => continue,
+            let ev = match self.chan.recv_message(true) {
+                Ok(Received::Packet(Some(Message::Exec), Some(fd))) => Event::ExecOpened(self.execs.add(fd)),
+                Ok(Received::Packet(Some(Message::Order(o)), _)) => Event::Order(o),
+                // An exec without its socket, or a packet that is no message: nothing to do.
+                Ok(Received::Packet(Some(Message::Exec), None) | Received::Packet(None, _)) => continue,
                 Ok(Received::Empty) => return ControlFlow::Continue(()),
                 Ok(Received::Closed) | Err(_) => Event::SnugGone,
             };
@@ -158,21 +156,4 @@ impl Serve<'_> {
             }
         }
     }
-}
-
-/// A channel order as the core takes it; `None` for one that is no order to init here
-/// (an Exec without its socket).
-fn order(o: channel::Order) -> Option<Order> {
-    Some(match o {
-        channel::Order::Go => Order::Go,
-        channel::Order::Grace => Order::Grace,
-        channel::Order::Signal(sig) => Order::Signal(Signal(sig)),
-        channel::Order::Key(sig) => Order::Key(Signal(sig)),
-        channel::Order::Stop => Order::Stop,
-        channel::Order::Continue(channel::Resume::Job) => Order::Continue(Resume::Job),
-        channel::Order::Continue(channel::Resume::All) => Order::Continue(Resume::All),
-        channel::Order::Front(give) => Order::Front { give },
-        channel::Order::Typed(sig) => Order::Typed(Signal(sig)),
-        channel::Order::Exec => return None,
-    })
 }

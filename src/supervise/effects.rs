@@ -3,10 +3,9 @@
 //! [`Effect::StopSelf`]) hand their answer back to the core as an event.
 
 use super::Supervisor;
-use crate::channel;
 use crate::log::log;
 use crate::signals::{signame, Delivered, SI_KERNEL};
-use snug_core::supervisor::{Effect, Event, Note, Order, Origin, Resume, FORCE_QUIT, GRACE};
+use snug_core::supervisor::{Effect, Event, Note, Order, Origin, FORCE_QUIT, GRACE};
 use std::time::Instant;
 
 impl Supervisor {
@@ -93,42 +92,21 @@ impl Supervisor {
 
     /// Send `o` to init, or queue it while init's socket is full.
     fn order(&mut self, o: Order) {
-        let wire = match o {
-            Order::Go => channel::Order::Go,
-            Order::Grace => channel::Order::Grace,
-            Order::Signal(s) => {
-                log!("relayed {} to every sandbox process (through init)", signame(s.raw()));
-                channel::Order::Signal(s.raw())
-            }
-            Order::Key(s) => {
-                log!(
-                    "relayed the terminal's {} to the payload's process group (the hand-over is deferred)",
-                    signame(s.raw())
-                );
-                channel::Order::Key(s.raw())
-            }
-            Order::Stop => {
-                log!("stopping every sandbox process before snug stops");
-                channel::Order::Stop
-            }
-            Order::Continue(how) => {
-                log!("continued the sandbox ({how:?})");
-                channel::Order::Continue(match how {
-                    Resume::Job => channel::Resume::Job,
-                    Resume::All => channel::Resume::All,
-                })
-            }
+        match o {
+            Order::Signal(s) => log!("relayed {} to every sandbox process (through init)", signame(s.raw())),
+            Order::Key(s) => log!(
+                "relayed the terminal's {} to the payload's process group (the hand-over is deferred)",
+                signame(s.raw())
+            ),
+            Order::Stop => log!("stopping every sandbox process before snug stops"),
+            Order::Continue(how) => log!("continued the sandbox ({how:?})"),
             Order::Front(true) => {
-                log!("hand-over: the payload holds its terminal's foreground; snug copies the caller's keys");
-                channel::Order::Front(true)
+                log!("hand-over: the payload holds its terminal's foreground; snug copies the caller's keys")
             }
-            Order::Front(false) => {
-                log!("take-back: init holds the pty's foreground");
-                channel::Order::Front(false)
-            }
-            Order::Typed(s) => channel::Order::Typed(s.raw()),
-        };
-        self.outbox.send(&self.chan, wire);
+            Order::Front(false) => log!("take-back: init holds the pty's foreground"),
+            Order::Go | Order::Grace | Order::Typed(_) => {}
+        }
+        self.outbox.send(&self.chan, o);
     }
 
     /// Stop snug (and its group when `group`) until continued; tell the core how long that

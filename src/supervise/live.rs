@@ -3,7 +3,6 @@
 //! socket to init.
 
 use super::Supervisor;
-use crate::channel::Order;
 use crate::live::server::Host;
 use crate::live::Jobs;
 use crate::signals::Delivered;
@@ -37,7 +36,7 @@ impl Host for Supervisor {
             bail!("the sandbox is ending");
         }
         let (ours, theirs) = crate::live::socket::pair().map_err(|e| anyhow!("socketpair: {e}"))?;
-        match self.chan.order_with_fd(Order::Exec, theirs.as_fd()) {
+        match self.chan.exec(theirs.as_fd()) {
             Ok(true) => Ok(ours),
             Ok(false) => Err(anyhow!("the sandbox init is busy (stopped?)")),
             Err(e) => Err(anyhow!("the sandbox init is gone: {e}")),

@@ -10,37 +10,7 @@ use crate::types::{Pid, Signal, WaitStatus};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Errno(pub i32);
 
-/// How [`Order::Continue`] continues the sandbox.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Resume {
-    /// After a job stop at the terminal (T5): init's group and the payload's own group, so
-    /// that jobs a shell inside stopped stay stopped (T6).
-    Job,
-    /// After [`Order::Stop`], or a CONT to a running snug: every sandbox process, once (G6, T12).
-    All,
-}
-
-/// What snug tells init over the channel (the binary's `channel::Order`, typed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Order {
-    /// Let the payload exec: the network is up (N3).
-    Go,
-    /// A grace has started: when the payload ends, wait for the sandbox to empty (G2).
-    Grace,
-    /// Relay this signal to every sandbox process (G1, G6).
-    Signal(Signal),
-    /// A key the caller's terminal sent snug's job while the hand-over is deferred (T2).
-    Key(Signal),
-    /// Stop every sandbox process and say so (T12).
-    Stop,
-    /// Continue after a stop, or relay a CONT (T5, T12, G6).
-    Continue(Resume),
-    /// Give the pty's foreground to the payload's side (`give`) or take it for init's group
-    /// (T1, T5, T8).
-    Front { give: bool },
-    /// A key snug copied to the pty that its line discipline turned into this signal (T2).
-    Typed(Signal),
-}
+pub use crate::orders::{Order, Resume};
 
 /// One thing init's loop saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

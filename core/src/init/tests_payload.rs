@@ -72,8 +72,8 @@ fn t1_t5_t8_the_pty_foreground_goes_back_where_it_was() {
     // Fails with `taken_from` never used (always the payload's group): "T5 back to the job"
     // saw [Foreground(2)] for [Foreground(7)].
     let procs = Fake { pgrps: &[(PAYLOAD, PAYLOAD)], front: Some(JOB), alive: &[PAYLOAD, JOB] };
-    let take = order(Order::Front { give: false });
-    let give = order(Order::Front { give: true });
+    let take = order(Order::Front(false));
+    let give = order(Order::Front(true));
     check(&[
         Row { id: "T5 take", cfg: TERMINAL, before: &[GO], procs, ev: take, want: &[Effect::Foreground(OWN)] },
         Row {

@@ -85,36 +85,7 @@ pub enum Event<E> {
     Tick,
 }
 
-/// How [`Order::Continue`] continues the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resume {
-    /// After a job stop at the terminal (T5): the sandbox group and the payload's own group,
-    /// so stopped jobs of a shell inside stay stopped (T6).
-    Job,
-    /// After [`Order::Stop`], or a CONT to a running snug: every sandbox process, once (G6, T12).
-    All,
-}
-
-/// What snug tells init (the channel's orders, less `Exec`, which is not a decision).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    /// Start the payload (N3).
-    Go,
-    /// A grace has started: when the payload ends, wait for the sandbox to empty (G2).
-    Grace,
-    /// Relay this signal to every sandbox process (G1, G6).
-    Signal(Signal),
-    /// Send this key's signal to the payload's group; for INT, say whether it was caught (T2, T13).
-    Key(Signal),
-    /// Stop every sandbox process, then say [`Event::Halted`] (T12).
-    Stop,
-    /// Continue after a stop, or relay a CONT (T5, T12, G6).
-    Continue(Resume),
-    /// Give the pty's foreground to the payload's side (true) or take it for init (false) (T1, T5, T8).
-    Front(bool),
-    /// A key snug copied to the pty makes this signal; for INT, say whether it was caught (T3).
-    Typed(Signal),
-}
+pub use crate::orders::{Order, Resume};
 
 /// What the loop does, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
