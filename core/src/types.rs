@@ -126,6 +126,17 @@ mod tests {
         }
     }
 
+    /// The raw numbers are the kernel's, and a signal says its number (fails with `raw`
+    /// returning a constant, or an empty `Display`).
+    #[test]
+    fn raw_numbers_and_the_display_are_the_values() {
+        assert_eq!(Signal::TERM.raw(), 15);
+        assert_eq!(Signal(34).raw(), 34);
+        assert_eq!(Pid(4242).raw(), 4242);
+        assert_eq!(Pid(1).raw(), 1);
+        assert_eq!(Signal::HUP.to_string(), "signal 1");
+    }
+
     #[test]
     fn shell_codes_are_128_plus_the_signal() {
         assert_eq!(WaitStatus::Exited(7).shell_code(), Some(7));
