@@ -281,7 +281,7 @@ pub fn cleanup() {
 ///
 /// # Errors
 /// A one-line reason.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> anyhow::Result<u64> {
     let t = text.trim();
     let lower = t.to_ascii_lowercase();
     let body = lower.strip_suffix("ib").or_else(|| lower.strip_suffix('b')).unwrap_or(&lower);
@@ -292,10 +292,10 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         Some('t') => (&body[..body.len() - 1], 40),
         _ => (body, 0),
     };
-    let n: u64 = num.trim().parse().map_err(|_| format!("{text:?} is not a size (examples: 512M, 2G)"))?;
-    let bytes = n.checked_mul(1u64 << shift).ok_or_else(|| format!("{text:?} is too large"))?;
+    let n: u64 = num.trim().parse().map_err(|_| anyhow::anyhow!("{text:?} is not a size (examples: 512M, 2G)"))?;
+    let bytes = n.checked_mul(1u64 << shift).ok_or_else(|| anyhow::anyhow!("{text:?} is too large"))?;
     if bytes < 1 << 20 {
-        return Err(format!("{text:?} is below 1M, too little to start anything"));
+        anyhow::bail!("{text:?} is below 1M, too little to start anything");
     }
     Ok(bytes)
 }
@@ -334,10 +334,10 @@ mod tests {
 
     #[test]
     fn k5_sizes() {
-        assert_eq!(parse_size("64M"), Ok(64 << 20));
-        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
-        assert_eq!(parse_size("2g"), Ok(2 << 30));
-        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_size("64M").ok(), Some(64 << 20));
+        assert_eq!(parse_size("64MiB").ok(), Some(64 << 20));
+        assert_eq!(parse_size("2g").ok(), Some(2 << 30));
+        assert_eq!(parse_size("1048576").ok(), Some(1 << 20));
         assert!(parse_size("12").is_err());
         assert!(parse_size("lots").is_err());
         assert!(parse_size("99999999999T").is_err());

@@ -9,7 +9,7 @@ use rustix::net::{
     recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
     SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
-use snug_core::Signal;
+use snug_core::{Pid, Signal, WaitStatus};
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
@@ -26,26 +26,26 @@ pub enum Report {
     /// Init is up and leads the sandbox group; carries a pidfd of init.
     Hello,
     /// The payload was forked; value: its pid in the sandbox; carries a pidfd of it.
-    Started(i32),
+    Started(Pid),
     /// The payload stopped (terminal mode only: detached, nothing acts on it, B5); value: the
     /// stop signal. SIGTTIN or SIGTTOU while the hand-over is deferred: it needs its terminal.
-    Stopped(i32),
+    Stopped(Signal),
     /// A ^C reached the sandbox; true when it reached no handler: every process it was sent
     /// to ignored or blocked SIGINT, so a second one within 1 s is a force-quit (SPEC T3).
     Interrupt(bool),
     /// Every sandbox process was stopped on [`Order::Stop`] (T12).
     Halted,
-    /// The payload's main process ended; value: its raw wait status (`waitpid(2)`).
-    Exited(i32),
+    /// The payload's main process ended so (`waitpid(2)`).
+    Exited(WaitStatus),
     /// After [`Report::Exited`] during a grace: the sandbox has no process left.
     Empty,
     /// The payload could not be executed; value: the `errno` of `execve(2)`.
-    ExecFailed(i32),
+    ExecFailed(snug_core::Errno),
     /// Init itself failed; value: an `errno`.
-    InitFailed(i32),
+    InitFailed(snug_core::Errno),
     /// Init exits now, at the payload's end (SPEC R5); value: how many sandbox processes its
-    /// exit kills, -1 when it could not count them (for `--report`, O5).
-    Leaving(i32),
+    /// exit kills, `None` when it could not count them (for `--report`, O5).
+    Leaving(Option<u32>),
 }
 
 pub use snug_core::orders::{Order, Resume};
@@ -67,15 +67,15 @@ impl Report {
     fn to_bytes(self) -> [u8; FRAME] {
         match self {
             Report::Hello => encode(1, 0),
-            Report::Started(p) => encode(2, p),
-            Report::Stopped(s) => encode(3, s),
+            Report::Started(p) => encode(2, p.raw()),
+            Report::Stopped(s) => encode(3, s.raw()),
             Report::Interrupt(u) => encode(4, u as i32),
             Report::Halted => encode(5, 0),
-            Report::Exited(s) => encode(6, s),
+            Report::Exited(s) => encode(6, s.to_raw()),
             Report::Empty => encode(7, 0),
-            Report::ExecFailed(e) => encode(8, e),
-            Report::InitFailed(e) => encode(9, e),
-            Report::Leaving(n) => encode(11, n),
+            Report::ExecFailed(e) => encode(8, e.0),
+            Report::InitFailed(e) => encode(9, e.0),
+            Report::Leaving(n) => encode(11, n.and_then(|n| i32::try_from(n).ok()).unwrap_or(-1)),
         }
     }
 
@@ -83,15 +83,15 @@ impl Report {
         let (tag, v) = codec::decode(b)?;
         Some(match tag {
             1 => Report::Hello,
-            2 => Report::Started(v),
-            3 => Report::Stopped(v),
+            2 => Report::Started(Pid(v)),
+            3 => Report::Stopped(Signal(v)),
             4 => Report::Interrupt(v != 0),
             5 => Report::Halted,
-            6 => Report::Exited(v),
+            6 => Report::Exited(WaitStatus::from_raw(v)),
             7 => Report::Empty,
-            8 => Report::ExecFailed(v),
-            9 => Report::InitFailed(v),
-            11 => Report::Leaving(v),
+            8 => Report::ExecFailed(snug_core::Errno(v)),
+            9 => Report::InitFailed(snug_core::Errno(v)),
+            11 => Report::Leaving(u32::try_from(v).ok()),
             _ => return None,
         })
     }
@@ -291,9 +291,9 @@ mod tests {
     fn reports_and_orders_round_trip_with_a_descriptor() {
         let (a, b) = Channel::pair().unwrap();
         let probe = std::fs::File::open("/dev/null").unwrap();
-        a.report(Report::Exited(0x0f00), Some(probe.as_fd())).unwrap();
+        a.report(Report::Exited(WaitStatus::Exited(15)), Some(probe.as_fd())).unwrap();
         match b.recv_report(false).unwrap() {
-            Received::Packet(Some(Report::Exited(0x0f00)), Some(_fd)) => {}
+            Received::Packet(Some(Report::Exited(WaitStatus::Exited(15))), Some(_fd)) => {}
             _ => panic!("wrong packet"),
         }
         assert!(b.order(Order::Grace).unwrap());

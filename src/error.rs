@@ -26,7 +26,7 @@ pub const NOT_FOUND: i32 = 127;
 
 /// A failure that carries the exit code snug must end with; its message is printed as
 /// one line `snug: <message>`. Any other error reaching `main` exits [`INTERNAL`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Failure {
     /// Exit code, one of the constants of this module.
     pub code: i32,

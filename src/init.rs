@@ -51,7 +51,7 @@ pub fn main(args: &[String]) -> ! {
     let code = match run(&chan, mode, args.get(1), fds.stderr, fds.spec, fds.pty) {
         Ok(code) => code,
         Err(e) => {
-            let _ = chan.report(Report::InitFailed(e.raw_os_error()), None);
+            let _ = chan.report(Report::InitFailed(snug_core::Errno(e.raw_os_error())), None);
             1
         }
     };
@@ -74,7 +74,7 @@ fn run(
     let program = match crate::payload_args::resolve(&spec) {
         Ok(p) => p,
         Err(e) => {
-            let _ = chan.report(Report::ExecFailed(e.raw_os_error()), None);
+            let _ = chan.report(Report::ExecFailed(snug_core::Errno(e.raw_os_error())), None);
             return Ok(127); // snug exits 126 or 127
         }
     };
@@ -84,7 +84,7 @@ fn run(
     let me = crate::pidfd::open(std::process::id() as i32).map_err(errno)?;
     chan.report(Report::Hello, Some(me.as_fd())).map_err(|_| Errno::PIPE)?;
     let payload = crate::pidfd::open(held.pid.raw()).ok();
-    let _ = chan.report(Report::Started(held.pid.raw()), payload.as_ref().map(|p| p.as_fd()));
+    let _ = chan.report(Report::Started(held.pid), payload.as_ref().map(|p| p.as_fd()));
     // SPEC L3, L4: `snug exec` and what is left after the main process.
     let jobs = match jobs.and_then(|w| crate::live::Jobs::from_word(w)).unwrap_or_default() {
         crate::live::Jobs::Kill => Jobs::Kill,

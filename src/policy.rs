@@ -222,7 +222,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
             max_procs = Some(max_procs.map_or(n, |m| m.min(n)));
         }
         if let Some(text) = &p.memory {
-            let bytes = crate::bounds::parse_size(text).map_err(|e| bad(p, "memory", text, &e))?;
+            let bytes = crate::bounds::parse_size(text).map_err(|e| bad(p, "memory", text, &e.to_string()))?;
             memory = Some(memory.map_or(bytes, |m| m.min(bytes)));
         }
         for (key, kind, list) in
@@ -230,7 +230,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         {
             for raw in list {
                 let (optional, raw) = optional(raw);
-                let Some(dest) = expand(raw, &vars).map_err(|e| bad(p, key, raw, &e))? else {
+                let Some(dest) = expand(raw, &vars).map_err(|e| bad(p, key, raw, &e.to_string()))? else {
                     continue; // {target_parent} when DIR's parent is /
                 };
                 if dest == Path::new("/") && kind != MountKind::Tmpfs {
@@ -262,7 +262,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
             if k.is_empty() || k.contains(['=', '\0']) || raw.contains('\0') {
                 return Err(bad(p, "env", k, "not a valid environment entry"));
             }
-            let v = &expand_value(raw, &vars).map_err(|e| bad(p, "env", k, &e))?;
+            let v = &expand_value(raw, &vars).map_err(|e| bad(p, "env", k, &e.to_string()))?;
             if let Some(var) = k.strip_suffix('+').filter(|v| !v.is_empty()) {
                 prepend.entry(var.to_string()).or_default().push(v.clone());
                 continue;
@@ -305,7 +305,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
 ///
 /// # Errors
 /// The reason the entry is invalid (unknown placeholder, relative path, `..`).
-pub fn expand_for(raw: &str, home: &Path, target: &Path, is_path: bool) -> Result<Option<String>, String> {
+pub fn expand_for(raw: &str, home: &Path, target: &Path, is_path: bool) -> anyhow::Result<Option<String>> {
     let parent = target.parent().filter(|p| *p != Path::new("/")).map(Path::to_path_buf);
     let vars = Vars { home: normalise(home), target_parent: parent, target: target.to_path_buf() };
     if is_path {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::error::{failure, POLICY};
+use crate::error::{failure, Failure, POLICY};
 use crate::host::{Host, RealHost};
 
 /// The profiles used unless `--no-defaults` is given, in this order (SPEC P1).
@@ -285,12 +285,12 @@ pub fn list_in(dirs: &[PathBuf]) -> anyhow::Result<String> {
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut lines = Vec::new();
     // Each profile read once however many chains include it; an error kept as its line.
-    let mut cache: BTreeMap<String, Result<Profile, String>> = BTreeMap::new();
+    let mut cache: BTreeMap<String, Result<Profile, crate::error::Failure>> = BTreeMap::new();
     let mut cached = |n: &str| {
-        let r = cache
-            .entry(n.to_string())
-            .or_insert_with(|| load(n, dirs, &RealHost).map_err(|e| crate::error::one_line(&e)));
-        r.clone().map_err(|e| failure(POLICY, e))
+        let r = cache.entry(n.to_string()).or_insert_with(|| {
+            load(n, dirs, &RealHost).map_err(|e| Failure { code: POLICY, message: crate::error::one_line(&e) })
+        });
+        r.clone().map_err(anyhow::Error::from)
     };
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else {

@@ -183,7 +183,9 @@ impl RunRecord {
                 self.started.get_or_insert(now);
             }
             Report::ExecFailed(_) => self.exec_failed = true,
-            Report::Exited(st) if !self.exec_failed && self.payload.is_none() => self.payload = Some((now, st)),
+            Report::Exited(st) if !self.exec_failed && self.payload.is_none() => {
+                self.payload = Some((now, st.to_raw()))
+            }
             Report::Interrupt(_) if self.keys > 0 => self.keys -= 1,
             Report::Interrupt(_) => {
                 let at = now - self.start;
@@ -195,7 +197,7 @@ impl RunRecord {
                 });
             }
             Report::Empty => self.killed = Some(0),
-            Report::Leaving(n) => self.killed = u32::try_from(n).ok(),
+            Report::Leaving(n) => self.killed = n,
             _ => {}
         }
     }

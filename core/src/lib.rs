@@ -9,4 +9,4 @@ pub mod orders;
 pub mod supervisor;
 pub mod types;
 
-pub use types::{Pid, Signal, WaitStatus};
+pub use types::{Errno, Pid, Signal, WaitStatus};

@@ -54,6 +54,10 @@ impl Pid {
     }
 }
 
+/// An `errno` value (`errno(3)`), as init reports a failed `execve(2)` or its own failure.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Errno(pub i32);
+
 /// A decoded wait status (`waitpid(2)`, `<sys/wait.h>`'s W* macros).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum WaitStatus {

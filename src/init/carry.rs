@@ -64,15 +64,15 @@ fn signal(to: Target, sig: Signal) {
 /// A report as the channel carries it, with what it asks to be measured.
 fn wire(r: Report) -> Wire {
     match r {
-        Report::Stopped(sig) => Wire::Stopped(sig.raw()),
+        Report::Stopped(sig) => Wire::Stopped(sig),
         Report::Interrupt { among } => Wire::Interrupt(procfs::int_unanswered(among)),
         Report::Halted => Wire::Halted,
-        Report::Exited(status) => Wire::Exited(status.to_raw()),
+        Report::Exited(status) => Wire::Exited(status),
         Report::Empty => Wire::Empty,
-        Report::ExecFailed(errno) => Wire::ExecFailed(errno.0),
+        Report::ExecFailed(errno) => Wire::ExecFailed(errno),
         Report::Leaving => {
             let left = crate::report::count_sandbox(std::path::Path::new("/proc"));
-            Wire::Leaving(left.map_or(-1, |n| n as i32))
+            Wire::Leaving(left.and_then(|n| u32::try_from(n).ok()))
         }
     }
 }

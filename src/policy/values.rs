@@ -24,32 +24,32 @@ pub(super) struct Vars {
 
 /// Expand `{home}`, `{target}`, `{target_parent}` in a profile path and check the result:
 /// absolute, no `..`, no NUL. `Ok(None)`: it uses `{target_parent}` and DIR's parent is `/`.
-pub(super) fn expand(raw: &str, vars: &Vars) -> Result<Option<PathBuf>, String> {
+pub(super) fn expand(raw: &str, vars: &Vars) -> anyhow::Result<Option<PathBuf>> {
     let Some(out) = substitute(raw, vars, None)? else { return Ok(None) };
     let path = Path::new(&out);
     if !path.is_absolute() {
-        return Err("not an absolute path".to_string());
+        anyhow::bail!("not an absolute path");
     }
     if out.contains('\0') || path.components().any(|c| c == Component::ParentDir) {
-        return Err("must not contain .. or NUL".to_string());
+        anyhow::bail!("must not contain .. or NUL");
     }
     Ok(Some(normalise(path)))
 }
 
 /// Expand the placeholders in a profile's env value; `{target_parent}` of a DIR directly
 /// below / is `/` here (text, not a mount).
-pub(super) fn expand_value(raw: &str, vars: &Vars) -> Result<String, String> {
+pub(super) fn expand_value(raw: &str, vars: &Vars) -> anyhow::Result<String> {
     Ok(substitute(raw, vars, Some(Path::new("/")))?.unwrap_or_default())
 }
 
 /// Replace each `{name}`; `None` when `{target_parent}` has no value and no fallback.
-fn substitute(raw: &str, vars: &Vars, no_parent: Option<&Path>) -> Result<Option<String>, String> {
+fn substitute(raw: &str, vars: &Vars, no_parent: Option<&Path>) -> anyhow::Result<Option<String>> {
     let mut out = String::new();
     let mut rest = raw;
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
         let Some(close) = rest[open..].find('}') else {
-            return Err("unclosed {".to_string());
+            anyhow::bail!("unclosed {{");
         };
         let value = match &rest[open + 1..open + close] {
             "home" => vars.home.as_path(),
@@ -60,7 +60,7 @@ fn substitute(raw: &str, vars: &Vars, no_parent: Option<&Path>) -> Result<Option
                 (None, None) => return Ok(None),
             },
             other => {
-                return Err(format!("unknown placeholder {{{other}}} (known: {{home}} {{target}} {{target_parent}})"))
+                anyhow::bail!("unknown placeholder {{{other}}} (known: {{home}} {{target}} {{target_parent}})")
             }
         };
         out.push_str(&value.to_string_lossy());

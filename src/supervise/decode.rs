@@ -49,20 +49,19 @@ impl Supervisor {
             Report::Started(sandbox_pid) => {
                 self.payload = fd.and_then(|fd| Pinned::adopt(fd).ok());
                 let host = self.payload.as_ref().map_or(0, |p| p.host_pid);
-                log!("payload started: pid {host} (pid {sandbox_pid} in the sandbox)");
+                log!("payload started: pid {host} (pid {} in the sandbox)", sandbox_pid.raw());
                 Event::Started { tty: self.tty(None) }
             }
             Report::Stopped(sig) => {
                 // A hint from inside: believed only if the payload really is stopped.
                 let state = self.payload.as_ref().and_then(Pinned::state);
-                log!("payload stopped by {} (state {state:?})", signame(sig));
+                log!("payload stopped by {} (state {state:?})", signame(sig.raw()));
                 let really = matches!(state, Some('T') | Some('t'));
-                Event::Stopped { sig: Signal(sig), really, tty: self.tty(None) }
+                Event::Stopped { sig, really, tty: self.tty(None) }
             }
             Report::Halted => Event::Halted,
             Report::Interrupt(unanswered) => Event::Interrupt { unanswered },
             Report::Exited(status) => {
-                let status = WaitStatus::from_raw(status);
                 log!("payload ended: {}", describe(status));
                 Event::Exited(status)
             }
@@ -70,9 +69,9 @@ impl Supervisor {
             Report::Leaving(_) => return,
             Report::ExecFailed(e) => Event::ExecFailed(e),
             Report::InitFailed(e) => {
-                let code = crate::error::errno_code(e, INTERNAL);
-                let hint = if e == libc::EAGAIN { crate::bounds::cap_hint() } else { String::new() };
-                Event::InitFailed(failure(code, format!("sandbox init failed: {}{hint}", crate::error::strerror(e))))
+                let code = crate::error::errno_code(e.0, INTERNAL);
+                let hint = if e.0 == libc::EAGAIN { crate::bounds::cap_hint() } else { String::new() };
+                Event::InitFailed(failure(code, format!("sandbox init failed: {}{hint}", crate::error::strerror(e.0))))
             }
         };
         self.on(event);

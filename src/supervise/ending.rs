@@ -9,7 +9,7 @@ impl Supervisor {
     /// How snug ends, given what ended the run (`None`: nothing said).
     pub(super) fn outcome(&mut self, end: Option<End<anyhow::Error>>) -> Outcome {
         match end {
-            Some(End::ExecFailed(e)) => {
+            Some(End::ExecFailed(snug_core::Errno(e))) => {
                 let (code, what) = if e == libc::ENOENT {
                     (NOT_FOUND, crate::hints::not_found(&self.cmd))
                 } else if e == libc::ELIBACC {

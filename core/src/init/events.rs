@@ -3,12 +3,8 @@
 //! what it reads of the sandbox's processes ([`Procs`]).
 
 use super::{ExecId, FromClient, ToClient};
+pub use crate::types::Errno;
 use crate::types::{Pid, Signal, WaitStatus};
-
-/// An `errno` value (`errno(3)`) a system call of init's, or of a child before its exec,
-/// failed with; passed on to snug or a `snug exec` client as it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Errno(pub i32);
 
 pub use crate::orders::{Order, Resume};
 

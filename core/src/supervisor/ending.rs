@@ -3,14 +3,14 @@
 //! precedence. [`EndedBy`] is who ended the run, as `--report` names it. (How snug itself
 //! then leaves, an exit code or a signal, is the binary's `Outcome`.)
 
-use crate::types::{Signal, WaitStatus};
+use crate::types::{Errno, Signal, WaitStatus};
 
 /// One thing that ends the run; `E` is the binary's error type (snug's own failure).
 #[derive(Debug, PartialEq, Eq)]
 pub enum End<E> {
     /// The payload could not be executed; value: the `errno` of `execve(2)` (snug exits 127
     /// for ENOENT, 126 otherwise).
-    ExecFailed(i32),
+    ExecFailed(Errno),
     /// The payload's main process ended: an exit code or the signal it died of, which snug
     /// passes on (R3).
     Payload(WaitStatus),
@@ -123,7 +123,12 @@ mod tests {
     use super::*;
 
     fn all() -> [End<&'static str>; 4] {
-        [End::ExecFailed(2), End::Payload(WaitStatus::Exited(7)), End::Failed("pasta"), End::TornDown(Signal::TERM)]
+        [
+            End::ExecFailed(Errno(2)),
+            End::Payload(WaitStatus::Exited(7)),
+            End::Failed("pasta"),
+            End::TornDown(Signal::TERM),
+        ]
     }
 
     /// The precedence, stated: exec failure > the payload's own end > snug's failure >

@@ -2,7 +2,7 @@
 //! ([`Effect`], [`Order`]), and the facts the loop reads at decode time ([`Tty`], [`Origin`]).
 
 use super::{Action, EndedBy};
-use crate::types::{Pid, Signal, WaitStatus};
+use crate::types::{Errno, Pid, Signal, WaitStatus};
 use std::time::{Duration, Instant};
 
 /// What the run was started with; fixed before the first event.
@@ -66,7 +66,7 @@ pub enum Event<E> {
     /// The payload's main process ended.
     Exited(WaitStatus),
     /// The payload could not be executed; the `errno` of `execve(2)`.
-    ExecFailed(i32),
+    ExecFailed(Errno),
     /// Init failed and ends (it says why; nothing to tear down).
     InitFailed(E),
     /// snug failed (init sent no pidfd, the network): tear down (R4).

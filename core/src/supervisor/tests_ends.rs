@@ -3,7 +3,7 @@
 
 use super::tests::{at, decided, order, running, script, sig, with_grace, Sup, DETACHED, PID, TERMINAL};
 use super::*;
-use crate::types::{Pid, Signal, WaitStatus};
+use crate::types::{Errno, Pid, Signal, WaitStatus};
 
 /// T3: a second unanswered ^C within 1 s force-quits and snug dies of INT; one caught in
 /// between, or one after more than 1 s, does not. Fails with `<` for `<=` (step 1).
@@ -190,8 +190,11 @@ fn r4_failures_and_exec_failure() {
     assert_eq!(sup.finish(), Some(End::Failed("EAGAIN")));
 
     let mut sup = running(DETACHED);
-    script(&mut sup, vec![(0, Event::ExecFailed(2), vec![]), (0, Event::Exited(WaitStatus::Exited(127)), vec![])]);
-    assert_eq!(sup.finish(), Some(End::ExecFailed(2)));
+    script(
+        &mut sup,
+        vec![(0, Event::ExecFailed(Errno(2)), vec![]), (0, Event::Exited(WaitStatus::Exited(127)), vec![])],
+    );
+    assert_eq!(sup.finish(), Some(End::ExecFailed(Errno(2))));
 }
 
 /// The binary sets `--timeout` and `--jobs` once its record and options are there, before
