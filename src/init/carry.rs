@@ -72,7 +72,7 @@ fn wire(r: Report) -> Wire {
         Report::ExecFailed(errno) => Wire::ExecFailed(errno),
         Report::Leaving => {
             let left = crate::report::count_sandbox(std::path::Path::new("/proc"));
-            Wire::Leaving(left.and_then(|n| u32::try_from(n).ok()))
+            Wire::Leaving(left)
         }
     }
 }
