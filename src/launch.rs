@@ -179,7 +179,8 @@ pub fn run(
     };
     let mask = tty.as_ref().map_or(0, |t| t.stdio_mask());
     let slave = pty.as_ref().map(|p| (p.slave.as_fd(), mask));
-    let nest = crate::start::nest(argv, theirs.as_fd(), seccomp.as_fd(), args.as_fd(), &bounds, slave)?;
+    let argv = with_console(argv, pty.as_ref());
+    let nest = crate::start::nest(&argv, theirs.as_fd(), seccomp.as_fd(), args.as_fd(), &bounds, slave)?;
     let bridge = tty.zip(pty).map(|(tty, pty)| crate::bridge::Bridge::new(tty, pty.master));
     drop(bounds);
     drop(theirs);
@@ -201,4 +202,19 @@ pub fn run(
         .run(std::mem::take(record));
     *record = filled;
     Ok(outcome)
+}
+
+/// bwrap's command line with the sandbox's pty slave bound at `/dev/console` (T1): `tty(1)`,
+/// `ttyname(3)` and `GPG_TTY=$(tty)` find a terminal by its path, and the slave's own node is
+/// in the host's devpts, which bwrap's fresh `/dev/pts` does not show; ttyname's scan of
+/// `/dev` then finds it there. bwrap binds it so itself only when fd 1 is the terminal.
+fn with_console(argv: &[String], pty: Option<&crate::pty::Pty>) -> Vec<String> {
+    let mut out = argv.to_vec();
+    let path = pty.and_then(|p| rustix::pty::ptsname(&p.master, Vec::new()).ok());
+    let at = out.iter().position(|a| a == "--");
+    if let (Some(path), Some(at)) = (path, at) {
+        let bind = ["--dev-bind".to_string(), path.to_string_lossy().into_owned(), "/dev/console".to_string()];
+        out.splice(at..at, bind);
+    }
+    out
 }

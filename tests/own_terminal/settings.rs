@@ -92,3 +92,24 @@ fn t1_the_payload_terminal_is_a_pty_with_the_callers_settings() {
     };
     parallel(&row, &[]);
 }
+
+/// T1: `tty` (ttyname(3), what `GPG_TTY=$(tty)` and ssh use) names the sandbox's terminal
+/// also when fd 1 is a pipe (`snug -- tty | cat`), and says "not a tty" for a stdin that is
+/// not one. Positive control (the slave not bound at /dev/console): "not a tty" under
+/// `| cat`, as root and as the user, though `test -t 0` was true.
+#[test]
+fn t1_tty_names_the_sandbox_terminal_whatever_fd_1_is() {
+    let row = |who: Who| {
+        let (mut t, _dir) = caller(who, "T1 ttyname");
+        t.line(&format!("{} | cat; echo rc=$?", snug_line("sh -c 'test -t 0 && echo is-tty; tty'")));
+        t.expect("is-tty");
+        t.expect("/dev/console");
+        t.expect("rc=0");
+        t.expect(PROMPT);
+        t.line(&format!("{} </dev/null | cat", snug_line("sh -c 'tty; echo rc=$?'")));
+        t.expect("not a tty");
+        t.expect("rc=1");
+        t.expect(PROMPT);
+    };
+    parallel(&row, &[]);
+}
