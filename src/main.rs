@@ -147,6 +147,11 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         Command::Signal { name, sig } => return live::client::signal(&name, sig),
         Command::Exec { name, cmd } => return live::exec::run(&name, &cmd),
     };
+    sandbox(&args, record, sink)
+}
+
+/// A run: parse → policy → bwrap's command line → start → supervise → end.
+fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Result<Outcome> {
     if args.verbose {
         log::enable();
     }
@@ -166,42 +171,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     record.name(&name);
     record.context().argv = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     record.context().command = payload_args::lossy(&cmd);
-    // `-e NAME` whose value is not text: resolution holds text, so the value is shown in
-    // `--dry-run` as text and passed as the caller's bytes (R7).
-    let raw_env = policy::raw_values(&args.grants);
-    let grants = args.grants.clone();
-    let request =
-        policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
-    let mut policy = policy::resolve(&request)?;
-    policy.allow_userns |= args.allow_userns;
-    for (k, v) in &raw_env {
-        let shown = v.to_string_lossy().into_owned();
-        match policy.env.iter_mut().find(|(n, _)| n == k) {
-            Some(slot) => slot.1 = shown,
-            None => policy.env.push((k.clone(), shown)),
-        }
-    }
-    record.context().dir = Some(policy.target.clone());
-    let visible = |p: &std::path::Path| policy.shows(p);
-    if let Some(line) = hints::git_worktree(&policy.target, &visible) {
-        log::say!("snug: {line}");
-    }
-    // Before anything starts: pasta must exist (N4); DNS may need another resolv.conf inside.
-    let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
-    if args.default_shell() {
-        // The shell's prompt says it is in a sandbox and which run (O8); a profile's own wins.
-        let root = rustix::process::geteuid().is_root();
-        for (k, v) in prompt::env_for(std::path::Path::new(&cmd[0]), &name, root) {
-            if !policy.env.iter().any(|(n, _)| *n == k) {
-                policy.env.push((k, v));
-            }
-        }
-    }
-    if !args.dry_run {
-        for note in policy::create_missing(&mut policy) {
-            log::say!("snug: {note}");
-        }
-    }
+    let Resolved { policy, request, raw_env, net } = resolve(args, &cmd, &name, record)?;
     let (mode, tty) = mode::Mode::detect();
     // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).
     let runtime = live::runtime::prepare(args.dry_run);
@@ -255,6 +225,62 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         log::say!("snug: {hint}");
     }
     Ok(outcome)
+}
+
+/// The payload's policy, as resolved for this run (SPEC P1–P6), with what resolving needed.
+struct Resolved {
+    policy: policy::Policy,
+    request: policy::Request,
+    /// `-e NAME` values that are not text, passed as the caller's bytes (R7).
+    raw_env: Vec<(String, std::ffi::OsString)>,
+    net: Option<net::Net>,
+}
+
+/// Profiles, the project's file and the grants into one policy, with the prompt's variables
+/// and the directories a run creates; the network's plan (N4: pasta must exist before
+/// anything starts; DNS may need another resolv.conf inside).
+fn resolve(
+    args: &cli::RunArgs,
+    cmd: &[std::ffi::OsString],
+    name: &str,
+    record: &mut RunRecord,
+) -> anyhow::Result<Resolved> {
+    // `-e NAME` whose value is not text: resolution holds text, so the value is shown in
+    // `--dry-run` as text and passed as the caller's bytes (R7).
+    let raw_env = policy::raw_values(&args.grants);
+    let grants = args.grants.clone();
+    let request =
+        policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
+    let mut policy = policy::resolve(&request)?;
+    policy.allow_userns |= args.allow_userns;
+    for (k, v) in &raw_env {
+        let shown = v.to_string_lossy().into_owned();
+        match policy.env.iter_mut().find(|(n, _)| n == k) {
+            Some(slot) => slot.1 = shown,
+            None => policy.env.push((k.clone(), shown)),
+        }
+    }
+    record.context().dir = Some(policy.target.clone());
+    let visible = |p: &std::path::Path| policy.shows(p);
+    if let Some(line) = hints::git_worktree(&policy.target, &visible) {
+        log::say!("snug: {line}");
+    }
+    let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
+    if args.default_shell() {
+        // The shell's prompt says it is in a sandbox and which run (O8); a profile's own wins.
+        let root = rustix::process::geteuid().is_root();
+        for (k, v) in prompt::env_for(std::path::Path::new(&cmd[0]), name, root) {
+            if !policy.env.iter().any(|(n, _)| *n == k) {
+                policy.env.push((k, v));
+            }
+        }
+    }
+    if !args.dry_run {
+        for note in policy::create_missing(&mut policy) {
+            log::say!("snug: {note}");
+        }
+    }
+    Ok(Resolved { policy, request, raw_env, net })
 }
 
 /// The dry-run plan with the run's name (SPEC L1).

@@ -4,6 +4,7 @@
 //! The binary's poll loops decode events from the kernel, call `on`, and carry out the
 //! effects; they decide nothing.
 
+pub mod exec_client;
 pub mod init;
 pub mod orders;
 pub mod supervisor;

@@ -14,6 +14,8 @@ use crate::end::Outcome;
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND, OS_ERROR};
 use crate::signals::SignalFd;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use snug_core::exec_client::{Client, Effect, End, Event, Tty};
+use snug_core::{Signal, WaitStatus};
 use std::ffi::OsString;
 
 /// How long `exec` waits for a run that is still starting.
@@ -86,15 +88,15 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
 }
 
 /// Copy bytes, relay signals, follow CMD's stops, until init reports CMD's end.
+/// The client's loop: decode what poll found, ask [`Client`] (the decisions, in snug-core),
+/// carry out its effects, until it says how the client ends.
 fn relay(
     sock: &OwnedFd,
     signals: &SignalFd,
     mut bridge: Option<&mut crate::bridge::Bridge>,
     cmd: &[OsString],
 ) -> anyhow::Result<Outcome> {
-    let wanted_input = bridge.as_ref().is_some_and(|b| b.input());
-    // CMD's stop that this client caused (its SIGSTOP below): init's report of it is no news.
-    let mut own_stop = false;
+    let mut client = Client::new(bridge.as_ref().is_some_and(|b| b.input()));
     loop {
         let mut fds = vec![
             libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 },
@@ -106,87 +108,95 @@ fn relay(
         if crate::fdpoll::poll_raw(&mut fds, -1).is_err() {
             continue; // EINTR
         }
+        let mut events = Vec::new();
         if let Some(b) = bridge.as_mut() {
-            let mut events = Vec::new();
-            b.on_ready(&[fds[2], fds[3]], &mut events);
-            if events.contains(&crate::bridge::Event::HungUp) {
-                b.close_pty();
-                let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, libc::SIGHUP), &[]);
+            let mut seen = Vec::new();
+            b.on_ready(&[fds[2], fds[3]], &mut seen);
+            if seen.contains(&crate::bridge::Event::HungUp) {
+                events.push(Event::HungUp);
             }
         }
         if fds[1].revents != 0 {
             while let Some(got) = signals.read() {
-                // A signal key of the caller's terminal (its keys are the pty's): the pty gets
-                // the key and signals CMD's foreground with it (T2, T5).
-                let key = matches!(got.sig, libc::SIGINT | libc::SIGQUIT | libc::SIGTSTP) && got.by_terminal();
-                let orphaned = got.sig == libc::SIGTSTP && bridge.as_ref().is_some_and(|b| b.front_is_leader());
-                if key && !orphaned && bridge.as_mut().is_some_and(|b| b.input() && b.send_key(got.sig)) {
-                    continue;
-                }
-                match (got.sig, bridge.as_mut()) {
-                    (libc::SIGWINCH, Some(b)) => b.resize(),
-                    (libc::SIGCONT, _) => {}
-                    // Job control for the client's job that the pty did not take (keys not
-                    // copied, or a TSTP from a process): CMD's session stops (SIGSTOP: it may
-                    // ignore TSTP), then this job; CONT continues both (T12).
-                    (libc::SIGTSTP, b) => {
-                        let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, libc::SIGSTOP), &[]);
-                        own_stop = true;
-                        if let Some(b) = b {
-                            b.set_input(false);
-                            b.flush();
-                        }
-                        crate::signals::stop_with(libc::SIGTSTP, true);
-                        if let Some(b) = bridge.as_mut() {
-                            b.stopped();
-                            if wanted_input && b.tty.in_front() {
-                                b.set_input(true);
-                                b.resize();
-                            }
-                        }
-                        let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, libc::SIGCONT), &[]);
-                    }
-                    _ => {
-                        let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, got.sig), &[]);
-                    }
-                }
+                let tty = bridge.as_ref().map_or(Tty::default(), |b| Tty {
+                    bridge: true,
+                    input: b.input(),
+                    front_is_leader: got.sig == libc::SIGTSTP && b.front_is_leader(),
+                    has_key: b.has_key(got.sig),
+                });
+                events.push(Event::Signal { sig: Signal(got.sig), terminal: got.by_terminal(), tty });
             }
         }
-        if fds[0].revents == 0 {
-            continue;
-        }
-        match socket::recv(sock.as_fd()) {
-            Got::Packet(b, _) => {
-                if let Some(status) = wire::value(&b, wire::EXITED) {
-                    if let Some(b) = bridge.as_mut() {
-                        b.drain();
+        if fds[0].revents != 0 {
+            match socket::recv(sock.as_fd()) {
+                Got::Packet(b, _) => {
+                    if let Some(status) = wire::value(&b, wire::EXITED) {
+                        events.push(Event::Exited(WaitStatus::from_raw(status)));
+                    } else if let Some(e) = wire::value(&b, wire::FAILED) {
+                        events.push(Event::Failed(snug_core::Errno(e)));
+                    } else if let Some(sig) = wire::value(&b, wire::STOPPED) {
+                        events.push(Event::Stopped { sig: Signal(sig), bridge: bridge.is_some() });
                     }
-                    return Ok(Outcome::Status(status));
                 }
-                if let Some(e) = wire::value(&b, wire::FAILED) {
-                    return Err(exec_failed(e, cmd));
-                }
-                if wire::value(&b, wire::STOPPED) == Some(libc::SIGSTOP) && std::mem::take(&mut own_stop) {
-                    continue;
-                }
-                if let (Some(sig), Some(br)) = (wire::value(&b, wire::STOPPED), bridge.as_mut()) {
-                    // CMD stopped at its pty (^Z): this job stops as it would have, and `fg`
-                    // continues CMD in front, raw again (T5).
-                    br.set_input(false);
-                    crate::signals::stop_with(sig, true);
-                    br.stopped();
-                    if wanted_input && br.tty.in_front() {
-                        br.set_input(true);
-                        br.resize();
-                    }
-                    let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, libc::SIGCONT), &[]);
-                }
+                Got::Empty | Got::TooLong => {}
+                Got::Closed => events.push(Event::Closed),
             }
-            Got::Empty | Got::TooLong => {}
-            // Init is gone: the sandbox ended and took CMD with it (its namespace's SIGKILL).
-            Got::Closed => return Ok(Outcome::Signal(libc::SIGKILL)),
+        }
+        for ev in events {
+            if let Some(end) = carry_out(&mut client, ev, sock, bridge.as_deref_mut()) {
+                return match end {
+                    End::Status(status) => Ok(Outcome::Status(status.to_raw())),
+                    End::Signal(sig) => Ok(Outcome::Signal(sig.raw())),
+                    End::Failed(e) => Err(exec_failed(e.0, cmd)),
+                };
+            }
         }
     }
+}
+
+/// Carry out what the client's core decided about `ev`, with the answers it asks for
+/// ([`Effect::StopSelf`] is answered by [`Event::Woke`]); the end, once it is decided.
+fn carry_out(
+    client: &mut Client,
+    ev: Event,
+    sock: &OwnedFd,
+    mut bridge: Option<&mut crate::bridge::Bridge>,
+) -> Option<End> {
+    let mut todo = client.on(ev);
+    while !todo.is_empty() {
+        let mut next = Vec::new();
+        for fx in todo {
+            match (fx, bridge.as_deref_mut()) {
+                (Effect::Tell(sig), _) => {
+                    let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, sig.raw()), &[]);
+                }
+                (Effect::StopSelf(sig), b) => {
+                    crate::signals::stop_with(sig.raw(), true);
+                    let in_front = b.is_some_and(|b| b.tty.in_front());
+                    next = client.on(Event::Woke { in_front });
+                }
+                (Effect::End(end), _) => return Some(end),
+                (Effect::PtyKey(sig), Some(b)) => {
+                    b.send_key(sig.raw());
+                }
+                (Effect::Resize, Some(b)) => b.resize(),
+                (Effect::InputOff, Some(b)) => {
+                    b.set_input(false);
+                }
+                (Effect::InputOn, Some(b)) => {
+                    b.set_input(true);
+                }
+                (Effect::Flush, Some(b)) => b.flush(),
+                (Effect::Stopped, Some(b)) => b.stopped(),
+                (Effect::ClosePty, Some(b)) => b.close_pty(),
+                (Effect::Drain, Some(b)) => b.drain(),
+                // The terminal's effects without a terminal: nothing to do.
+                (_, None) => {}
+            }
+        }
+        todo = next;
+    }
+    None
 }
 
 fn exec_failed(e: i32, cmd: &[OsString]) -> anyhow::Error {
