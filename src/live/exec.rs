@@ -87,7 +87,6 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
     outcome
 }
 
-/// Copy bytes, relay signals, follow CMD's stops, until init reports CMD's end.
 /// The client's loop: decode what poll found, ask [`Client`] (the decisions, in snug-core),
 /// carry out its effects, until it says how the client ends.
 fn relay(

@@ -29,7 +29,7 @@ pub fn adopt<const N: usize>(fds: [RawFd; N]) -> [Option<OwnedFd>; N] {
     let first = !ADOPTED.swap(true, Ordering::SeqCst);
     fds.map(|fd| {
         // F_GETFD only asks whether the number is open; it owns nothing.
-        let open = first && rustix::io::fcntl_getfd(unsafe_borrow(fd)).is_ok();
+        let open = first && rustix::io::fcntl_getfd(for_query(fd)).is_ok();
         // SAFETY: the exec handed these numbers to this process (the contract of this
         // module); the once-only flag above means nothing in it took them before, and it
         // opens nothing before `main` adopts them.
@@ -38,7 +38,7 @@ pub fn adopt<const N: usize>(fds: [RawFd; N]) -> [Option<OwnedFd>; N] {
 }
 
 /// A borrow of `fd` for one `fcntl(2)` query.
-fn unsafe_borrow(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
+fn for_query(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
     // SAFETY: used only for F_GETFD, which fails with EBADF on a closed number and has no
     // effect on an open one; the borrow does not outlive that call.
     unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
