@@ -105,13 +105,44 @@ fn memory_mechanism(host: &cgroup::Host) -> Mechanism {
     }
 }
 
-/// What the nest child must do before it execs bwrap; built before the clone.
+/// Which cgroups a run needs, known from the command line before the policy gives the
+/// values: the nest child enters them before bwrap reads its options (SPEC B1), and
+/// [`ForChild::limit`] writes the values before bwrap can fork.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// A memory bound is asked for.
+    pub memory: bool,
+    /// As [`Limits::nested_userns`].
+    pub nested_userns: bool,
+}
+
+impl Limits {
+    /// The cgroups these limits need.
+    pub fn shape(&self) -> Shape {
+        Shape { memory: self.memory.is_some(), nested_userns: self.nested_userns }
+    }
+}
+
+/// Which limit a cgroup file holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bound {
+    Procs,
+    Memory,
+}
+
+/// What the nest child must do before it execs bwrap (built before the clone), and where
+/// the limits' values go once they are known.
 pub struct ForChild {
     /// `tasks` (v1) or `cgroup.procs` (v2) of each cgroup to enter (the child writes `0`,
     /// meaning itself, [`cgroup::create`]).
     procs: Vec<OwnedFd>,
-    /// `RLIMIT_NPROC` to set, when no pids cgroup holds the cap.
-    pub nproc: Option<u64>,
+    /// The cgroups made for this shape, and the limit files in them.
+    values: Vec<(PathBuf, &'static str, Bound)>,
+    /// Every cgroup made (also those without a limit), for [`ForChild::abandon`].
+    dirs: Vec<PathBuf>,
+    /// No pids cgroup: `RLIMIT_NPROC` holds the cap, set on bwrap by [`ForChild::limit`].
+    rlimit: bool,
+    shape: Shape,
 }
 
 impl ForChild {
@@ -123,9 +154,14 @@ impl ForChild {
         }
         fds
     }
+
+    /// Close the entry files once the nest child has them (it enters through its copies).
+    pub fn entered(&mut self) {
+        self.procs.clear();
+    }
 }
 
-/// The process cap this run applied (0 before [`apply`]), for [`cap_hint`].
+/// The process cap this run applied (0 before [`ForChild::limit`]), for [`cap_hint`].
 static CAP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// When a fork in the sandbox was refused (EAGAIN): the words naming the likely cause, the
@@ -148,50 +184,34 @@ pub fn cap_hint() -> String {
 /// The cgroups this run created, removed by [`cleanup`].
 static CREATED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Set up the bounds for one run: remove stale cgroups of dead snugs, create this run's,
-/// write their limits. Logged under `-v`.
+/// Create the cgroups of `shape` for one run, without their limits yet ([`ForChild::limit`]).
 ///
 /// # Errors
-/// 69 when `--memory` was asked for and no cgroup can hold it; 71 when creating or
-/// writing a cgroup snug may create fails.
-pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
-    CAP.store(limits.max_procs, std::sync::atomic::Ordering::Relaxed);
-    MEMORY_BOUND.store(limits.memory.is_some(), std::sync::atomic::Ordering::Relaxed);
+/// 69 when a memory bound was asked for and no cgroup can hold it; 71 when creating a
+/// cgroup snug may create fails.
+pub fn prepare(shape: Shape) -> anyhow::Result<ForChild> {
     // The memory controller is looked up only when a bound asks for it.
     let host = cgroup::Host::read();
     let procs = procs_mechanism(&host);
-    let memory = match limits.memory {
-        Some(_) => memory_mechanism(&host),
-        None => Mechanism::Unavailable("not asked".into()),
+    let memory = match shape.memory {
+        true => memory_mechanism(&host),
+        false => Mechanism::Unavailable("not asked".into()),
     };
-    let mut out = ForChild { procs: Vec::new(), nproc: None };
-    let mut make = |w: &Where, files: Vec<(&str, String)>| -> anyhow::Result<()> {
-        STALE.lock().unwrap_or_else(|e| e.into_inner()).push(w.dir().to_path_buf());
-        let (dir, fd) = cgroup::create(w, &files)?;
-        crate::log::log!(
-            "bound: {} in {}",
-            files.iter().map(|(f, v)| format!("{f}={v}")).collect::<Vec<_>>().join(" "),
-            dir.display()
-        );
-        CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(dir);
-        out.procs.push(fd);
-        Ok(())
-    };
-    let pids = ("pids.max", limits.max_procs.to_string());
+    let mut out = ForChild { procs: Vec::new(), values: Vec::new(), dirs: Vec::new(), rlimit: false, shape };
     let mem_file = |w: &Where| if matches!(w, Where::V1(_)) { "memory.limit_in_bytes" } else { "memory.max" };
-    match (&procs, &memory, limits.memory) {
+    match (&procs, &memory, shape.memory) {
         // One v2 cgroup holds both.
-        (Mechanism::Cgroup(p @ Where::V2(_)), Mechanism::Cgroup(Where::V2(_)), Some(bytes)) => {
-            make(p, vec![pids, (mem_file(p), bytes.to_string())])?;
+        (Mechanism::Cgroup(p @ Where::V2(_)), Mechanism::Cgroup(Where::V2(_)), true) => {
+            out.make(p, &[("pids.max", Bound::Procs), (mem_file(p), Bound::Memory)])?;
         }
         _ => {
             match &procs {
-                Mechanism::Cgroup(w) => make(w, vec![pids])?,
-                _ => out.nproc = Some(limits.max_procs),
+                Mechanism::Cgroup(w) => out.make(w, &[("pids.max", Bound::Procs)])?,
+                _ => out.rlimit = true,
             }
-            if let Some(bytes) = limits.memory {
+            if shape.memory {
                 match &memory {
-                    Mechanism::Cgroup(w) => make(w, vec![(mem_file(w), bytes.to_string())])?,
+                    Mechanism::Cgroup(w) => out.make(w, &[(mem_file(w), Bound::Memory)])?,
                     m => {
                         let how = "run snug in a delegated cgroup (systemd-run --user --scope -p Delegate=yes snug …) or as root";
                         return Err(failure(
@@ -203,13 +223,72 @@ pub fn apply(limits: &Limits) -> anyhow::Result<ForChild> {
             }
         }
     }
-    if out.nproc.is_some() {
-        crate::log::log!("bound: RLIMIT_NPROC={} in the sandbox's user namespace", limits.max_procs);
-    }
-    if limits.nested_userns {
+    if shape.nested_userns {
         own_in_other_hierarchies(&host, &mut out);
     }
     Ok(out)
+}
+
+impl ForChild {
+    /// The shape these cgroups were made for.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// Create one cgroup below `w` for the `files` limits (values come later).
+    fn make(&mut self, w: &Where, files: &[(&'static str, Bound)]) -> anyhow::Result<()> {
+        STALE.lock().unwrap_or_else(|e| e.into_inner()).push(w.dir().to_path_buf());
+        let (dir, fd) = cgroup::create(w, &[])?;
+        CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(dir.clone());
+        self.values.extend(files.iter().map(|(f, b)| (dir.clone(), *f, *b)));
+        self.dirs.push(dir);
+        self.procs.push(fd);
+        Ok(())
+    }
+
+    /// Write `limits`' values (of this shape) into the cgroups, or `RLIMIT_NPROC` of `bwrap`
+    /// (`prlimit(2)`) where no pids cgroup holds the cap: before bwrap has its options, so
+    /// before anything in the sandbox can fork. Logged under `-v`.
+    ///
+    /// # Errors
+    /// 71 when a write or `prlimit(2)` fails.
+    pub fn limit(&self, limits: &Limits, bwrap: i32) -> anyhow::Result<()> {
+        use std::io::Write;
+        CAP.store(limits.max_procs, std::sync::atomic::Ordering::Relaxed);
+        MEMORY_BOUND.store(limits.memory.is_some(), std::sync::atomic::Ordering::Relaxed);
+        let os = |what: String| failure(crate::error::OS_ERROR, what);
+        for (dir, file, bound) in &self.values {
+            let value = match bound {
+                Bound::Procs => limits.max_procs.to_string(),
+                Bound::Memory => limits.memory.map_or_else(|| "max".to_string(), |b| b.to_string()),
+            };
+            let path = dir.join(file);
+            let w = std::fs::OpenOptions::new().write(true).open(&path).and_then(|mut f| f.write_all(value.as_bytes()));
+            w.map_err(|e| os(format!("cannot write {value} to {}: {}", path.display(), crate::error::io_text(&e))))?;
+            crate::log::log!("bound: {file}={value} in {}", dir.display());
+        }
+        if self.rlimit {
+            use rustix::process::{prlimit, Pid, Resource, Rlimit};
+            let n = Some(limits.max_procs);
+            let set = prlimit(Pid::from_raw(bwrap), Resource::Nproc, Rlimit { current: n, maximum: n });
+            set.map_err(|e| {
+                os(format!(
+                    "cannot put the sandbox under its bounds (RLIMIT_NPROC): {}",
+                    crate::error::strerror(e.raw_os_error())
+                ))
+            })?;
+            crate::log::log!("bound: RLIMIT_NPROC={} in the sandbox's user namespace", limits.max_procs);
+        }
+        Ok(())
+    }
+
+    /// Remove these cgroups, for a nest that was killed and reaped before it ran anything.
+    pub fn abandon(self) {
+        CREATED.lock().unwrap_or_else(|e| e.into_inner()).retain(|d| !self.dirs.contains(d));
+        for d in self.dirs.iter().rev() {
+            cgroup::remove(d);
+        }
+    }
 }
 
 /// What the sandbox used and which bounds it hit, from this run's cgroups (call once the
@@ -237,7 +316,8 @@ fn own_in_other_hierarchies(host: &cgroup::Host, out: &mut ForChild) {
         match cgroup::create(&w, &files) {
             Ok((dir, fd)) => {
                 crate::log::log!("own cgroup in the {controller} hierarchy: {}", dir.display());
-                CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(dir);
+                CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(dir.clone());
+                out.dirs.push(dir);
                 out.procs.push(fd);
             }
             Err(e) => crate::log::log!("no cgroup of its own in the {controller} hierarchy: {e}"),

@@ -78,8 +78,8 @@ fn run(
             return Ok(127); // snug exits 126 or 127
         }
     };
-    // The payload's process exists from here on, held before its exec until snug says go
-    // (the network is up, SPEC N3).
+    // The payload's process exists from here on, held before its exec until init's loop lets
+    // it go: at once, or once snug says go when the network must come up first (SPEC N3).
     let held = held::spawn_held(&program, &spec, pty.as_ref().map(|p| (p.as_raw_fd(), mode == "terminal-fg")))?;
     let me = crate::pidfd::open(std::process::id() as i32).map_err(errno)?;
     chan.report(Report::Hello, Some(me.as_fd())).map_err(|_| Errno::PIPE)?;
@@ -92,7 +92,7 @@ fn run(
         crate::live::Jobs::Grace => Jobs::Grace,
     };
     let own_group = Pid(rustix::process::getpgrp().as_raw_nonzero().get());
-    let cfg = Config { terminal: pty.is_some(), jobs, payload: held.pid, own_group };
+    let cfg = Config { terminal: pty.is_some(), jobs, payload: held.pid, own_group, hold: spec.hold };
     let execs = exec::Execs::new(spec.env.clone());
     Ok(serve::serve(chan, &signals, held, pty, cfg, execs))
 }

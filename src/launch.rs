@@ -1,18 +1,22 @@
-//! From a policy to a running sandbox: find bwrap, build what init needs inside, seal
-//! snug's own signal state, start nest, supervise, and report how it ended.
+//! From a policy to a running sandbox: find bwrap, seal snug's own signal state and start
+//! nest before the policy is known ([`begin`]), build bwrap's options and what init needs
+//! inside, hand them over, supervise, and report how it ended.
+
+mod begun;
+
+pub use begun::{begin, Begun};
 
 use crate::bwrap::{self, Launch};
-use crate::channel::{Channel, SECCOMP_FD};
+use crate::channel::SECCOMP_FD;
 use crate::error::{failure, UNAVAILABLE};
 use crate::log::log;
 use crate::mode::Mode;
 use crate::policy::Policy;
 use crate::report::RunRecord;
-use crate::signals::{self, SignalFd};
 use crate::supervise::{OnInit, Outcome, Supervisor};
 use anyhow::{Context, Result};
+use begun::Attempt;
 use std::ffi::OsString;
-use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 /// `bwrap` on `$PATH`.
@@ -75,35 +79,61 @@ fn interpreter(exe: &std::path::Path) -> Option<PathBuf> {
     })
 }
 
+/// The bwrap binary a run uses and whether it has `--disable-userns`.
+#[derive(Clone, Debug)]
+pub struct Bwrap {
+    /// Its path.
+    pub path: PathBuf,
+    /// It knows `--disable-userns` ([`bwrap::has_disable_userns`]).
+    pub disable_userns: bool,
+}
+
+impl Bwrap {
+    /// `bwrap` on `$PATH`, and what it knows.
+    ///
+    /// # Errors
+    /// As [`find_bwrap`].
+    pub fn find() -> Result<Bwrap> {
+        let path = find_bwrap()?;
+        let disable_userns = bwrap::has_disable_userns(&path);
+        Ok(Bwrap { path, disable_userns })
+    }
+}
+
+/// What follows bwrap's options: `--`, init's path in the sandbox and its arguments (the
+/// init flag, the mode and `--jobs`; CMD and the environment travel in a memfd, SPEC R7).
+fn init_tail(mode: Mode, jobs: crate::live::Jobs) -> Vec<String> {
+    let mut tail = vec!["--".to_string(), bwrap::INIT_PATH.to_string(), crate::init::FLAG.to_string()];
+    tail.push(mode.word().to_string());
+    if jobs != crate::live::Jobs::Kill {
+        tail.push(jobs.word().to_string()); // SPEC L4: init outlives the main process
+    }
+    tail
+}
+
 /// The bwrap command line for `policy` running `cmd` in `mode`; `runtime` is snug's runtime
 /// directory for this run ([`crate::live::runtime::prepare`]), hidden inside (SPEC X4).
 ///
 /// # Errors
-/// 69 when bwrap is missing; 70 when snug cannot find its own executable; 77 when a bind
-/// would show what is inside the runtime directory.
+/// 70 when snug cannot find its own executable; 77 when a bind would show what is inside
+/// the runtime directory.
 pub fn command_line(
     policy: &Policy,
     mode: Mode,
     jobs: crate::live::Jobs,
     runtime: Option<&std::path::Path>,
+    found: &Bwrap,
 ) -> Result<Vec<String>> {
-    // CMD and the environment travel in a memfd (SPEC R7), not on this line.
-    let mut init_args = vec![crate::init::FLAG.to_string(), mode.word().to_string()];
-    if jobs != crate::live::Jobs::Kill {
-        init_args.push(jobs.word().to_string()); // SPEC L4: init outlives the main process
-    }
-    let bwrap = find_bwrap()?;
-    let disable_userns = bwrap::has_disable_userns(&bwrap);
-    if !disable_userns && !policy.allow_userns {
+    if !found.disable_userns && !policy.allow_userns {
         log!("this bwrap lacks --disable-userns (bubblewrap 0.8.0): the payload can create user namespaces");
     }
     let launch = Launch {
-        disable_userns,
-        bwrap,
+        disable_userns: found.disable_userns,
+        bwrap: found.path.clone(),
         init_exe: std::env::current_exe().context("cannot find snug's own executable")?,
         init_libs: libraries(),
         seccomp_fd: Some(SECCOMP_FD),
-        init_args,
+        init_args: init_tail(mode, jobs)[2..].to_vec(),
         masks: crate::live::runtime::masks(policy, &hidden(runtime))?,
     };
     Ok(bwrap::command_line(policy, &launch))
@@ -136,65 +166,46 @@ pub struct Plan<'a> {
     pub env: &'a [(String, OsString)],
     /// The process cap and memory bound.
     pub limits: &'a crate::bounds::Limits,
+    /// The payload waits for snug's go before its exec: the network comes up first (N3).
+    pub hold: bool,
 }
 
-/// Run `plan` in a fresh nest and supervise it to the end, filling `record`; `live` binds the
-/// run's control socket, and says what `--jobs` asked (L1–L5). The socket is bound once
-/// bwrap runs, while it sets the sandbox up (off B1's critical path); a name already taken
-/// ends the run there, before init's Go: the payload never starts.
+/// Run `plan` in `begun`'s nest and supervise it to the end, filling `record`; `live` binds
+/// the run's control socket, and says what `--jobs` asked (L1–L5). The socket is bound
+/// before bwrap has its options: a name already taken ends the run there, and the payload
+/// never starts.
 ///
 /// # Errors
 /// snug's own failures before the sandbox runs (the outcome carries later ones).
 pub fn run(
     plan: &Plan<'_>,
-    tty: Option<crate::tty::CallerTty>,
+    begun: Begun,
     on_init: OnInit,
     record: &mut RunRecord,
     (bind, jobs): (impl FnOnce() -> Result<Option<crate::live::server::Server>>, crate::live::Jobs),
 ) -> Result<Outcome> {
-    let Plan { argv, mode, cmd, env, limits } = *plan;
-    // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
-    signals::default(libc::SIGCHLD);
-    // S2: what was ignored at start stays ignored and is never relayed.
-    let all = crate::relay::caught();
-    let caught: Vec<i32> = all.iter().copied().filter(|s| !signals::ignored(*s)).collect();
-    let ignored: Vec<i32> = all.iter().copied().filter(|s| !caught.contains(s)).collect();
-    if !ignored.is_empty() {
-        log!(
-            "ignored at start, so never relayed: {:?}",
-            ignored.iter().map(|s| crate::signals::signame(*s)).collect::<Vec<_>>()
-        );
+    let Plan { argv, mode, cmd, env, limits, hold } = *plan;
+    let Begun { signals, tty, pty, bwrap, tail, mut attempt } = begun;
+    let Some(options) = argv.len().checked_sub(tail.len()).filter(|&at| argv[at..] == tail[..]).map(|at| &argv[1..at])
+    else {
+        return Err(failure(crate::error::INTERNAL, "bwrap's command line does not end with init's"));
+    };
+    if attempt.bounds.shape() != limits.shape() {
+        // A profile asked for a bound (or user namespaces) the command line did not: nest
+        // entered other cgroups than this run needs. Rare; it costs one more nest.
+        log!("the policy needs other cgroups than the command line said: nest started again");
+        attempt.abandon();
+        attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), limits.shape())?;
     }
-    // Blocked before the clone, so a signal during start-up waits in the queue (G3).
-    let signals = SignalFd::new(&caught).context("signalfd")?;
-    let (ours, theirs) = Channel::pair().context("socketpair")?;
-    let seccomp = crate::seccomp::memfd()?;
-    let args = crate::payload_args::memfd_bytes(cmd, env)?;
-    let bounds = crate::bounds::apply(limits)?;
+    crate::payload_args::fill(&attempt.args, cmd, env, hold)?;
+    attempt.bounds.limit(limits, attempt.nest.pid1.host_pid)?;
+    attempt.nest.ready()?;
+    let control = bind()?;
+    attempt.give_options(&with_console(options, pty.as_ref()));
     log!("mode: {}", mode.describe());
-    // Terminal mode: the sandbox's own pty, with the caller's settings and size (SPEC T1).
-    let pty = match &tty {
-        Some(tty) => Some(crate::pty::open(tty).context("cannot open a pty for the sandbox (/dev/ptmx)")?),
-        None => None,
-    };
-    let mask = tty.as_ref().map_or(0, |t| t.stdio_mask());
-    let slave = pty.as_ref().map(|p| (p.slave.as_fd(), mask));
-    let argv = with_console(argv, pty.as_ref());
-    let nest = crate::start::nest(&argv, theirs.as_fd(), seccomp.as_fd(), args.as_fd(), &bounds, slave)?;
+    let Attempt { nest, ours, .. } = attempt;
     let bridge = tty.zip(pty).map(|(tty, pty)| crate::bridge::Bridge::new(tty, pty.master));
-    drop(bounds);
-    drop(theirs);
-    drop(seccomp);
-    drop(args);
     crate::bounds::sweep(); // while bwrap sets the sandbox up (SPEC B1)
-    let control = match bind() {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = nest.pid1.signal(libc::SIGKILL);
-            nest.pid1.reap();
-            return Err(e);
-        }
-    };
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
     let (outcome, filled) = Supervisor::new(mode, nest, ours, signals, name, on_init)
         .terminal(bridge)
@@ -208,13 +219,10 @@ pub fn run(
 /// `ttyname(3)` and `GPG_TTY=$(tty)` find a terminal by its path, and the slave's own node is
 /// in the host's devpts, which bwrap's fresh `/dev/pts` does not show; ttyname's scan of
 /// `/dev` then finds it there. bwrap binds it so itself only when fd 1 is the terminal.
-fn with_console(argv: &[String], pty: Option<&crate::pty::Pty>) -> Vec<String> {
-    let mut out = argv.to_vec();
-    let path = pty.and_then(|p| rustix::pty::ptsname(&p.master, Vec::new()).ok());
-    let at = out.iter().position(|a| a == "--");
-    if let (Some(path), Some(at)) = (path, at) {
-        let bind = ["--dev-bind".to_string(), path.to_string_lossy().into_owned(), "/dev/console".to_string()];
-        out.splice(at..at, bind);
+fn with_console(options: &[String], pty: Option<&crate::pty::Pty>) -> Vec<String> {
+    let mut out = options.to_vec();
+    if let Some(path) = pty.and_then(|p| rustix::pty::ptsname(&p.master, Vec::new()).ok()) {
+        out.extend(["--dev-bind".to_string(), path.to_string_lossy().into_owned(), "/dev/console".to_string()]);
     }
     out
 }

@@ -171,23 +171,33 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     record.name(&name);
     record.context().argv = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     record.context().command = payload_args::lossy(&cmd);
-    let Resolved { policy, request, raw_env, net } = resolve(args, &cmd, &name, record)?;
     let (mode, tty) = mode::Mode::detect();
+    // nest and bwrap start now, while the policy is resolved (SPEC B1); `--dry-run` starts
+    // nothing.
+    let begun = match args.dry_run {
+        true => None,
+        false => Some(launch::begin(mode, tty, args.jobs, args.memory.is_some(), args.allow_userns)?),
+    };
+    let Resolved { policy, request, raw_env, net } = resolve(args, &cmd, &name, record)?;
     // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).
     let runtime = live::runtime::prepare(args.dry_run);
-    let argv = launch::command_line(&policy, mode, args.jobs, runtime.as_deref())?;
+    let found = match &begun {
+        Some(b) => b.bwrap().clone(),
+        None => launch::Bwrap::find()?,
+    };
+    let argv = launch::command_line(&policy, mode, args.jobs, runtime.as_deref(), &found)?;
     let limits = bounds::Limits {
         max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
         memory: args.memory.or(policy.memory),
         nested_userns: !argv.iter().any(|a| a == "--disable-userns"),
     };
     record.context().bounds = Some((limits.max_procs, limits.memory));
-    if args.dry_run {
+    let Some(begun) = begun else {
         let mut extra: Vec<(&str, Vec<String>)> = vec![("payload", payload_args::lossy(&cmd))];
         extra.extend(net.iter().map(|n| ("pasta", n.dry_run_line())));
         let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
         return print(with_name(with_bounds(text, &limits, args.json), &name, args.json));
-    }
+    };
     if let Some(note) = cmd.first().filter(|_| !args.default_shell()).and_then(|c| c.to_str()) {
         if let Some(note) = policy::program::other_program(note, &policy) {
             log::say!("snug: {note}");
@@ -212,8 +222,8 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         net.as_mut().map(|n| n.attach(init)).transpose()
     });
     let env = policy::with_raw_values(&policy.env, &raw_env);
-    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits };
-    let outcome = launch::run(&plan, tty, on_init, record, (control, jobs))?;
+    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits, hold: policy.net };
+    let outcome = launch::run(&plan, begun, on_init, record, (control, jobs))?;
     if let Some(summary) = watch.borrow().summary() {
         log::say!("snug: {}", summary.line(&policy.home));
         record.discarded(summary);

@@ -5,12 +5,13 @@
 //!
 //! Layout (little-endian): `b"SNUGARGS"`, `u32` closed-descriptor mask (bit n: fd n of
 //! 0–2 was closed when snug started), `u64` soft RLIMIT_STACK snug started with
-//! (`u64::MAX`: unlimited), `u32` argc, then argc × (`u32` length, bytes), `u32`
+//! (`u64::MAX`: unlimited), `u32` flags (bit 0: the payload waits for snug's go, N3),
+//! `u32` argc, then argc × (`u32` length, bytes), `u32`
 //! envc, then envc × (`u32` length, `NAME=VALUE` bytes). No NULs inside a word.
 
 use rustix::io::Errno;
 use std::ffi::{CString, OsStr, OsString};
-use std::io::{Read, Seek, Write};
+use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -54,10 +55,11 @@ fn put(out: &mut Vec<u8>, word: &[u8]) {
 }
 
 /// The encoded form of `argv`, `env` and `closed` (layout in the module doc).
-pub fn encode<V: AsRef<OsStr>>(argv: &[OsString], env: &[(String, V)], closed: u32, stack: u64) -> Vec<u8> {
+pub fn encode<V: AsRef<OsStr>>(argv: &[OsString], env: &[(String, V)], closed: u32, stack: u64, hold: bool) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&closed.to_le_bytes());
     out.extend_from_slice(&stack.to_le_bytes());
+    out.extend_from_slice(&u32::from(hold).to_le_bytes());
     out.extend_from_slice(&(argv.len() as u32).to_le_bytes());
     for a in argv {
         put(&mut out, a.as_bytes());
@@ -80,17 +82,50 @@ pub fn memfd(argv: &[OsString], env: &[(String, String)]) -> anyhow::Result<Owne
 /// [`memfd`] with values of any bytes (R7: `-e NAME` passes the caller's value as it is).
 ///
 /// # Errors
-/// `memfd_create(2)` or write errors; a NUL byte in an argument is a usage error.
+/// As [`empty_memfd`] and [`fill`].
 pub fn memfd_bytes<V: AsRef<OsStr>>(argv: &[OsString], env: &[(String, V)]) -> anyhow::Result<OwnedFd> {
+    let fd = empty_memfd()?;
+    fill(&fd, argv, env, false)?;
+    Ok(fd)
+}
+
+/// An empty close-on-exec memfd for [`ARGS_FD`], made before the payload's argv and
+/// environment are known and [`fill`]ed once they are (init reads it only after bwrap has
+/// its options, which come later, SPEC B1).
+///
+/// # Errors
+/// `memfd_create(2)`.
+pub fn empty_memfd() -> anyhow::Result<OwnedFd> {
+    rustix::fs::memfd_create(c"snug-args", rustix::fs::MemfdFlags::CLOEXEC)
+        .map_err(|e| anyhow::Error::new(std::io::Error::from(e)).context("memfd_create"))
+}
+
+/// Write [`encode`]'s bytes (`hold`: the payload waits for snug's go) into `memfd` at offset 0 with `pwrite(2)`, which leaves the file
+/// offset (shared with bwrap and init, who hold the same open file) at 0 for init's read.
+///
+/// # Errors
+/// Write errors; a NUL byte in an argument is a usage error.
+pub fn fill<V: AsRef<OsStr>>(
+    memfd: &OwnedFd,
+    argv: &[OsString],
+    env: &[(String, V)],
+    hold: bool,
+) -> anyhow::Result<()> {
     if let Some(a) = argv.iter().find(|a| a.as_bytes().contains(&0)) {
         return Err(crate::error::failure(crate::error::USAGE, format!("argument contains a NUL byte: {a:?}")));
     }
-    let fd = rustix::fs::memfd_create(c"snug-args", rustix::fs::MemfdFlags::CLOEXEC)
-        .map_err(|e| anyhow::Error::new(std::io::Error::from(e)).context("memfd_create"))?;
-    let mut file = std::fs::File::from(fd);
-    file.write_all(&encode(argv, env, closed_at_start(), crate::stack::soft_limit()))?;
-    file.rewind()?;
-    Ok(file.into())
+    let bytes = encode(argv, env, closed_at_start(), crate::stack::soft_limit(), hold);
+    let mut done = 0;
+    while done < bytes.len() {
+        match rustix::io::pwrite(memfd, &bytes[done..], done as u64) {
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => {
+                return Err(anyhow::Error::new(std::io::Error::from(e)).context("writing the payload's arguments"))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What init needs to start the payload.
@@ -104,6 +139,8 @@ pub struct Spec {
     /// The soft RLIMIT_STACK the payload gets: the caller's (`u64::MAX`: unlimited); bwrap
     /// and init may have run with more ([`crate::stack::roomy_for_exec`]).
     pub stack: u64,
+    /// The payload waits for snug's go before its exec (the network comes first, N3).
+    pub hold: bool,
 }
 
 /// A cursor over the memfd's bytes; every read is bounds-checked.
@@ -145,9 +182,10 @@ fn decode(bytes: &[u8]) -> Option<Spec> {
     }
     let closed = c.u32()?;
     let stack = c.u64()?;
+    let hold = c.u32()? & 1 != 0;
     let argv = c.words()?;
     let env = c.words()?;
-    Some(Spec { argv, env, closed, stack })
+    Some(Spec { argv, env, closed, stack, hold })
 }
 
 /// Read a spec from `file` and close it: a memfd [`memfd`] made, which init has at
@@ -215,7 +253,8 @@ mod tests {
     fn r7_round_trip_of_any_bytes() {
         let argv: Vec<OsString> = vec![OsString::from("sh"), OsString::from_vec(vec![0xff, b'x']), OsString::from("")];
         let env = vec![("PATH".to_string(), "/bin".to_string()), ("A".to_string(), "b=c".to_string())];
-        let spec = decode(&encode(&argv, &env, 0b010, 16 << 10)).expect("decodes");
+        let spec = decode(&encode(&argv, &env, 0b010, 16 << 10, true)).expect("decodes");
+        assert!(spec.hold);
         assert_eq!(spec.stack, 16 << 10);
         assert_eq!(
             spec.argv.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>(),
@@ -230,7 +269,7 @@ mod tests {
 
     #[test]
     fn r7_truncated_input_is_refused() {
-        let bytes = encode::<String>(&[OsString::from("true")], &[], 0, u64::MAX);
+        let bytes = encode::<String>(&[OsString::from("true")], &[], 0, u64::MAX, false);
         for cut in 0..bytes.len() {
             assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
         }

@@ -12,12 +12,35 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 mod child;
 
-/// The running outer layer: nest (now bwrap) pinned, and the read end of bwrap's stderr.
+/// The running outer layer: nest (then bwrap) pinned, and the read end of bwrap's stderr.
 pub struct Nest {
     /// bwrap as pid 1 of the outer namespace; SIGKILL to it is the teardown.
     pub pid1: Pinned,
     /// bwrap's own stderr, so its errors become one `snug: ` line (SPEC R4).
     pub bwrap_err: OwnedFd,
+    /// nest's error pipe until [`Nest::ready`] read it.
+    setup: Option<OwnedFd>,
+    /// bwrap's program, for the error when its exec failed.
+    program: String,
+}
+
+impl Nest {
+    /// Wait until nest has exec'd bwrap (its error pipe ends at the exec, `O_CLOEXEC`) or
+    /// failed before it, and say which. By the time snug's policy is resolved nest has long
+    /// exec'd: this read returns at once.
+    ///
+    /// # Errors
+    /// As [`nest`]'s; nest is reaped then.
+    pub fn ready(&mut self) -> Result<()> {
+        let Some(setup) = self.setup.take() else { return Ok(()) };
+        let mut buf = Vec::new();
+        let _ = std::fs::File::from(setup).take(16).read_to_end(&mut buf);
+        if buf.is_empty() {
+            return Ok(());
+        }
+        self.pid1.reap();
+        Err(nest_failure(&buf, &self.program))
+    }
 }
 
 /// A close-on-exec pipe (`pipe2(2)`): (read end, write end).
@@ -42,8 +65,11 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 
 /// Clone nest and have it exec `argv` (bwrap) with an empty environment, with the channel at
 /// fd 3, the caller's stderr at fd 4, `seccomp` at fd 5, the `payload_args` memfd at fd 6
-/// ([`crate::payload_args::ARGS_FD`]) and a pipe to snug at fd 2; in terminal mode the pty's
-/// slave at fd 7 ([`crate::channel::PTY_FD`]) and on each of fds 0–2 that `pty`'s mask names.
+/// ([`crate::payload_args::ARGS_FD`]), `options` (the read end of the pipe bwrap reads its
+/// `--args` from, [`crate::sys::fds::BWRAP_ARGS_FD`]) at fd 8 and a pipe to snug at fd 2; in
+/// terminal mode the pty's slave at fd 7 ([`crate::channel::PTY_FD`]) and on each of fds
+/// 0–2 that `pty`'s mask names. Returns once nest is cloned; [`Nest::ready`] says whether
+/// bwrap was exec'd.
 ///
 /// Between clone and exec the child makes only raw system calls (async-signal-safe):
 /// `setpgid`, `prctl(PR_SET_PDEATHSIG)`, `poll` on snug's own pidfd (a snug killed before
@@ -51,16 +77,15 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 /// [`sigseal::seal`], `execve`.
 ///
 /// # Errors
-/// 69 when the kernel refuses the namespaces or the /proc mount (with the reason), 70 for
-/// other failures.
+/// 69 when the kernel refuses the namespaces (with the reason), 70 for other failures; the
+/// /proc mount's and the exec's come from [`Nest::ready`].
 pub fn nest(
     argv: &[String],
-    channel: BorrowedFd<'_>,
-    seccomp: BorrowedFd<'_>,
-    payload_args: BorrowedFd<'_>,
+    fds: Passed<'_>,
     bounds: &crate::bounds::ForChild,
     pty: Option<(BorrowedFd<'_>, u32)>,
 ) -> Result<Nest> {
+    let Passed { channel, seccomp, payload_args, options } = fds;
     use rustix::process::{getgid, getuid};
     let root = rustix::process::geteuid().is_root();
     let args = cstrings(argv)?;
@@ -77,13 +102,11 @@ pub fn nest(
         Some((slave, mask)) if mask & 0b100 != 0 => slave,
         _ => rustix::stdio::stderr(),
     };
-    let fds = [high(channel)?, high(stderr)?, high(seccomp)?, high(&bw_w)?, high(payload_args)?];
+    let fds = [high(channel)?, high(stderr)?, high(seccomp)?, high(&bw_w)?, high(payload_args)?, high(options)?];
     let slave = pty.map(|(s, m)| high(s).map(|h| (h, m))).transpose()?;
     drop(bw_w);
-    let raw: [RawFd; 5] =
-        [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd(), fds[3].as_raw_fd(), fds[4].as_raw_fd()];
+    let raw: [RawFd; 6] = std::array::from_fn(|i| fds[i].as_raw_fd());
 
-    let bounds_for_child = (bounds.procs_fds(), bounds.nproc);
     let mut flags = (libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64;
     if !root {
         flags |= libc::CLONE_NEWUSER as u64;
@@ -95,7 +118,7 @@ pub fn nest(
         err: err_w.as_raw_fd(),
         fds: raw,
         pty: slave.as_ref().map(|(s, m)| (s.as_raw_fd(), *m)),
-        bounds: bounds_for_child,
+        bounds: bounds.procs_fds(),
         argv: &arg_ptrs,
         envp: &env_ptrs,
     };
@@ -104,13 +127,19 @@ pub fn nest(
     drop(fds);
     drop(slave);
     let pid1 = Pinned::cloned(pidfd, pid);
-    let mut buf = Vec::new();
-    let _ = std::fs::File::from(err_r).take(16).read_to_end(&mut buf);
-    if !buf.is_empty() {
-        pid1.reap();
-        return Err(nest_failure(&buf, &argv[0]));
-    }
-    Ok(Nest { pid1, bwrap_err: bw_r })
+    Ok(Nest { pid1, bwrap_err: bw_r, setup: Some(err_r), program: argv[0].clone() })
+}
+
+/// The descriptors nest hands on to bwrap at fixed numbers (see [`nest`]).
+pub struct Passed<'a> {
+    /// init's end of the channel.
+    pub channel: BorrowedFd<'a>,
+    /// The seccomp program.
+    pub seccomp: BorrowedFd<'a>,
+    /// The payload's argv and environment.
+    pub payload_args: BorrowedFd<'a>,
+    /// The read end of bwrap's `--args` pipe.
+    pub options: BorrowedFd<'a>,
 }
 
 /// The error for a refused `clone3(2)`.

@@ -1,5 +1,6 @@
 //! Init's decisions. Init is the sandbox's pid 1 (snug's own binary, re-executed by bwrap
-//! with `--as-pid-1`): it holds the payload until snug says go, carries out snug's orders
+//! with `--as-pid-1`): it holds the payload until snug says go when the run needs the
+//! network (N3), else lets it go at once and stays until snug's go, carries out snug's orders
 //! (relays, stops, continues, the pty's foreground), reaps every child, reports the
 //! payload's stops and end, and runs `snug exec` commands.
 //!
@@ -47,12 +48,18 @@ pub struct Config {
     pub payload: Pid,
     /// Init's own process group (`getpgrp(2)`; it leads its session, so its own pid).
     pub own_group: Pid,
+    /// The payload waits for [`Order::Go`] before its exec: the network comes up first (N3).
+    /// Otherwise it execs at once and only init's exit waits for the go: snug opens what it
+    /// watches through init's root on init's hello (O8), so init must be there until then;
+    /// this saves the payload's start a round trip to snug (B1).
+    pub hold: bool,
 }
 
 /// The payload's main process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Payload {
-    /// Forked and waiting for [`Order::Go`] before its exec (N3).
+    /// Forked and waiting for [`Order::Go`] before its exec (N3), or for [`Event::Start`]
+    /// when not [`Config::hold`].
     Held,
     /// Let go: executing, or running.
     Running,
@@ -85,6 +92,10 @@ pub struct Init {
     /// payload may have given it to one of its jobs, and `fg` gives it back.
     taken_from: Option<Pid>,
     execs: Execs,
+    /// snug's [`Order::Go`] came.
+    go: bool,
+    /// Init's exit, deferred until the go ([`Config::hold`]).
+    leaving: Vec<Effect>,
 }
 
 /// Whether a relay of `sig` is followed by SIGCONT to every sandbox process (G2, as
@@ -106,6 +117,8 @@ impl Init {
             grace: cfg.jobs == Jobs::Wait,
             taken_from: None,
             execs: Execs::default(),
+            go: false,
+            leaving: Vec::new(),
         }
     }
 
@@ -119,8 +132,15 @@ impl Init {
     /// Decide what `ev` means: the effects to carry out, in order.
     pub fn on(&mut self, ev: Event, procs: &impl Procs) -> Vec<Effect> {
         match ev {
-            Event::Start if !self.cfg.terminal => vec![Effect::StopNews(false)],
-            Event::Start | Event::Signal(_) => Vec::new(),
+            Event::Start => {
+                let mut out = if self.cfg.terminal { Vec::new() } else { vec![Effect::StopNews(false)] };
+                if !self.cfg.hold {
+                    self.payload = Payload::Running;
+                    out.push(Effect::Go);
+                }
+                out
+            }
+            Event::Signal(_) => Vec::new(),
             Event::Order(o) => self.order(o, procs),
             Event::SnugGone => vec![Effect::Exit(1)],
             Event::ExecError(said) => {
@@ -130,8 +150,12 @@ impl Init {
             Event::Child(pid, status) if pid == self.cfg.payload => self.payload_status(status),
             Event::Child(pid, status) => self.execs.reaped(pid, status),
             Event::NoChildren => match self.payload {
-                Payload::Ended(_) => vec![Effect::Report(Report::Empty), Effect::Exit(0)],
-                Payload::Held | Payload::Running => Vec::new(),
+                Payload::Ended(_) if self.leaving.is_empty() => {
+                    let mut out = vec![Effect::Report(Report::Empty)];
+                    out.extend(self.leave(vec![Effect::Exit(0)]));
+                    out
+                }
+                Payload::Ended(_) | Payload::Held | Payload::Running => Vec::new(),
             },
             Event::ExecOpened(id) => self.execs.opened(id),
             Event::Client(id, msg) => self.execs.client(id, msg),
@@ -146,11 +170,16 @@ impl Init {
     fn order(&mut self, o: Order, procs: &impl Procs) -> Vec<Effect> {
         let relay = |sig| Effect::Signal(Target::All, sig);
         match o {
+            Order::Go if self.go => Vec::new(),
             Order::Go if self.payload == Payload::Held => {
+                self.go = true;
                 self.payload = Payload::Running;
                 vec![Effect::Go]
             }
-            Order::Go => Vec::new(),
+            Order::Go => {
+                self.go = true;
+                std::mem::take(&mut self.leaving)
+            }
             Order::Grace => {
                 self.grace = true;
                 Vec::new()
@@ -249,11 +278,19 @@ impl Init {
             out.push(Effect::Signal(Target::All, Signal::TERM));
             self.grace = true;
         }
-        if self.grace {
-            self.payload = Payload::Ended(status);
-        } else {
-            out.extend([Effect::Report(Report::Leaving), Effect::Exit(0)]);
+        self.payload = Payload::Ended(status);
+        if !self.grace {
+            out.extend(self.leave(vec![Effect::Report(Report::Leaving), Effect::Exit(0)]));
         }
         out
+    }
+
+    /// `exit` (the effects that end init) now, or once snug's go came ([`Config::hold`]).
+    fn leave(&mut self, exit: Vec<Effect>) -> Vec<Effect> {
+        if self.go {
+            return exit;
+        }
+        self.leaving = exit;
+        Vec::new()
     }
 }

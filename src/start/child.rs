@@ -3,11 +3,11 @@
 //! async-signal-safe calls (`signal-safety(7)`), and every one here is a bare system call.
 
 use crate::error::INTERNAL;
-use crate::sys::fds::{ARGS_FD, INIT_FD, PTY_FD, SECCOMP_FD, STDERR_FD};
+use crate::sys::fds::{ARGS_FD, BWRAP_ARGS_FD, INIT_FD, PTY_FD, SECCOMP_FD, STDERR_FD};
 use crate::sys::process::Cloned;
 use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 
-/// Error-pipe tag: entering the cgroups or setting RLIMIT_NPROC failed.
+/// Error-pipe tag: entering the cgroups failed.
 pub const BOUNDS: u8 = 0xfc;
 /// Error-pipe tag: `sigseal::seal` failed.
 const SEAL: u8 = 0xfd;
@@ -27,15 +27,15 @@ pub struct Plan<'a> {
     /// The error pipe's write end: one [`crate::sys::codec`] frame (a tag and an `errno`)
     /// on failure; the tags below, or a [`nestproc::Step`]'s code.
     pub err: RawFd,
-    /// Sources for fds 3, 4, 5, 2 and 6 (channel, caller's stderr, seccomp, bwrap's stderr
-    /// pipe, payload_args), all at 10 or above.
-    pub fds: [RawFd; 5],
+    /// Sources for fds 3, 4, 5, 2, 6 and 8 (channel, caller's stderr, seccomp, bwrap's
+    /// stderr pipe, payload_args, bwrap's `--args` pipe), all at 10 or above.
+    pub fds: [RawFd; 6],
     /// In terminal mode, the sandbox's pty slave and which of fds 0–2 become it (bit n for
     /// fd n: those that were the caller's terminal, SPEC R2); it also goes to [`PTY_FD`].
     pub pty: Option<(RawFd, u32)>,
-    /// Descriptors of each cgroup's `tasks` (v1) or `cgroup.procs` (v2) to write `0` to, and
-    /// RLIMIT_NPROC (SPEC K5).
-    pub bounds: ([RawFd; crate::bounds::SLOTS], Option<u64>),
+    /// Descriptors of each cgroup's `tasks` (v1) or `cgroup.procs` (v2) to write `0` to
+    /// (SPEC K5).
+    pub bounds: [RawFd; crate::bounds::SLOTS],
     /// NULL-terminated argv of bwrap.
     pub argv: &'a [*const libc::c_char],
     /// NULL-terminated (empty) environment.
@@ -49,11 +49,11 @@ pub struct Plan<'a> {
 /// The `clone3(2)` error.
 pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)> {
     // SAFETY: the child runs the body below, which makes only raw system calls (write,
-    // _exit, setrlimit, dup2, execve, and nestproc's and sigseal's) on integers and on memory
+    // _exit, close, dup2, execve, and nestproc's and sigseal's) on integers and on memory
     // `plan` points at, all built before the call, and never returns.
     unsafe {
         let Cloned::Parent { pidfd, pid } = crate::sys::process::clone3(flags)? else {
-            // The child: own group tied to snug, cgroups and RLIMIT_NPROC, id maps, private
+            // The child: own group tied to snug, cgroups, id maps, private
             // mounts and /proc, descriptors in place, signal state sealed, then exec bwrap. On
             // failure it writes a tag and `errno` to the error pipe and `_exit`s.
             let p = plan;
@@ -73,14 +73,8 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             // sandbox process is born inside them (`0` means the writer, `cgroups(7)`; on v1
             // the writing thread, which is all of this fork child, without an RCU grace
             // period).
-            for fd in p.bounds.0 {
+            for fd in p.bounds {
                 if fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                    fail(BOUNDS, nestproc::errno());
-                }
-            }
-            if let Some(n) = p.bounds.1 {
-                let lim = libc::rlimit { rlim_cur: n, rlim_max: n };
-                if libc::setrlimit(libc::RLIMIT_NPROC, &lim) != 0 {
                     fail(BOUNDS, nestproc::errno());
                 }
             }
@@ -92,11 +86,14 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             if let Err(e) = nestproc::prepare() {
                 fail(e.step.code(), e.errno);
             }
-            let targets = [INIT_FD, STDERR_FD, SECCOMP_FD, 2, ARGS_FD];
+            let targets = [INIT_FD, STDERR_FD, SECCOMP_FD, 2, ARGS_FD, BWRAP_ARGS_FD];
             if p.fds.iter().zip(targets).any(|(&from, to)| libc::dup2(from, to) < 0) {
                 fail(DUP, nestproc::errno());
             }
-            let mut last = ARGS_FD;
+            if p.pty.is_none() {
+                // Detached: whatever the caller had at PTY_FD must not reach the sandbox.
+                libc::close(PTY_FD);
+            }
             if let Some((slave, mask)) = p.pty {
                 for fd in (0..2).filter(|fd| mask & (1 << fd) != 0) {
                     if libc::dup2(slave, fd) < 0 {
@@ -106,11 +103,10 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
                 if libc::dup2(slave, PTY_FD) < 0 {
                     fail(DUP, nestproc::errno());
                 }
-                last = PTY_FD;
             }
-            // Nothing else the caller left open reaches the sandbox (in detached mode that
-            // includes whatever the caller had at PTY_FD).
-            nestproc::cloexec_from(last as u32 + 1);
+            // Nothing else the caller left open reaches the sandbox; bwrap closes
+            // BWRAP_ARGS_FD once it has read its options.
+            nestproc::cloexec_from(BWRAP_ARGS_FD as u32 + 1);
             if let Err(e) = sigseal::seal() {
                 fail(SEAL, e.0);
             }

@@ -17,6 +17,9 @@ pub const ARGS_FD: RawFd = 6;
 /// The sandbox's pty slave in bwrap and init, in terminal mode: init makes it its
 /// controlling terminal (SPEC T1) and holds it for the pty's foreground.
 pub const PTY_FD: RawFd = 7;
+/// In bwrap only: the read end of the pipe its options come from (`--args 8`, `bwrap(1)`),
+/// written once snug's policy is resolved; bwrap closes it after reading.
+pub const BWRAP_ARGS_FD: RawFd = 8;
 /// In pasta: the user namespace it joins, when passed as a descriptor (`/proc/self/fd/3`).
 pub const PASTA_USERNS_FD: RawFd = 3;
 

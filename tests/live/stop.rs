@@ -70,15 +70,17 @@ fn l2_signal_relays_as_a_kill_would() {
     for who in everyone() {
         let dir = workdir(who);
         let m = marker();
-        let script = format!("trap 'echo U' USR1; trap '' TERM; while :; do sleep {m}; done");
+        let script = format!("trap 'echo U' USR1; trap '' TERM; echo R; while :; do sleep {m}; done");
         let mut a = Live::start(who, dir.path(), &[], &["sh", "-c", &script]);
         a.ready(dir.path(), "running");
+        // `running` says the payload exists, not that its traps are set: wait for them.
+        assert!(crate::common::until(Duration::from_secs(5), || a.stdout() == "R\n"), "{who:?}: {:?}", a.stdout());
         let (st, _, err, _) = run(who, dir.path(), &["signal", &a.name, "NOPE"]);
         assert_eq!(code(st), 64, "{err}");
         a.ready(dir.path(), "running");
         let (st, _, err, _) = run(who, dir.path(), &["signal", &a.name, "SIGUSR1"]);
         assert!(st.success(), "{err}");
-        assert!(crate::common::until(Duration::from_secs(5), || a.stdout() == "U\n"), "{who:?}: {:?}", a.stdout());
+        assert!(crate::common::until(Duration::from_secs(5), || a.stdout() == "R\nU\n"), "{who:?}: {:?}", a.stdout());
         a.ready(dir.path(), "running");
         let sent = Instant::now();
         run(who, dir.path(), &["signal", &a.name, "15"]);

@@ -11,7 +11,8 @@ pub(super) const PAYLOAD: Pid = Pid(2);
 /// A job an interactive shell payload put in front of the pty.
 pub(super) const JOB: Pid = Pid(7);
 
-pub(super) const TERMINAL: Config = Config { terminal: true, jobs: Jobs::Kill, payload: PAYLOAD, own_group: OWN };
+pub(super) const TERMINAL: Config =
+    Config { terminal: true, jobs: Jobs::Kill, payload: PAYLOAD, own_group: OWN, hold: true };
 pub(super) const DETACHED: Config = Config { terminal: false, ..TERMINAL };
 
 /// What init reads of the sandbox, as a table.

@@ -275,3 +275,82 @@ fn d1_b5_detached_stops_raise_no_sigchld() {
     assert!(Init::new(TERMINAL).stop_news(), "T5: waitpid reports the payload's stops");
     assert!(!Init::new(DETACHED).stop_news(), "B5");
 }
+
+#[test]
+fn b1_o8_unheld_payload_starts_at_once_and_init_leaves_after_the_go() {
+    // Without the network nothing waits for snug before the payload's exec (B1); init's
+    // exit waits for snug's go instead, so snug's O8 watch, opened through init's root on
+    // its hello, sees the sandbox's tmpfs. Fails with the deferral dropped from `leave`:
+    // "ended before the go" saw [Report(Exited(..)), Report(Leaving), Exit(0)].
+    const FREE: Config = Config { hold: false, ..DETACHED };
+    const FREE_TTY: Config = Config { hold: false, ..TERMINAL };
+    const FREE_WAIT: Config = Config { hold: false, ..WAIT };
+    let status = WaitStatus::Exited(3);
+    let leave = [report(Report::Leaving), Effect::Exit(0)];
+    check(&[
+        Row {
+            id: "B1 start",
+            cfg: FREE,
+            before: &[],
+            procs: GONE,
+            ev: Event::Start,
+            want: &[Effect::StopNews(false), Effect::Go],
+        },
+        Row {
+            id: "B1 start, terminal",
+            cfg: FREE_TTY,
+            before: &[],
+            procs: GONE,
+            ev: Event::Start,
+            want: &[Effect::Go],
+        },
+        Row {
+            id: "B1 snug's go lets nothing go twice",
+            cfg: FREE,
+            before: &[Event::Start],
+            procs: IN_INIT_GROUP,
+            ev: GO,
+            want: &[],
+        },
+        Row {
+            id: "O8 ended before the go: reported, init stays",
+            cfg: FREE,
+            before: &[Event::Start, EXEC_DONE],
+            procs: GONE,
+            ev: ended(status),
+            want: &[report(Report::Exited(status))],
+        },
+        Row {
+            id: "O8 then the go: init leaves",
+            cfg: FREE,
+            before: &[Event::Start, EXEC_DONE, ended(status)],
+            procs: GONE,
+            ev: GO,
+            want: &leave,
+        },
+        Row {
+            id: "O8 ended after the go: init leaves at once",
+            cfg: FREE,
+            before: &[Event::Start, GO, EXEC_DONE],
+            procs: GONE,
+            ev: ended(status),
+            want: &[report(Report::Exited(status)), report(Report::Leaving), Effect::Exit(0)],
+        },
+        Row {
+            id: "O8 --jobs wait, empty before the go: init stays",
+            cfg: FREE_WAIT,
+            before: &[Event::Start, EXEC_DONE, ended(status)],
+            procs: GONE,
+            ev: Event::NoChildren,
+            want: &[report(Report::Empty)],
+        },
+        Row {
+            id: "O8 --jobs wait, then the go",
+            cfg: FREE_WAIT,
+            before: &[Event::Start, EXEC_DONE, ended(status), Event::NoChildren],
+            procs: GONE,
+            ev: GO,
+            want: &[Effect::Exit(0)],
+        },
+    ]);
+}

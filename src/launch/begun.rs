@@ -1,0 +1,162 @@
+//! What a run starts before its policy is resolved (SPEC B1): snug's signals held (G3), the
+//! sandbox's pty (T1), the cgroups (K5), and nest, which execs `bwrap --args 8 -- init …`.
+//! bwrap's exec, dynamic loading and C start-up then run on another CPU while snug works out
+//! the policy, and bwrap waits on the pipe for its options: it reads them before it makes
+//! any namespace or mount, so nothing of the sandbox exists until [`Attempt::give_options`].
+//! The alternative, bwrap started once its command line is known, waits for each in turn.
+
+use super::Bwrap;
+use crate::bounds::{ForChild, Shape};
+use crate::channel::Channel;
+use crate::log::log;
+use crate::mode::Mode;
+use crate::pidfd::Pinned;
+use crate::pty::Pty;
+use crate::signals::{self, SignalFd};
+use crate::start::{Nest, Passed};
+use crate::tty::CallerTty;
+use anyhow::{Context, Result};
+use std::os::fd::{AsFd, OwnedFd};
+
+/// A run begun: what [`super::run`] finishes once the policy is known.
+pub struct Begun {
+    pub(super) signals: SignalFd,
+    pub(super) tty: Option<CallerTty>,
+    pub(super) pty: Option<Pty>,
+    pub(super) bwrap: Bwrap,
+    /// What follows bwrap's options on its command line ([`super::init_tail`]).
+    pub(super) tail: Vec<String>,
+    pub(super) attempt: Attempt,
+}
+
+impl Begun {
+    /// The bwrap this run uses.
+    pub fn bwrap(&self) -> &Bwrap {
+        &self.bwrap
+    }
+}
+
+/// Begin a run in `mode` (`tty`: the caller's terminal in terminal mode): signals held, the
+/// pty, and nest started for the cgroups the command line asks for (`memory`: a memory
+/// bound; `allow_userns`: `--allow-userns`). A profile that asks for more makes
+/// [`super::run`] start nest again.
+///
+/// # Errors
+/// 69 when bwrap is missing or the namespaces are refused; the pty's, the cgroups' and
+/// the descriptors' errors.
+pub fn begin(
+    mode: Mode,
+    tty: Option<CallerTty>,
+    jobs: crate::live::Jobs,
+    memory: bool,
+    allow_userns: bool,
+) -> Result<Begun> {
+    // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
+    signals::default(libc::SIGCHLD);
+    // S2: what was ignored at start stays ignored and is never relayed.
+    let all = crate::relay::caught();
+    let caught: Vec<i32> = all.iter().copied().filter(|s| !signals::ignored(*s)).collect();
+    let ignored: Vec<i32> = all.iter().copied().filter(|s| !caught.contains(s)).collect();
+    if !ignored.is_empty() {
+        log!(
+            "ignored at start, so never relayed: {:?}",
+            ignored.iter().map(|s| signals::signame(*s)).collect::<Vec<_>>()
+        );
+    }
+    // Blocked before the clone, so a signal during start-up waits in the queue (G3).
+    let signals = SignalFd::new(&caught).context("signalfd")?;
+    let bwrap = Bwrap::find()?;
+    // Terminal mode: the sandbox's own pty, with the caller's settings and size (SPEC T1).
+    let pty = match &tty {
+        Some(tty) => Some(crate::pty::open(tty).context("cannot open a pty for the sandbox (/dev/ptmx)")?),
+        None => None,
+    };
+    let tail = super::init_tail(mode, jobs);
+    let shape = Shape { memory, nested_userns: allow_userns || !bwrap.disable_userns };
+    let attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), shape)?;
+    Ok(Begun { signals, tty, pty, bwrap, tail, attempt })
+}
+
+/// One nest, waiting in bwrap for its options.
+pub(super) struct Attempt {
+    pub(super) nest: Nest,
+    /// snug's end of the channel to init.
+    pub(super) ours: Channel,
+    /// The payload's argv and environment, [`crate::payload_args::fill`]ed later.
+    pub(super) args: OwnedFd,
+    pub(super) bounds: ForChild,
+    options: OptionsPipe,
+}
+
+impl Attempt {
+    /// Clone nest for `shape`'s cgroups; bwrap waits for its options.
+    pub(super) fn start(
+        bwrap: &Bwrap,
+        tail: &[String],
+        pty: Option<&Pty>,
+        tty: Option<&CallerTty>,
+        shape: Shape,
+    ) -> Result<Attempt> {
+        let (ours, theirs) = Channel::pair().context("socketpair")?;
+        let seccomp = crate::seccomp::memfd()?;
+        let args = crate::payload_args::empty_memfd()?;
+        let mut bounds = crate::bounds::prepare(shape)?;
+        let (options_r, options_w) =
+            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(std::io::Error::from).context("pipe")?;
+        let mut argv = vec![bwrap.path.to_string_lossy().into_owned()];
+        argv.extend(["--args".to_string(), crate::sys::fds::BWRAP_ARGS_FD.to_string()]);
+        argv.extend(tail.iter().cloned());
+        let mask = tty.map_or(0, CallerTty::stdio_mask);
+        let slave = pty.map(|p| (p.slave.as_fd(), mask));
+        let passed = Passed {
+            channel: theirs.as_fd(),
+            seccomp: seccomp.as_fd(),
+            payload_args: args.as_fd(),
+            options: options_r.as_fd(),
+        };
+        let nest = crate::start::nest(&argv, passed, &bounds, slave)?;
+        bounds.entered();
+        let pinned = nest.pid1.as_fd().try_clone_to_owned().context("fcntl(F_DUPFD_CLOEXEC)")?;
+        let options = OptionsPipe { write: Some(options_w), bwrap: Pinned::cloned(pinned, nest.pid1.host_pid) };
+        Ok(Attempt { nest, ours, args, bounds, options })
+    }
+
+    /// Give bwrap its options (each NUL-terminated, `--args`) and close the pipe: bwrap goes
+    /// on. A bwrap that died meanwhile is not an error here: the supervisor sees its end and
+    /// its stderr.
+    pub(super) fn give_options(&mut self, options: &[String]) {
+        let Some(write) = self.options.write.take() else { return };
+        let bytes: Vec<u8> = options.iter().flat_map(|o| o.bytes().chain([0])).collect();
+        let mut done = 0;
+        while done < bytes.len() {
+            match rustix::io::write(&write, &bytes[done..]) {
+                Ok(n) => done += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return log!("bwrap's options not written: {e}"),
+            }
+        }
+    }
+
+    /// Kill this nest and remove its cgroups, for another attempt.
+    pub(super) fn abandon(self) {
+        let Attempt { options, bounds, .. } = self;
+        drop(options); // kills and reaps bwrap, so that its cgroups are empty
+        bounds.abandon();
+    }
+}
+
+/// The write end of bwrap's `--args` pipe, with bwrap pinned: dropped before the options
+/// were given, it kills and reaps bwrap first, so that no bwrap ever goes on without them.
+struct OptionsPipe {
+    write: Option<OwnedFd>,
+    bwrap: Pinned,
+}
+
+impl Drop for OptionsPipe {
+    fn drop(&mut self) {
+        if self.write.is_some() {
+            let _ = self.bwrap.signal(libc::SIGKILL);
+            self.bwrap.reap();
+        }
+    }
+}
