@@ -1,6 +1,6 @@
 //! The host as the plan side (profiles, policy) sees it: snug's environment, a few stat(2)
 //! questions and reading profile files. A trait so that tests (and golden files) use a fixed
-//! fake host instead of the machine they run on. A leaf: it imports no other snug module.
+//! fake host instead of the machine they run on. It imports only [`crate::passwd`].
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -10,11 +10,10 @@ pub fn host_env() -> Vec<(String, String)> {
     std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
 }
 
-/// The home directory in the passwd entry of the real uid (getpwuid_r(3)), for a caller
-/// that unset HOME (`env -i snug …`).
+/// The home directory in the passwd entry of the real uid ([`crate::passwd::by_uid`]), for
+/// a caller that unset HOME (`env -i snug …`).
 pub fn passwd_home() -> Option<String> {
-    use nix::unistd::{Uid, User};
-    let user = User::from_uid(Uid::current()).ok()??;
+    let user = crate::passwd::by_uid(rustix::process::getuid().as_raw())?;
     user.dir.into_os_string().into_string().ok()
 }
 

@@ -223,11 +223,12 @@ const NAMED: [(i32, &str); 31] = [
 /// Other names `kill(1)` takes for the same numbers (procps says POLL for IO).
 const ALIASES: [(i32, &str); 3] = [(libc::SIGIO, "POLL"), (libc::SIGABRT, "IOT"), (libc::SIGCHLD, "CLD")];
 
-/// The real-time signals programs may use, as the C library counts them (`signal(7)`):
-/// glibc keeps the kernel's 32 and 33 for itself, so its `SIGRTMIN` is 34, and bash, `kill(1)`
-/// and procps name 34 `RTMIN`. Those two have no name; they are still signals (G6).
+/// The real-time signals by the names bash, `kill(1)` and procps give them (`signal(7)`):
+/// glibc keeps the kernel's 32 and 33 for itself, so they count `RTMIN` from 34, whichever C
+/// library snug itself is built with (musl keeps 32–34 and its own `SIGRTMIN()` is 35).
+/// 32 and 33 have no name; they are still signals (G6).
 fn realtime() -> std::ops::RangeInclusive<i32> {
-    libc::SIGRTMIN()..=libc::SIGRTMAX()
+    34..=64
 }
 
 /// A signal's name, `SIGTERM` style, for logs and messages, as bash's `kill -l` gives it: the

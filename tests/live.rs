@@ -90,6 +90,17 @@ impl Live {
         assert!(ok, "{} never listed as {state}; ps: {:?}; stderr: {}", self.name, ps(self.who, dir), self.stderr());
     }
 
+    /// Wait until the payload wrote `text` to stdout: `running` says it exists, not that
+    /// its shell has set its traps, so a test that signals it waits for its own line.
+    pub fn said(&self, text: &str) {
+        assert!(
+            until(READY, || self.stdout() == text),
+            "{}: never said {text:?}; stdout {:?}",
+            self.name,
+            self.stdout()
+        );
+    }
+
     pub fn stdout(&self) -> String {
         common::read_text(&self.out)
     }

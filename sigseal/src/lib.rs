@@ -59,6 +59,20 @@ pub fn set_mask(how: i32, mask: u64) -> Result<u64, SealError> {
     Ok(old)
 }
 
+/// The disposition of `sig` (`rt_sigaction(2)`, raw: any of 1..=64, the C library's own
+/// real-time signals included, which glibc and musl refuse), set to `SIG_DFL` with
+/// `dfl_flags` (`SA_NOCLDSTOP` and the like) when given. Gives the handler before
+/// (`SIG_DFL`, `SIG_IGN` or a function). Async-signal-safe.
+///
+/// # Errors
+/// [`SealError`] with the kernel's `errno` (`EINVAL` for SIGKILL, SIGSTOP or no signal).
+pub fn disposition(sig: i32, dfl_flags: Option<i32>) -> Result<libc::sighandler_t, SealError> {
+    let mut old = KernelSigaction::default();
+    let new = dfl_flags.map(|f| KernelSigaction { flags: f as libc::c_ulong, ..KernelSigaction::default() });
+    raw(Raw::Action(sig, new.as_ref(), Some(&mut old))).map_err(SealError)?;
+    Ok(old.handler)
+}
+
 /// The two raw system calls of this crate, each with the kernel's own layout.
 enum Raw<'a> {
     /// `rt_sigaction(sig, new, old)`; `new` is only ever `SIG_DFL` here.

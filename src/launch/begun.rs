@@ -17,22 +17,24 @@ use crate::start::{Nest, Passed};
 use crate::tty::CallerTty;
 use anyhow::{Context, Result};
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
 
 /// A run begun: what [`super::run`] finishes once the policy is known.
 pub struct Begun {
     pub(super) signals: SignalFd,
     pub(super) tty: Option<CallerTty>,
     pub(super) pty: Option<Pty>,
-    pub(super) bwrap: Bwrap,
+    /// bwrap's path.
+    pub(super) bwrap: PathBuf,
     /// What follows bwrap's options on its command line ([`super::init_tail`]).
     pub(super) tail: Vec<String>,
     pub(super) attempt: Attempt,
 }
 
 impl Begun {
-    /// The bwrap this run uses.
-    pub fn bwrap(&self) -> &Bwrap {
-        &self.bwrap
+    /// The bwrap this run uses, and what it knows: read now, while nest execs it.
+    pub fn bwrap(&self) -> Bwrap {
+        Bwrap { disable_userns: crate::bwrap::has_disable_userns(&self.bwrap), path: self.bwrap.clone() }
     }
 }
 
@@ -65,14 +67,16 @@ pub fn begin(
     }
     // Blocked before the clone, so a signal during start-up waits in the queue (G3).
     let signals = SignalFd::new(&caught).context("signalfd")?;
-    let bwrap = Bwrap::find()?;
+    let bwrap = super::find_bwrap()?;
     // Terminal mode: the sandbox's own pty, with the caller's settings and size (SPEC T1).
     let pty = match &tty {
         Some(tty) => Some(crate::pty::open(tty).context("cannot open a pty for the sandbox (/dev/ptmx)")?),
         None => None,
     };
     let tail = super::init_tail(mode, jobs);
-    let shape = Shape { memory, nested_userns: allow_userns || !bwrap.disable_userns };
+    // As if bwrap has `--disable-userns` (0.8.0, 2023): one without it, known only once
+    // [`Begun::bwrap`] has read it, makes `run` start nest again with its cgroups.
+    let shape = Shape { memory, nested_userns: allow_userns };
     let attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), shape)?;
     Ok(Begun { signals, tty, pty, bwrap, tail, attempt })
 }
@@ -91,7 +95,7 @@ pub(super) struct Attempt {
 impl Attempt {
     /// Clone nest for `shape`'s cgroups; bwrap waits for its options.
     pub(super) fn start(
-        bwrap: &Bwrap,
+        bwrap: &Path,
         tail: &[String],
         pty: Option<&Pty>,
         tty: Option<&CallerTty>,
@@ -103,7 +107,7 @@ impl Attempt {
         let mut bounds = crate::bounds::prepare(shape)?;
         let (options_r, options_w) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(std::io::Error::from).context("pipe")?;
-        let mut argv = vec![bwrap.path.to_string_lossy().into_owned()];
+        let mut argv = vec![bwrap.to_string_lossy().into_owned()];
         argv.extend(["--args".to_string(), crate::sys::fds::BWRAP_ARGS_FD.to_string()]);
         argv.extend(tail.iter().cloned());
         let mask = tty.map_or(0, CallerTty::stdio_mask);

@@ -53,9 +53,9 @@ pub struct Found {
     pub owner: Option<u32>,
 }
 
-/// The uid of login name `user` (getpwnam_r(3)).
+/// The uid of login name `user` ([`crate::passwd::by_name`]).
 fn uid_of(user: &str) -> Option<u32> {
-    nix::unistd::User::from_name(user).ok().flatten().map(|u| u.uid.as_raw())
+    crate::passwd::by_name(user).map(|u| u.uid)
 }
 
 /// The directories where `uid`'s sockets may be: as [`super::dirs_to_scan`] finds them.

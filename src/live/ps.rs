@@ -121,12 +121,9 @@ fn row(a: Asked) -> Option<Row> {
     Some(Row { name, info })
 }
 
-/// The login name of `uid` (getpwuid_r(3)), else the number.
+/// The login name of `uid` ([`crate::passwd::by_uid`]), else the number.
 fn user_name(uid: u32) -> String {
-    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-        .ok()
-        .flatten()
-        .map_or_else(|| uid.to_string(), |u| u.name)
+    crate::passwd::by_uid(uid).map_or_else(|| uid.to_string(), |u| u.name)
 }
 
 /// The live runs' rows, each with `user` (the login name) and `address` (what `stop`,

@@ -1,5 +1,6 @@
-//! The raw signal calls (`signal(7)`). Raw rather than through rustix or glibc: glibc's
-//! wrappers drop its reserved signals 32 and 33, which a process may still send (G6), and
+//! The raw signal calls (`signal(7)`). Raw rather than through rustix or the C library: its
+//! wrappers drop its reserved signals (32 and 33 in glibc, 32–34 in musl), which a process
+//! may still send (G6), and
 //! rustix's `Signal` may not name them for sending or blocking; rustix offers `signalfd4(2)`
 //! and `rt_sigprocmask(2)` only in its libc-less `runtime` API.
 
@@ -24,20 +25,11 @@ pub fn signalfd(mask: u64) -> io::Result<OwnedFd> {
     }
 }
 
-/// glibc's `sigaction(2)` on `sig`: install `SIG_DFL` with flags `dfl_flags` when given; the
-/// handler before, or `None` when glibc refuses `sig` (its own 32 and 33 among them).
+/// `rt_sigaction(2)` on `sig` ([`sigseal::disposition`], raw: the C library's reserved
+/// signals included): install `SIG_DFL` with flags `dfl_flags` when given; the handler
+/// before, or `None` when the kernel refuses `sig`.
 pub fn sigaction_dfl(sig: Signal, dfl_flags: Option<i32>) -> Option<libc::sighandler_t> {
-    // SAFETY: `sigaction` is plain integers and a sigset, all-zero a valid value (SIG_DFL,
-    // empty mask); both structs live in this frame; the only action installed is SIG_DFL,
-    // which runs no code of ours.
-    unsafe {
-        let mut new: libc::sigaction = std::mem::zeroed();
-        new.sa_sigaction = libc::SIG_DFL;
-        new.sa_flags = dfl_flags.unwrap_or(0);
-        let mut old: libc::sigaction = std::mem::zeroed();
-        let set = if dfl_flags.is_some() { &new as *const libc::sigaction } else { std::ptr::null() };
-        (libc::sigaction(sig.raw(), set, &mut old) == 0).then_some(old.sa_sigaction)
-    }
+    sigseal::disposition(sig.raw(), dfl_flags).ok()
 }
 
 /// `kill(2)`: send `sig` (any number, 32 and 33 included) to `target` (a pid, 0 for the own

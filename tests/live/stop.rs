@@ -14,15 +14,17 @@ fn l2_stop_runs_the_handler_and_reports_exit_7() {
     for who in everyone() {
         let dir = workdir(who);
         let m = marker();
-        let mut a = Live::start(who, dir.path(), &[], &["sh", "-c", &format!("trap 'echo T; exit 7' TERM; sleep {m}")]);
+        let script = format!("trap 'echo T; exit 7' TERM; echo ready; sleep {m}");
+        let mut a = Live::start(who, dir.path(), &[], &["sh", "-c", &script]);
         a.ready(dir.path(), "running");
+        a.said("ready\n");
         let (st, out, err, took) = run(who, dir.path(), &["stop", &a.name]);
         println!("L2 {who:?}: stop returned after {} ms (issue: within 200)", ms(took));
         assert!(st.success(), "{who:?}: {err}");
         assert_eq!(out.trim(), format!("{}: exited 7", a.name), "{who:?}");
         assert!(took < Duration::from_millis(900), "{who:?}: stop took {} ms: it waited for a grace", ms(took));
         assert_eq!(a.end(Duration::from_secs(5)).code(), Some(7));
-        assert_eq!(a.stdout(), "T\n", "{who:?}");
+        assert_eq!(a.stdout(), "ready\nT\n", "{who:?}");
 
         let mut c = Live::start(who, dir.path(), &[], &["sleep", &marker()]);
         c.ready(dir.path(), "running");
@@ -40,10 +42,11 @@ fn l2_stop_runs_the_handler_and_reports_exit_7() {
 fn l2_stop_of_an_ignoring_payload_waits_for_the_grace() {
     for who in everyone() {
         let dir = workdir(who);
-        let payload = |m: &str| vec!["sh".to_string(), "-c".into(), format!("trap '' TERM; sleep {m}")];
+        let payload = |m: &str| vec!["sh".to_string(), "-c".into(), format!("trap '' TERM; echo ready; sleep {m}")];
         let p = payload(&marker());
         let mut a = Live::start(who, dir.path(), &[], &p.iter().map(String::as_str).collect::<Vec<_>>());
         a.ready(dir.path(), "running");
+        a.said("ready\n");
         let (st, out, _, took) = run(who, dir.path(), &["stop", &a.name]);
         println!("L2 {who:?}: stop of an ignoring payload took {} ms (SPEC: 1000-1100)", ms(took));
         assert!(st.success() && out.contains("killed by SIGTERM"), "{who:?}: {out}");
@@ -73,8 +76,7 @@ fn l2_signal_relays_as_a_kill_would() {
         let script = format!("trap 'echo U' USR1; trap '' TERM; echo R; while :; do sleep {m}; done");
         let mut a = Live::start(who, dir.path(), &[], &["sh", "-c", &script]);
         a.ready(dir.path(), "running");
-        // `running` says the payload exists, not that its traps are set: wait for them.
-        assert!(crate::common::until(Duration::from_secs(5), || a.stdout() == "R\n"), "{who:?}: {:?}", a.stdout());
+        a.said("R\n");
         let (st, _, err, _) = run(who, dir.path(), &["signal", &a.name, "NOPE"]);
         assert_eq!(code(st), 64, "{err}");
         a.ready(dir.path(), "running");
@@ -169,9 +171,10 @@ fn o5_l2_stop_is_reported_as_stop() {
             let m = marker();
             let name = format!("report-{m}");
             let file = format!("{name}.json");
-            let payload = format!("trap 'exit 0' TERM; sleep {m} & wait");
+            let payload = format!("trap 'exit 0' TERM; echo ready; sleep {m} & wait");
             let mut a = Live::start(who, dir.path(), &["--report", &file], &["sh", "-c", &payload]);
             a.ready(dir.path(), "running");
+            a.said("ready\n");
             match how {
                 "kill" => crate::common::kill(a.child.id(), libc::SIGTERM),
                 _ => {
