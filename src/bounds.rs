@@ -18,12 +18,14 @@ pub mod cgroup;
 mod hits;
 pub mod usage;
 pub use hits::Hits;
+mod size;
+pub use size::{parse_size, parse_size_arg};
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use crate::error::{failure, UNAVAILABLE, USAGE};
+use crate::error::{failure, UNAVAILABLE};
 use cgroup::Where;
 
 /// How many cgroups the nest child may enter: one per v1 hierarchy, with room to spare
@@ -325,11 +327,11 @@ fn own_in_other_hierarchies(host: &cgroup::Host, out: &mut ForChild) {
     }
 }
 
-/// The hierarchies [`apply`] made cgroups in, whose stale cgroups [`sweep`] removes.
+/// The hierarchies [`prepare`] made cgroups in, whose stale cgroups [`sweep`] removes.
 static STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Remove what earlier runs left in the hierarchies this run uses ([`cgroup::remove_stale`]).
-/// Called once the nest runs bwrap, while bwrap sets the sandbox up, rather than in [`apply`]
+/// Called once the nest runs bwrap, while bwrap sets the sandbox up, rather than in [`prepare`]
 /// before the nest is cloned: listing a hierarchy and reading each stale owner's
 /// `/proc/PID/stat` is off B1's critical path there, and names never collide (pid and start
 /// time are in them).
@@ -356,38 +358,6 @@ pub fn cleanup() {
     }
 }
 
-/// Parse a memory size: bytes, or a number with `K`, `M`, `G`, `T` (powers of 1024; an
-/// optional `iB`/`B` after it, any case).
-///
-/// # Errors
-/// A one-line reason.
-pub fn parse_size(text: &str) -> anyhow::Result<u64> {
-    let t = text.trim();
-    let lower = t.to_ascii_lowercase();
-    let body = lower.strip_suffix("ib").or_else(|| lower.strip_suffix('b')).unwrap_or(&lower);
-    let (num, shift) = match body.chars().last() {
-        Some('k') => (&body[..body.len() - 1], 10),
-        Some('m') => (&body[..body.len() - 1], 20),
-        Some('g') => (&body[..body.len() - 1], 30),
-        Some('t') => (&body[..body.len() - 1], 40),
-        _ => (body, 0),
-    };
-    let n: u64 = num.trim().parse().map_err(|_| anyhow::anyhow!("{text:?} is not a size (examples: 512M, 2G)"))?;
-    let bytes = n.checked_mul(1u64 << shift).ok_or_else(|| anyhow::anyhow!("{text:?} is too large"))?;
-    if bytes < 1 << 20 {
-        anyhow::bail!("{text:?} is below 1M, too little to start anything");
-    }
-    Ok(bytes)
-}
-
-/// [`parse_size`] for the command line: a usage error (64).
-///
-/// # Errors
-/// As [`parse_size`].
-pub fn parse_size_arg(text: &str) -> anyhow::Result<u64> {
-    parse_size(text).map_err(|e| failure(USAGE, format!("--memory: {e}")))
-}
-
 /// The `bounds` part of the dry-run plan: (text lines, JSON value).
 pub fn plan_for_dry_run(limits: &Limits) -> (String, serde_json::Value) {
     let (procs, memory) = plan();
@@ -406,20 +376,4 @@ pub fn plan_for_dry_run(limits: &Limits) -> (String, serde_json::Value) {
         "memory_mechanism": memory.word(),
     });
     (text, json)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn k5_sizes() {
-        assert_eq!(parse_size("64M").ok(), Some(64 << 20));
-        assert_eq!(parse_size("64MiB").ok(), Some(64 << 20));
-        assert_eq!(parse_size("2g").ok(), Some(2 << 30));
-        assert_eq!(parse_size("1048576").ok(), Some(1 << 20));
-        assert!(parse_size("12").is_err());
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("99999999999T").is_err());
-    }
 }

@@ -45,7 +45,7 @@ fn number(dir: &Path, file: &str) -> Option<u64> {
     std::fs::read_to_string(dir.join(file)).ok()?.trim().parse().ok()
 }
 
-/// Read what the cgroups in `dirs` (this run's, [`super::apply`]) recorded, with
+/// Read what the cgroups in `dirs` (this run's, [`super::prepare`]) recorded, with
 /// `getrusage(2)` for what they do not hold.
 pub fn read(dirs: &[std::path::PathBuf]) -> Usage {
     let mut u = Usage {
