@@ -32,6 +32,7 @@
 //!   stays snug's child, pinned by a pidfd; stopped (TERM, then KILL after
 //!   [`pasta::STOP_WITHIN`]) when the sandbox ends, however it ends.
 
+mod dad;
 mod dns;
 pub mod pasta;
 
