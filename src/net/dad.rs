@@ -4,7 +4,7 @@
 //! Why: a new interface probes its link-local address for one to two seconds
 //! (`accept_dad`, `dad_transmits`, `router_solicitation_delay` in the kernel's
 //! `ip-sysctl.rst`; RFC 4862). Until it is done the kernel sends its probe, and its MLD
-//! reports (RFC 3810 §7.9), from the unspecified address `::`. The pasta this targets
+//! reports (RFC 3810 §5.2.13), from the unspecified address `::`. The pasta this targets
 //! (Debian's `0.0~git20230309`) takes the source of every frame from the namespace that is
 //! not link-local as the namespace's address (`tap6_handler`, `addr_seen`) and sends its TCP
 //! frames there: one such frame between the payload's SYN and the remote side's first bytes
@@ -18,13 +18,19 @@ use std::os::fd::{AsFd, AsRawFd};
 use anyhow::{bail, Result};
 
 /// `accept_dad` of `all` and of `default` (which a new interface copies), under the `/proc/sys`
-/// of the namespace the opener is in (`proc_sys_net_ipv6_conf` in `ip-sysctl.rst`). The
-/// kernel skips detection only when both `all`'s and the interface's are below 1.
+/// of the namespace the opener is in (`conf/all`, `conf/default` in `ip-sysctl.rst`). The
+/// kernel skips detection only when both `all`'s and the interface's are below 1
+/// (`addrconf_dad_begin`, `net/ipv6/addrconf.c`).
 const FILES: [&std::ffi::CStr; 2] =
     [c"/proc/sys/net/ipv6/conf/all/accept_dad", c"/proc/sys/net/ipv6/conf/default/accept_dad"];
 
 /// The steps the child reports a failure of (the tag of its error frame).
-const STEPS: [&str; 4] = ["joining the user namespace", "joining the network namespace", "open", "write"];
+const STEPS: [&str; 4] = [
+    "joining the sandbox's user namespace",
+    "joining its network namespace",
+    "opening accept_dad",
+    "writing accept_dad",
+];
 
 /// Write 0 to [`FILES`] in network namespace `net`, from a short-lived child that joins
 /// `userns` first (the owner of `net`, `ioctl_ns(2)`; `None` when that is snug's own): its
@@ -79,9 +85,8 @@ pub fn turn_off(net: impl AsFd, userns: Option<impl AsFd>) -> Result<()> {
             let status = child.reap();
             if let Some((step, errno)) = crate::sys::codec::decode(&said) {
                 let e = std::io::Error::from_raw_os_error(errno);
-                let step = STEPS.get(usize::from(step)).copied().unwrap_or("?");
-                let what = if step == "open" || step == "write" { format!("{step} accept_dad") } else { step.into() };
-                bail!("{what}: {}", crate::error::io_text(&e));
+                let step = STEPS.get(usize::from(step)).copied().unwrap_or("a step");
+                bail!("{step}: {}", crate::error::io_text(&e));
             }
             match status {
                 Some(0) => Ok(()),

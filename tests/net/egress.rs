@@ -179,3 +179,32 @@ fn n3_ipv6_usable_at_start_no_early_connection_lost() {
         assert!(tried >= 3, "{who:?}: too few connections to say anything: {out}");
     }
 }
+
+/// N3, the mechanism and its limit: inside `@net` IPv6 duplicate address detection is off
+/// (`accept_dad` 0 in the sandbox's namespace, which its interface took when pasta made it).
+/// Where snug cannot write that (here a `/proc/sys` bound read-only in the lab command's own
+/// mount namespace, as root), the run goes on with detection on and `-v` says so.
+///
+/// Fails without the fix: the sandbox reads `accept_dad` 1 and `-v` says nothing about it.
+#[test]
+fn n3_accept_dad_off_in_the_sandbox_and_said_when_it_cannot_be() {
+    if let Some(why) = skip_reason() {
+        return eprintln!("skipped: {why}");
+    }
+    let Some(lab) = Lab::new(10) else { return };
+    let read = ["-v", "-p", "@net", "--", "cat", "/proc/sys/net/ipv6/conf/default/accept_dad"];
+    for who in everyone() {
+        let dir = workdir(who);
+        let (rc, out, err) = run(lab.cmd(None, &snug_words(who, &read)).current_dir(dir.path()), LIMIT);
+        assert_eq!((rc, out.trim()), (0, "0"), "{who:?}: {err}");
+        assert!(!err.contains("detection stays on"), "{who:?}: {err}");
+    }
+    let ro = "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && exec \"$@\"";
+    let mut words: Vec<String> = ["sh", "-c", ro, "sh"].map(String::from).to_vec();
+    words.extend(snug_words(Who::Root, &read));
+    let (rc, out, err) = run(lab.cmd(None, &words).current_dir(workdir(Who::Root).path()), LIMIT);
+    assert_eq!((rc, out.trim()), (0, "1"), "read-only /proc/sys: {err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("IPv6 duplicate address detection stays on")).collect();
+    assert_eq!(said.len(), 1, "read-only /proc/sys, -v should say it once:\n{err}");
+    assert!(said[0].contains("read-only file system"), "{}", said[0]);
+}
