@@ -20,6 +20,8 @@
 //!   configured addresses and routes (`tap_sock_init` → `pasta_ns_conf`, synchronous
 //!   netlink) and bound its sockets, right before its event loop. A line on that pipe is
 //!   the readiness signal; EOF means pasta died first. No sleep, no polling of interfaces.
+//!   Before pasta starts, snug turns IPv6 duplicate address detection off in the namespace
+//!   (see [`dad`]), so its addresses are usable at once and no early connection is lost.
 //! - **DNS.** The sandbox reads the host's /etc/resolv.conf (`@sys` binds it). A resolver on
 //!   a routable address is reached through pasta like any other host. A resolver on the
 //!   host's loopback (systemd-resolved's 127.0.0.53, a local dnsmasq) would be the
@@ -32,6 +34,7 @@
 //!   stays snug's child, pinned by a pidfd; stopped (TERM, then KILL after
 //!   [`pasta::STOP_WITHIN`]) when the sandbox ends, however it ends.
 
+mod dad;
 mod dns;
 pub mod pasta;
 

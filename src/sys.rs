@@ -3,7 +3,7 @@
 //! async-signal-safe, and the raw calls rustix has no safe form for, each behind a safe
 //! function with its `// SAFETY:` reason. Outside this module `unsafe` appears only where a
 //! child between clone and exec runs (`signal-safety(7)`): [`process::clone3`] and its child
-//! bodies in `start`, `net::pasta`, `keeper`, `doctor` and init's spawn.
+//! bodies in `start`, `net::pasta`, `net::dad`, `keeper`, `doctor` and init's spawn.
 //!
 //! `nestproc` and `sigseal` are libraries with their own raw calls; they know nothing of snug.
 

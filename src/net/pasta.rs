@@ -53,6 +53,11 @@ pub fn start(init: &Pinned, argv: impl FnOnce(&str) -> Vec<String>) -> Result<Pa
     } else {
         (format!("/proc/self/fd/{USERNS_FD}"), Some(owner.as_raw_fd()))
     };
+    // Before pasta makes its interface, which takes the namespace's defaults (see `dad`).
+    let own = same_ns(&owner, "/proc/self/ns/user");
+    if let Err(e) = super::dad::turn_off(&net, (!own).then_some(&owner)) {
+        log!("IPv6 duplicate address detection stays on in the sandbox ({e:#}): a first IPv6 connection may hang");
+    }
     let argv = argv(&userns);
     log!("pasta: {}", crate::quote::quote_line(&argv));
     let started = Instant::now();

@@ -121,3 +121,90 @@ fn n1_dns_resolves_through_the_hosts_resolver() {
         }
     }
 }
+
+/// From the payload's start: every IPv6 address of the sandbox that is still being probed
+/// for duplicates (`tentative`, flag 0x40 in /proc/net/if_inet6), then one connection after
+/// another to `HOST PORT` for `WINDOW` seconds, each given `EACH` seconds for its greeting;
+/// a summary line `tried N lost M [when…]`.
+const EARLY_PY: &str = r#"
+import socket, sys, time
+host, port, window, each = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+t0 = time.monotonic()
+for line in open("/proc/net/if_inet6"):
+    f = line.split()
+    if int(f[4], 16) & 0x40:
+        print("tentative", f[0], f[5], flush=True)
+tried, lost = 0, []
+while time.monotonic() - t0 < window:
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM); s.settimeout(each)
+    at = time.monotonic() - t0
+    try:
+        s.connect((host, port)); got = s.recv(64).decode().strip()
+        if not got.startswith("hello"):
+            lost.append("%.2f:%r" % (at, got))
+    except OSError as e:
+        lost.append("%.2f:%s" % (at, e.strerror or type(e).__name__))
+    tried += 1; s.close()
+print("tried", tried, "lost", len(lost), lost, flush=True)
+"#;
+
+/// N3 + N1 over IPv6: when the payload starts, none of the sandbox's IPv6 addresses is still
+/// being probed for duplicates, and no connection it makes in its first seconds is lost. The
+/// remote side greets 100 ms after it accepts, the width of the window in which one frame of
+/// the kernel's duplicate address detection (its probe and MLD reports, sent from `::` while
+/// the link-local address is tentative) made the pasta in use send the greeting to `::`.
+///
+/// Fails without the fix (snug leaving `accept_dad` on): the link-local address is
+/// `tentative` at the start (flags 0xc0) as root and as the user, and in 10 of 10 runs one
+/// connection in the first 0.9 s never got its greeting ("lost 1 ['0.00:TimeoutError']").
+#[test]
+fn n3_ipv6_usable_at_start_no_early_connection_lost() {
+    if let Some(why) = skip_reason() {
+        return eprintln!("skipped: {why}");
+    }
+    let Some(lab) = Lab::new(9) else { return };
+    let py = python();
+    let slow = serve(std::process::Command::new(&py).args(["-c", SERVER_PY, &lab.remote6, "0", "slow6", "0.1"]));
+    let port = slow.port.to_string();
+    for who in everyone() {
+        let dir = workdir(who);
+        let args = ["-p", "@net", "--", "python3", "-c", EARLY_PY, &lab.remote6, &port, "2.5", "3"];
+        let (rc, out, err) = run(lab.cmd(None, &snug_words(who, &args)).current_dir(dir.path()), LIMIT);
+        eprintln!("{who:?}:\n{out}{err}");
+        assert_eq!(rc, 0, "{who:?}: {err}");
+        assert!(!out.contains("tentative"), "{who:?}: an IPv6 address still tentative at the start:\n{out}");
+        let summary = out.lines().find(|l| l.starts_with("tried ")).unwrap_or_default();
+        let tried: usize = summary.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or(0);
+        assert!(summary.contains(" lost 0 "), "{who:?}: a connection in the first seconds was lost: {summary}");
+        assert!(tried >= 3, "{who:?}: too few connections to say anything: {out}");
+    }
+}
+
+/// N3, the mechanism and its limit: inside `@net` IPv6 duplicate address detection is off
+/// (`accept_dad` 0 in the sandbox's namespace, which its interface took when pasta made it).
+/// Where snug cannot write that (here a `/proc/sys` bound read-only in the lab command's own
+/// mount namespace, as root), the run goes on with detection on and `-v` says so.
+///
+/// Fails without the fix: the sandbox reads `accept_dad` 1 and `-v` says nothing about it.
+#[test]
+fn n3_accept_dad_off_in_the_sandbox_and_said_when_it_cannot_be() {
+    if let Some(why) = skip_reason() {
+        return eprintln!("skipped: {why}");
+    }
+    let Some(lab) = Lab::new(10) else { return };
+    let read = ["-v", "-p", "@net", "--", "cat", "/proc/sys/net/ipv6/conf/default/accept_dad"];
+    for who in everyone() {
+        let dir = workdir(who);
+        let (rc, out, err) = run(lab.cmd(None, &snug_words(who, &read)).current_dir(dir.path()), LIMIT);
+        assert_eq!((rc, out.trim()), (0, "0"), "{who:?}: {err}");
+        assert!(!err.contains("detection stays on"), "{who:?}: {err}");
+    }
+    let ro = "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && exec \"$@\"";
+    let mut words: Vec<String> = ["sh", "-c", ro, "sh"].map(String::from).to_vec();
+    words.extend(snug_words(Who::Root, &read));
+    let (rc, out, err) = run(lab.cmd(None, &words).current_dir(workdir(Who::Root).path()), LIMIT);
+    assert_eq!((rc, out.trim()), (0, "1"), "read-only /proc/sys: {err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("IPv6 duplicate address detection stays on")).collect();
+    assert_eq!(said.len(), 1, "read-only /proc/sys, -v should say it once:\n{err}");
+    assert!(said[0].contains("read-only file system"), "{}", said[0]);
+}

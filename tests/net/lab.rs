@@ -14,16 +14,24 @@ use std::time::Duration;
 
 use crate::common::*;
 
-/// A TCP server: answers every connection with `hello <tag>` and closes it.
+/// A TCP server: answers every connection with `hello <tag>` and closes it; with a fourth
+/// argument, that many seconds after accepting it (each connection in a thread of its own).
 pub const SERVER_PY: &str = r#"
-import socket, sys
+import socket, sys, threading, time
 addr, port, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+delay = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
 s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((addr, port)); s.listen(16)
+s.bind((addr, port)); s.listen(64)
 print("ready", s.getsockname()[1], flush=True)
+def greet(c):
+    time.sleep(delay); c.sendall(("hello " + tag + "\n").encode()); c.close()
 while True:
-    c, _ = s.accept(); c.sendall(("hello " + tag + "\n").encode()); c.close()
+    c, _ = s.accept()
+    if delay:
+        threading.Thread(target=greet, args=(c,), daemon=True).start()
+    else:
+        greet(c)
 "#;
 
 /// A UDP DNS responder: `NAME` A → `ADDR`; any other name NXDOMAIN, other types no data.
