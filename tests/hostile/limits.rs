@@ -172,7 +172,7 @@ fn k5_b1_a_profiles_bounds_hold() {
     std::fs::write(cfg.join("small.toml"), "memory = \"64M\"\nmax_procs = 8\n").unwrap();
     let report = dir.path().join("r.json");
     let r = report.to_str().unwrap();
-    let mut run = |payload: &[&str]| {
+    let run = |payload: &[&str]| {
         let mut args = vec!["--report", r, "-p", "small", "--"];
         args.extend(payload);
         let mut c = snug_cmd(Who::Root, dir.path(), &args);
