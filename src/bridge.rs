@@ -292,10 +292,13 @@ impl Bridge {
     }
 
     /// Keys are pending: copy them if the pty's foreground waits for input, else leave them
-    /// in the caller's terminal and look again in [`RECHECK`].
+    /// in the caller's terminal and look again in [`RECHECK`]. A pty with no foreground group
+    /// (its session leader, `snug exec`'s CMD, has exited: `tcgetpgrp(3)` answers 0) or no
+    /// master any more (every slave closed) has nobody to read them: they are the caller's
+    /// shell's (T14).
     fn offer_keys(&mut self, events: &mut Vec<Event>) {
         let front = self.master.as_ref().and_then(|m| termios::tcgetpgrp(m).ok());
-        let waits = front.is_none_or(|g| waiting::foreground_waits(g.as_raw_nonzero().get() as u32));
+        let waits = front.is_some_and(|g| waiting::foreground_waits(g.as_raw_nonzero().get() as u32));
         if waits {
             if let Some(t) = self.pty_settings() {
                 self.tty.mirror(&t);

@@ -56,3 +56,83 @@ fn row(who: Who) {
     t.expect(PROMPT);
     let _ = std::process::Command::new(crate::common::snug()).args(["stop", "--now", &run.name]).status();
 }
+
+/// A live run as `who`, a caller's terminal, and the command that starts `snug exec` in it.
+fn exec_at_a_terminal(who: Who, dir: &std::path::Path, label: &str) -> (Live, Term, String) {
+    let run = Live::start(who, dir, &[], &["sleep", &marker()]);
+    run.ready(dir, "running");
+    let t = Term::start(who, dir, &format!("{label} {who:?}"));
+    let exec = format!("{} exec {} --", crate::common::snug_for(who).display(), run.name);
+    (run, t, exec)
+}
+
+fn stop(run: &Live) {
+    let _ = std::process::Command::new(crate::common::snug()).args(["stop", "--now", &run.name]).status();
+}
+
+/// T1, L3: inside `snug exec` at a terminal, `tty` names CMD's terminal (a node of the
+/// sandbox's own `/dev/pts`), a write to that name shows on the caller's terminal, and
+/// `/dev/tty` opens it. Fails without the fix (CMD's pty from the host's devpts, which the
+/// sandbox's `/dev/pts` does not show): "not a tty", exit 1, nothing named.
+#[test]
+fn t1_l3_exec_tty_names_cmds_terminal_inside() {
+    std::thread::scope(|s| {
+        for who in everyone() {
+            s.spawn(move || {
+                let dir = workdir(who);
+                let (run, mut t, exec) = exec_at_a_terminal(who, dir.path(), "T1 exec tty");
+                let script = r#"t=$(tty) && echo "named:$t" && echo "via-name-$((6*7))" >"$t" && echo "dev-tty-$((6*7))" >/dev/tty"#;
+                t.line(&format!("{exec} sh -c '{script}'"));
+                t.expect("named:/dev/pts/");
+                t.expect("via-name-42");
+                t.expect("dev-tty-42");
+                t.expect(PROMPT);
+                assert_eq!(t.rc(), 0, "{who:?}: {}", t.text());
+                stop(&run);
+            });
+        }
+    });
+}
+
+/// T14, L3: a line typed right after CMD's last output, while CMD still runs but reads
+/// nothing, is the caller's shell's once CMD has exited: its shell runs it. Fails without the
+/// fix (the client read the keys once CMD's pty had no foreground any more, and they went to
+/// a pty nobody reads): no "typed-42" within 12 s, in 3 of 3 tries.
+#[test]
+fn t14_l3_exec_a_line_typed_after_cmds_output_reaches_the_callers_shell() {
+    std::thread::scope(|s| {
+        for who in everyone() {
+            s.spawn(move || {
+                let dir = workdir(who);
+                let (run, mut t, exec) = exec_at_a_terminal(who, dir.path(), "T14 exec typeahead");
+                t.line(&format!("{exec} sh -c 'echo ready-$((6*7)); sleep 1'"));
+                t.expect("ready-42");
+                t.line("echo typed-$((6*7))");
+                t.expect("typed-42");
+                t.expect(PROMPT);
+                stop(&run);
+            });
+        }
+    });
+}
+
+/// T14, L3: keys typed while CMD does not read yet reach it once it reads. Fails without
+/// the fix (the client held the keys and never looked again: its poll had no timeout):
+/// CMD waited in `read` for good, no "got-abc" within 12 s.
+#[test]
+fn t14_l3_exec_keys_typed_before_cmd_reads_reach_it() {
+    std::thread::scope(|s| {
+        for who in everyone() {
+            s.spawn(move || {
+                let dir = workdir(who);
+                let (run, mut t, exec) = exec_at_a_terminal(who, dir.path(), "T14 exec read later");
+                t.line(&format!("{exec} sh -c 'echo ready-$((6*7)); sleep 1; read x; echo got-$x'"));
+                t.expect("ready-42");
+                t.line("abc");
+                t.expect("got-abc");
+                t.expect(PROMPT);
+                stop(&run);
+            });
+        }
+    });
+}
