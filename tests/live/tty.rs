@@ -136,3 +136,28 @@ fn t14_l3_exec_keys_typed_before_cmd_reads_reach_it() {
         }
     });
 }
+
+/// L3, T5 (R3 for exec): a CMD that closes every descriptor of its terminal and runs on ends
+/// as it ends, not by a hangup. This is why `snug exec -- cat`, ^Z, `fg`, ^D ended 129 once
+/// in a few tries: cat closes fds 0–2 before it exits, the client's pty master then reads
+/// EIO, and the client closed the master, which hangs the slave up and sends the session
+/// leader SIGHUP (seen in the kernel's `signal_generate` trace: SIGHUP to cat from the
+/// client's context before cat's own exit). Fails without the fix: `$?` 129, "Hangup".
+#[test]
+fn l3_t5_exec_cmd_that_closed_its_terminal_is_not_hung_up() {
+    std::thread::scope(|s| {
+        for who in everyone() {
+            s.spawn(move || {
+                let dir = workdir(who);
+                let (run, mut t, exec) = exec_at_a_terminal(who, dir.path(), "L3 exec closes its terminal");
+                t.line(&format!(
+                    "{exec} sh -c 'echo ready-$((6*7)); exec </dev/null >/dev/null 2>&1; sleep 1; exit 7'"
+                ));
+                t.expect("ready-42");
+                t.expect(PROMPT);
+                assert_eq!(t.rc(), 7, "{who:?}: {}", t.text());
+                stop(&run);
+            });
+        }
+    });
+}
