@@ -164,7 +164,7 @@ fn l3_t5_exec_cmd_that_closed_its_terminal_is_not_hung_up() {
 
 /// T1, L3 (README's limitation): in a sandbox whose `/dev/ptmx` is no pty device (here the
 /// payload put `/dev/null` in its place), `snug exec` still gives CMD a terminal, one of the
-/// host's, where `tty` says "not a tty". Fails with the host's pty not taken in that case
+/// host's, where `/dev/tty` opens and `tty` says "not a tty". Fails with the host's pty not taken in that case
 /// (`open_pty` giving the error up): "snug: pty: inappropriate ioctl for device", CMD never ran.
 #[test]
 fn t1_l3_exec_without_a_pty_device_inside_gets_the_hosts() {
@@ -182,8 +182,11 @@ fn t1_l3_exec_without_a_pty_device_inside_gets_the_hosts() {
                 );
                 let mut t = Term::start(who, dir.path(), &format!("T1 exec no ptmx {who:?}"));
                 let exec = format!("{} exec {} --", crate::common::snug_for(who).display(), run.name);
-                t.line(&format!("{exec} sh -c 'test -t 0 && test -t 1 && echo term-$((6*7)); tty'"));
+                t.line(&format!(
+                    "{exec} sh -c 'test -t 0 && test -t 1 && echo term-$((6*7)); echo dev-tty-$((6*7)) >/dev/tty; tty'"
+                ));
                 t.expect("term-42");
+                t.expect("dev-tty-42");
                 t.expect("not a tty");
                 t.expect(PROMPT);
                 assert_eq!(t.rc(), 1, "{who:?}: tty's status: {}", t.text());
