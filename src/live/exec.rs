@@ -93,20 +93,22 @@ const PTY_ANSWER_MS: i32 = 5000;
 /// CMD's pty: one init opened from the sandbox's own `/dev/ptmx`, so that CMD's terminal is a
 /// node of the sandbox's `/dev/pts` and `tty` names it (T1); the slave is opened here from the
 /// master and gets the caller's settings before CMD starts. A sandbox without a pty device of
-/// its own (a `/dev` bound from the host, say) gets one of the host's, which works the same
-/// but has no name inside.
+/// its own (a `/dev` bound from the host, say), or an init that does not answer (an older
+/// snug's run), gets one of the host's, which works the same but has no name inside.
 fn open_pty(sock: BorrowedFd<'_>, tty: &crate::tty::CallerTty) -> std::io::Result<crate::pty::Pty> {
     let _ = socket::send(sock, &wire::tagged(wire::OPEN_PTY, 0), &[]);
     match socket::recv_within(sock, PTY_ANSWER_MS) {
         Got::Packet(b, mut fds) if wire::value(&b, wire::MASTER) == Some(0) && fds.len() == 1 => {
             crate::pty::adopt(fds.remove(0), tty)
         }
-        Got::Packet(b, _) if wire::value(&b, wire::MASTER).is_some() => {
-            let errno = wire::value(&b, wire::MASTER).unwrap_or(0);
-            crate::log::log!("exec: no pty inside the sandbox ({}): one of the host's", crate::error::strerror(errno));
+        got => {
+            let why = match got {
+                Got::Packet(b, _) => wire::value(&b, wire::MASTER).map_or("?".into(), crate::error::strerror),
+                _ => "no answer".into(),
+            };
+            crate::log::log!("exec: no pty inside the sandbox ({why}): one of the host's");
             crate::pty::open(tty)
         }
-        _ => Err(std::io::Error::other("no answer from the sandbox's init")),
     }
 }
 
