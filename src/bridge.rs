@@ -40,6 +40,11 @@ pub struct Bridge {
     /// The caller's terminal.
     pub tty: CallerTty,
     master: Option<OwnedFd>,
+    /// The master once it read EIO (no descriptor of the slave is open), no longer read but
+    /// kept open: closing it hangs the slave up (`pty(7)`), and the kernel would send SIGHUP
+    /// to a session leader that closed its terminal and still runs, such as `snug exec`'s CMD
+    /// between its last `close(2)` and its exit (L3, R3). Closed with the bridge.
+    spent: Option<OwnedFd>,
     to_tty: Vec<u8>,
     to_master: Vec<u8>,
     /// Keys are copied (raw mode, the payload holds the pty's foreground).
@@ -65,6 +70,7 @@ impl Bridge {
             initial,
             tty,
             master: Some(master),
+            spent: None,
             to_tty: Vec::new(),
             to_master: Vec::new(),
             input: false,
@@ -255,7 +261,7 @@ impl Bridge {
             }
         }
         if closed {
-            self.master = None;
+            self.spent = self.master.take();
         }
         if got == 0 {
             return;
@@ -292,10 +298,13 @@ impl Bridge {
     }
 
     /// Keys are pending: copy them if the pty's foreground waits for input, else leave them
-    /// in the caller's terminal and look again in [`RECHECK`].
+    /// in the caller's terminal and look again in [`RECHECK`]. A pty with no foreground group
+    /// (its session leader, `snug exec`'s CMD, has exited: `tcgetpgrp(3)` answers 0) or no
+    /// master any more (every slave closed) has nobody to read them: they are the caller's
+    /// shell's (T14).
     fn offer_keys(&mut self, events: &mut Vec<Event>) {
         let front = self.master.as_ref().and_then(|m| termios::tcgetpgrp(m).ok());
-        let waits = front.is_none_or(|g| waiting::foreground_waits(g.as_raw_nonzero().get() as u32));
+        let waits = front.is_some_and(|g| waiting::foreground_waits(g.as_raw_nonzero().get() as u32));
         if waits {
             if let Some(t) = self.pty_settings() {
                 self.tty.mirror(&t);
@@ -374,5 +383,6 @@ impl Bridge {
     /// sandbox reads on from a terminal that is gone (T10).
     pub fn close_pty(&mut self) {
         self.master = None;
+        self.spent = None;
     }
 }

@@ -22,10 +22,20 @@ pub struct Pty {
 /// # Errors
 /// A failing `posix_openpt(3)`, `grantpt(3)`, `unlockpt(3)` or `TIOCGPTPEER` step.
 pub fn open(like: &CallerTty) -> std::io::Result<Pty> {
-    let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
-    let master = rustix::pty::openpt(flags)?;
+    let master = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
     rustix::pty::grantpt(&master)?;
     rustix::pty::unlockpt(&master)?;
+    adopt(master, like)
+}
+
+/// The pair of an unlocked `master` opened elsewhere (a sandbox's `/dev/ptmx`, for `snug
+/// exec`), with `like`'s settings and size. `TIOCGPTPEER` opens the slave in the master's own
+/// devpts instance, whatever the caller's mount namespace (`ioctl_tty(2)`, Linux 4.13).
+///
+/// # Errors
+/// A failing `TIOCGPTPEER` (`master` is no pty master) or `fcntl(2)`.
+pub fn adopt(master: OwnedFd, like: &CallerTty) -> std::io::Result<Pty> {
+    let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
     let slave = rustix::pty::ioctl_tiocgptpeer(&master, flags)?;
     if let Some(t) = like.settings() {
         let _ = termios::tcsetattr(&slave, OptionalActions::Now, &t);

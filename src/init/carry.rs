@@ -36,6 +36,7 @@ impl Serve<'_> {
                 let started = self.execs.spawn(id).map_err(|e| init::Errno(e.raw_os_error()));
                 return self.handle(Event::Spawned(id, started));
             }
+            Effect::OpenPty(id) => self.execs.open_pty(id),
             Effect::ToClient(id, m) => self.execs.send(id, m),
             Effect::Forget(id) => self.execs.forget(id),
         }

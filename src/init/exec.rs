@@ -88,6 +88,9 @@ impl Execs {
                     if let Some(sig) = wire::value(&b, wire::KILL) {
                         return Some(FromClient::Kill(Signal(sig)));
                     }
+                    if wire::value(&b, wire::OPEN_PTY) == Some(0) {
+                        return Some(FromClient::OpenPty);
+                    }
                 }
                 Got::TooLong => {}
                 Got::Empty => return None,
@@ -134,6 +137,21 @@ impl Execs {
         let _ = socket::send(c.sock.as_fd(), &bytes, &[]);
     }
 
+    /// Open a pty from the sandbox's own `/dev/ptmx` (`pts(4)`) and send `id`'s client its
+    /// master, or the `errno` that stopped it (T1). The client opens the slave from the
+    /// master (`TIOCGPTPEER`), sets the caller's settings on it and sends it back with its run
+    /// request: CMD's terminal is then a node of the sandbox's `/dev/pts`, which `tty` and
+    /// `ttyname(3)` find, where a pty of the host's devpts is nowhere inside.
+    pub fn open_pty(&self, id: ExecId) {
+        let Some(c) = self.conns.get(&id) else { return };
+        let (errno, master) = match open_master() {
+            Ok(m) => (0, Some(m)),
+            Err(e) => (e.raw_os_error(), None),
+        };
+        let fds: Vec<BorrowedFd<'_>> = master.iter().map(|m| m.as_fd()).collect();
+        let _ = socket::send(c.sock.as_fd(), &wire::tagged(wire::MASTER, errno), &fds);
+    }
+
     /// Close `id`'s socket and pipe.
     pub fn forget(&mut self, id: ExecId) {
         self.conns.remove(&id);
@@ -178,4 +196,17 @@ impl Execs {
         c.err = Some(err_r);
         Ok(pid)
     }
+}
+
+/// A new pty master from `/dev/ptmx` as the sandbox sees it, unlocked. Sandbox processes
+/// can change `/dev`, so the file is checked to be a pty master (`TIOCGPTN` answers only for
+/// one) before it leaves; non-blocking, so a node put in its place cannot hold init in `open`.
+fn open_master() -> Result<OwnedFd, Errno> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let master = rustix::fs::open("/dev/ptmx", flags, Mode::empty())?;
+    rustix::pty::ptsname(&master, Vec::new()).map_err(|_| Errno::NOTTY)?;
+    rustix::pty::grantpt(&master)?;
+    rustix::pty::unlockpt(&master)?;
+    Ok(master)
 }

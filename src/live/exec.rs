@@ -49,7 +49,7 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
     // 0–2 that is the caller's terminal becomes its slave; pipes and files stay as they are.
     let tty = crate::tty::CallerTty::open();
     let pty = match &tty {
-        Some(t) => Some(crate::pty::open(t).map_err(|e| failure(OS_ERROR, format!("pty: {e}")))?),
+        Some(t) => Some(open_pty(sock.as_fd(), t).map_err(|e| failure(OS_ERROR, format!("pty: {e}")))?),
         None => None,
     };
     let mask = tty.as_ref().map_or(0, |t| t.stdio_mask());
@@ -87,6 +87,31 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
     outcome
 }
 
+/// How long the client waits for init's pty master.
+const PTY_ANSWER_MS: i32 = 5000;
+
+/// CMD's pty: one init opened from the sandbox's own `/dev/ptmx`, so that CMD's terminal is a
+/// node of the sandbox's `/dev/pts` and `tty` names it (T1); the slave is opened here from the
+/// master and gets the caller's settings before CMD starts. A sandbox without a pty device of
+/// its own (a `/dev` bound from the host, say), or an init that does not answer (an older
+/// snug's run), gets one of the host's, which works the same but has no name inside.
+fn open_pty(sock: BorrowedFd<'_>, tty: &crate::tty::CallerTty) -> std::io::Result<crate::pty::Pty> {
+    let _ = socket::send(sock, &wire::tagged(wire::OPEN_PTY, 0), &[]);
+    match socket::recv_within(sock, PTY_ANSWER_MS) {
+        Got::Packet(b, mut fds) if wire::value(&b, wire::MASTER) == Some(0) && fds.len() == 1 => {
+            crate::pty::adopt(fds.remove(0), tty)
+        }
+        got => {
+            let why = match got {
+                Got::Packet(b, _) => wire::value(&b, wire::MASTER).map_or("?".into(), crate::error::strerror),
+                _ => "no answer".into(),
+            };
+            crate::log::log!("exec: no pty inside the sandbox ({why}): one of the host's");
+            crate::pty::open(tty)
+        }
+    }
+}
+
 /// The client's loop: decode what poll found, ask [`Client`] (the decisions, in snug-core),
 /// carry out its effects, until it says how the client ends.
 fn relay(
@@ -104,7 +129,12 @@ fn relay(
         if let Some(b) = bridge.as_ref() {
             fds.extend(b.poll_fds());
         }
-        if crate::fdpoll::poll_raw(&mut fds, -1).is_err() {
+        // Keys held for a CMD that does not read yet are looked at again (T14).
+        let timeout = bridge
+            .as_ref()
+            .and_then(|b| b.deadline())
+            .map_or(-1, |at| at.saturating_duration_since(std::time::Instant::now()).as_micros().div_ceil(1000) as i32);
+        if crate::fdpoll::poll_raw(&mut fds, timeout).is_err() {
             continue; // EINTR
         }
         let mut events = Vec::new();

@@ -5,11 +5,12 @@
 //! (exec). Run to client: `ok`, `err TEXT`, `J` + JSON (info), `ok` with an `exec` socket
 //! (`SCM_RIGHTS`), and for a stop, `end TEXT` just before the run's snug exits.
 //!
-//! `exec` socket, between `snug exec` and the sandbox init: `R` + u8 flags with stdin,
-//! stdout, stderr and a memfd of CMD's argv (`payload_args` layout), then `K` + i32 signal;
-//! init answers `P` + i32 pid (started), `F` + i32 errno (exec failed), `Z` + i32 signal
-//! (stopped, with a pty), `X` + i32 raw wait status (ended). With a pty a fifth descriptor,
-//! its slave, follows the memfd.
+//! `exec` socket, between `snug exec` and the sandbox init: at a terminal first `O` + i32 0,
+//! which init answers `M` + i32 errno, 0 with a pty master opened from the sandbox's own
+//! `/dev/ptmx`; then `R` + u8 flags with stdin, stdout, stderr and a memfd of CMD's argv
+//! (`payload_args` layout), then `K` + i32 signal; init answers `P` + i32 pid (started),
+//! `F` + i32 errno (exec failed), `Z` + i32 signal (stopped, with a pty), `X` + i32 raw wait
+//! status (ended). With a pty a fifth descriptor, its slave, follows the memfd.
 
 /// Control request: describe the run (for `ps`).
 pub const INFO: u8 = b'I';
@@ -21,6 +22,10 @@ pub const STOP: u8 = b'T';
 pub const EXEC: u8 = b'E';
 /// Exec request (to init): run CMD with these descriptors.
 pub const RUN: u8 = b'R';
+/// Exec request (to init): a pty master from the sandbox's `/dev/ptmx`, answered by [`MASTER`].
+pub const OPEN_PTY: u8 = b'O';
+/// Exec answer: an `errno`, 0 when the master comes with it (`SCM_RIGHTS`).
+pub const MASTER: u8 = b'M';
 /// Exec request (to init): signal CMD's process group.
 pub const KILL: u8 = b'K';
 /// Exec report: CMD started; its pid in the sandbox.

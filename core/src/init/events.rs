@@ -92,6 +92,9 @@ pub enum Effect {
     /// Fork `snug exec`'s CMD with the descriptors that came with its run request (L3);
     /// the result comes back as [`Event::Spawned`].
     Spawn(ExecId),
+    /// Open a pty from the sandbox's own `/dev/ptmx` and send its master to the exec's client
+    /// (T1, L3): CMD's terminal is then a node of the sandbox's `/dev/pts`.
+    OpenPty(ExecId),
     /// Tell a `snug exec` client.
     ToClient(ExecId, ToClient),
     /// Close an exec's socket and pipe: it is done.

@@ -15,6 +15,8 @@ pub enum FromClient {
     /// Run CMD with the descriptors that came with the request; `tty`: one of them is a pty's
     /// slave, which becomes CMD's controlling terminal.
     Run { tty: bool },
+    /// Open a pty in the sandbox for CMD, before its run request (T1).
+    OpenPty,
     /// Signal CMD's process group.
     Kill(Signal),
     /// The client is gone (killed, or its terminal).
@@ -66,6 +68,9 @@ impl Execs {
                 e.tty = tty;
                 vec![Effect::Spawn(id)]
             }
+            // A pty from inside, whose slave the client sends back with its run request: only
+            // before CMD runs (one client asks once; init owes nothing after).
+            (FromClient::OpenPty, None) => vec![Effect::OpenPty(id)],
             (FromClient::Kill(sig), Some(pid)) if (1..=SIGMAX).contains(&sig.raw()) => {
                 // CMD leads its own group in this namespace.
                 vec![Effect::Signal(Target::Group(pid), sig)]
@@ -77,7 +82,7 @@ impl Execs {
                 self.entries.remove(&id);
                 vec![Effect::Forget(id)]
             }
-            (FromClient::Run { .. }, Some(_)) | (FromClient::Kill(_), _) => Vec::new(),
+            (FromClient::Run { .. } | FromClient::OpenPty, Some(_)) | (FromClient::Kill(_), _) => Vec::new(),
         }
     }
 

@@ -210,3 +210,30 @@ fn l3_r3_cmds_end_passes_through_and_is_not_the_payloads() {
         want: &[],
     }]);
 }
+
+/// T1, L3: a client asks for a pty from the sandbox's own `/dev/ptmx` before its run
+/// request, and gets one; once CMD runs, a request for one is ignored. Fails with the
+/// `OpenPty` arm's effect dropped: "T1 before the run" saw no effect.
+#[test]
+fn t1_l3_a_pty_from_inside_before_the_run_only() {
+    let ask = Event::Client(A, FromClient::OpenPty);
+    check(&[
+        Row {
+            id: "T1 before the run",
+            cfg: DETACHED,
+            before: &[GO, OPEN],
+            procs: GONE,
+            ev: ask,
+            want: &[Effect::OpenPty(A)],
+        },
+        Row {
+            id: "T1 after the run",
+            cfg: DETACHED,
+            before: &[GO, OPEN, RUN_TTY, STARTED],
+            procs: GONE,
+            ev: ask,
+            want: &[],
+        },
+        Row { id: "T1 an unknown socket", cfg: DETACHED, before: &[GO], procs: GONE, ev: ask, want: &[] },
+    ]);
+}
