@@ -105,19 +105,27 @@ fn r7_env_value_of_any_bytes() {
     }
 }
 
+/// A work directory for root where a memory cgroup can hold `--memory` (`--dry-run` says so);
+/// `None` (the test skips) as a user or without one.
+fn root_with_memory_cgroup() -> Option<tempfile::TempDir> {
+    if !is_root() {
+        return None;
+    }
+    let dir = workdir(Who::Root);
+    let plan = run_bounded(&mut snug_cmd(Who::Root, dir.path(), &["-n", "--memory", "64M", "--", "true"]), LIMIT);
+    if plan.out.contains("memory    67108864   unavailable") {
+        eprintln!("skipped: no memory cgroup here");
+        return None;
+    }
+    Some(dir)
+}
+
 /// O5, K5: an OOM kill under `--memory` is `ended_by: "oom"` with the kill counted, and forks
 /// refused at the cap are counted, where a cgroup holds the bound (root here). Fails
 /// without the fix: `ended_by` was "payload_signal" and the report had no `bounds_hit`.
 #[test]
 fn o5_oom_and_refused_forks_reported() {
-    if !is_root() {
-        return;
-    }
-    let dir = workdir(Who::Root);
-    let plan = run_bounded(&mut snug_cmd(Who::Root, dir.path(), &["-n", "--memory", "64M", "--", "true"]), LIMIT);
-    if plan.out.contains("memory    67108864   unavailable") {
-        return eprintln!("skipped: no memory cgroup here");
-    }
+    let Some(dir) = root_with_memory_cgroup() else { return };
     let report = dir.path().join("r.json");
     let r = report.to_str().unwrap();
     let alloc = "$x = 'x' x (256 * 1024 * 1024)";
@@ -159,14 +167,7 @@ fn o5_oom_and_refused_forks_reported() {
 /// itself, `ended_by` "payload").
 #[test]
 fn k5_b1_a_profiles_bounds_hold() {
-    if !is_root() {
-        return;
-    }
-    let dir = workdir(Who::Root);
-    let plan = run_bounded(&mut snug_cmd(Who::Root, dir.path(), &["-n", "--memory", "64M", "--", "true"]), LIMIT);
-    if plan.out.contains("memory    67108864   unavailable") {
-        return eprintln!("skipped: no memory cgroup here");
-    }
+    let Some(dir) = root_with_memory_cgroup() else { return };
     let cfg = dir.path().join("cfg/snug/profiles.d");
     std::fs::create_dir_all(&cfg).unwrap();
     std::fs::write(cfg.join("small.toml"), "memory = \"64M\"\nmax_procs = 8\n").unwrap();
