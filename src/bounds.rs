@@ -255,7 +255,6 @@ impl ForChild {
     /// # Errors
     /// 71 when a write or `prlimit(2)` fails.
     pub fn limit(&self, limits: &Limits, bwrap: i32) -> anyhow::Result<()> {
-        use std::io::Write;
         CAP.store(limits.max_procs, std::sync::atomic::Ordering::Relaxed);
         MEMORY_BOUND.store(limits.memory.is_some(), std::sync::atomic::Ordering::Relaxed);
         let os = |what: String| failure(crate::error::OS_ERROR, what);
@@ -264,9 +263,7 @@ impl ForChild {
                 Bound::Procs => limits.max_procs.to_string(),
                 Bound::Memory => limits.memory.map_or_else(|| "max".to_string(), |b| b.to_string()),
             };
-            let path = dir.join(file);
-            let w = std::fs::OpenOptions::new().write(true).open(&path).and_then(|mut f| f.write_all(value.as_bytes()));
-            w.map_err(|e| os(format!("cannot write {value} to {}: {}", path.display(), crate::error::io_text(&e))))?;
+            cgroup::write(dir, file, &value)?;
             crate::log::log!("bound: {file}={value} in {}", dir.display());
         }
         if self.rlimit {

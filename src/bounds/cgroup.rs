@@ -240,9 +240,7 @@ pub fn create(w: &Where, files: &[(&str, String)]) -> anyhow::Result<(PathBuf, O
     mkdir(&dir)?;
     let set = || -> anyhow::Result<OwnedFd> {
         for (file, value) in files {
-            let path = dir.join(file);
-            let w = fs::OpenOptions::new().write(true).open(&path).and_then(|mut f| f.write_all(value.as_bytes()));
-            w.map_err(|e| os(format!("cannot write {value} to {}: {}", path.display(), io_text(&e))))?;
+            write(&dir, file, value)?;
         }
         let leaf = dir.join(LEAF);
         mkdir(&leaf)?;
@@ -257,6 +255,16 @@ pub fn create(w: &Where, files: &[(&str, String)]) -> anyhow::Result<(PathBuf, O
             Err(e)
         }
     }
+}
+
+/// Write `value` into cgroup file `file` of `dir` (a limit, a cpuset setting).
+///
+/// # Errors
+/// A run-time OS error (71, SPEC R4) naming the value and the file.
+pub fn write(dir: &Path, file: &str, value: &str) -> anyhow::Result<()> {
+    let path = dir.join(file);
+    let w = fs::OpenOptions::new().write(true).open(&path).and_then(|mut f| f.write_all(value.as_bytes()));
+    w.map_err(|e| failure(OS_ERROR, format!("cannot write {value} to {}: {}", path.display(), io_text(&e))))
 }
 
 /// The `cpuset` settings a new v1 cpuset cgroup needs before a task may enter it (it starts
