@@ -22,6 +22,8 @@ pub struct Nest {
     setup: Option<OwnedFd>,
     /// bwrap's program, for the error when its exec failed.
     program: String,
+    /// nest's CPU affinity, narrowed off snug's CPU until [`Nest::ready`].
+    apart: Option<crate::sys::cpu::Apart>,
 }
 
 impl Nest {
@@ -30,8 +32,14 @@ impl Nest {
     /// exec'd: this read returns at once.
     ///
     /// # Errors
-    /// As [`nest`]'s; nest is reaped then.
+    /// As [`nest`]'s; nest is reaped then. 70 when bwrap's CPU affinity cannot be given back
+    /// (bwrap is then killed: no sandbox runs on fewer CPUs than its caller's).
     pub fn ready(&mut self) -> Result<()> {
+        // Before bwrap has its options, so that it forks nothing with the narrowed mask.
+        if let Some(apart) = self.apart.take() {
+            // The options pipe's guard kills bwrap on this error.
+            apart.restore().map_err(|e| failure(OS_ERROR, format!("cannot give bwrap its CPU affinity back: {e}")))?;
+        }
         let Some(setup) = self.setup.take() else { return Ok(()) };
         let mut buf = Vec::new();
         let _ = std::fs::File::from(setup).take(16).read_to_end(&mut buf);
@@ -123,11 +131,12 @@ pub fn nest(
         envp: &env_ptrs,
     };
     let (pidfd, pid) = child::clone_nest(flags, &plan).map_err(clone_failure)?;
+    let apart = crate::sys::cpu::apart(pid);
     drop(err_w);
     drop(fds);
     drop(slave);
     let pid1 = Pinned::cloned(pidfd, pid);
-    Ok(Nest { pid1, bwrap_err: bw_r, setup: Some(err_r), program: argv[0].clone() })
+    Ok(Nest { pid1, bwrap_err: bw_r, setup: Some(err_r), program: argv[0].clone(), apart })
 }
 
 /// The descriptors nest hands on to bwrap at fixed numbers (see [`nest`]).

@@ -8,6 +8,7 @@
 //! `nestproc` and `sigseal` are libraries with their own raw calls; they know nothing of snug.
 
 pub mod codec;
+pub mod cpu;
 pub mod fd;
 pub mod fds;
 pub mod poll;
