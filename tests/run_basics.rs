@@ -62,6 +62,49 @@ fn r1_default_command_is_the_shell() {
     }
 }
 
+/// The CPUs a process may run on (`Cpus_allowed_list` of `/proc/PID/status`, `proc(5)`).
+fn cpus_allowed(status: &str) -> String {
+    let line = status.lines().find(|l| l.starts_with("Cpus_allowed_list:"));
+    line.map(|l| l["Cpus_allowed_list:".len()..].trim().to_string()).unwrap_or_default()
+}
+
+/// B1, R1: snug keeps nest off its own CPU while both start (`sched_setaffinity(2)` on nest)
+/// and gives the affinity back before bwrap has its options: the payload may run on the
+/// caller's CPUs, all of them, also when the caller was narrowed (`taskset`). Positive
+/// control: without `Apart::restore` the payload ran on the caller's CPUs but snug's
+/// ("0-1" → "1" here), and this test failed.
+#[test]
+fn b1_r1_the_payload_runs_on_the_callers_cpus() {
+    let all = cpus_allowed(&std::fs::read_to_string("/proc/self/status").unwrap());
+    let first = all.split([',', '-']).next().unwrap().to_string();
+    for who in everyone() {
+        let dir = workdir(who);
+        for narrowed in [None, Some(first.clone())] {
+            let mut c = snug_cmd(who, dir.path(), &["--", "cat", "/proc/self/status"]);
+            if let Some(cpu) = &narrowed {
+                let cpu: usize = cpu.parse().unwrap();
+                use std::os::unix::process::CommandExt;
+                // SAFETY: between fork and exec the child only fills a local mask and makes
+                // one system call, both async-signal-safe.
+                unsafe {
+                    c.pre_exec(move || {
+                        let mut set: libc::cpu_set_t = std::mem::zeroed();
+                        libc::CPU_SET(cpu, &mut set);
+                        match libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) {
+                            0 => Ok(()),
+                            _ => Err(std::io::Error::last_os_error()),
+                        }
+                    });
+                }
+            }
+            let o = run_bounded(&mut c, LIMIT);
+            ok(who, &o);
+            let want = narrowed.clone().unwrap_or_else(|| all.clone());
+            assert_eq!(cpus_allowed(&o.out), want, "{who:?}, caller narrowed to {narrowed:?}");
+        }
+    }
+}
+
 /// 100 MiB from xorshift64*, written in 1 MiB blocks.
 fn big_file(path: &Path) {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
