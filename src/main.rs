@@ -48,6 +48,7 @@ use crate::end::Outcome;
 use crate::report::{EndedBy, RunRecord};
 
 fn main() {
+    error::no_backtraces();
     // A panic must not unwind (between fork and exec, or through init): abort, as
     // `panic = "abort"` did. Set here, not in Cargo.toml, so that `cargo build` and
     // `cargo test` share one build of every dependency (the test harness needs unwind).

@@ -17,7 +17,9 @@ fn config(who: Who, dir: &Path, make: impl FnOnce(&Path)) -> PathBuf {
 
 fn snug_with(who: Who, dir: &Path, conf: &Path, args: &[&str]) -> (Out, Duration) {
     let mut c = snug_cmd(who, dir, args);
-    c.env("XDG_CONFIG_HOME", conf);
+    // As in many a Rust developer's shell: errors must not capture backtraces (P4's
+    // `profile list` of a 20,000-deep chain took 6–8 s with them, past the bound below).
+    c.env("XDG_CONFIG_HOME", conf).env("RUST_BACKTRACE", "1");
     let t = Instant::now();
     // Bounded well above 1 s so a hang fails here rather than stalling the suite.
     let o = run_bounded(&mut c, Duration::from_secs(15));
