@@ -21,7 +21,7 @@ pub use hits::Hits;
 mod size;
 pub use size::{parse_size, parse_size_arg};
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -148,13 +148,9 @@ pub struct ForChild {
 }
 
 impl ForChild {
-    /// The descriptors to write `0` into, -1 for none (a fixed array: no allocation in the child).
-    pub fn procs_fds(&self) -> [RawFd; SLOTS] {
-        let mut fds = [-1; SLOTS];
-        for (slot, fd) in fds.iter_mut().zip(&self.procs) {
-            *slot = fd.as_raw_fd();
-        }
-        fds
+    /// The entry files nest writes `0` into (at most [`SLOTS`]).
+    pub fn procs(&self) -> Vec<BorrowedFd<'_>> {
+        self.procs.iter().map(|fd| fd.as_fd()).collect()
     }
 
     /// Close the entry files once the nest child has them (it enters through its copies).

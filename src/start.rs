@@ -24,9 +24,38 @@ pub struct Nest {
     program: String,
     /// nest's CPU affinity, narrowed off snug's CPU until [`Nest::ready`].
     apart: Option<crate::sys::cpu::Apart>,
+    /// snug's end of the socket nest waits on for its cgroups ([`Nest::give_cgroups`]).
+    cgroups: Option<OwnedFd>,
 }
 
 impl Nest {
+    /// Hand nest the entry files of `bounds`' cgroups (`SCM_RIGHTS`, `unix(7)`), which it
+    /// enters before it execs bwrap (K5), and close snug's copies. nest sets its namespace up
+    /// meanwhile: the cgroups are made after the clone, beside it (SPEC B1).
+    ///
+    /// # Errors
+    /// nest's own failure when it died before (its error pipe says why, [`Nest::ready`]);
+    /// else 71 when `sendmsg(2)` fails.
+    pub fn give_cgroups(&mut self, bounds: &mut crate::bounds::ForChild) -> Result<()> {
+        use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+        let Some(sock) = self.cgroups.take() else { return Ok(()) };
+        let fds = bounds.procs();
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(crate::bounds::SLOTS))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+            return Err(failure(INTERNAL, "too many cgroups for nest"));
+        }
+        let count = [fds.len() as u8];
+        let sent = sendmsg(&sock, &[std::io::IoSlice::new(&count)], &mut control, SendFlags::NOSIGNAL);
+        drop(fds);
+        bounds.entered();
+        if let Err(e) = sent {
+            self.ready()?;
+            return Err(failure(OS_ERROR, format!("cannot hand nest its cgroups: {e}")));
+        }
+        Ok(())
+    }
+
     /// Wait until nest has exec'd bwrap (its error pipe ends at the exec, `O_CLOEXEC`) or
     /// failed before it, and say which. By the time snug's policy is resolved nest has long
     /// exec'd: this read returns at once.
@@ -76,23 +105,20 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 /// ([`crate::payload_args::ARGS_FD`]), `options` (the read end of the pipe bwrap reads its
 /// `--args` from, [`crate::sys::fds::BWRAP_ARGS_FD`]) at fd 8 and a pipe to snug at fd 2; in
 /// terminal mode the pty's slave at fd 7 ([`crate::channel::PTY_FD`]) and on each of fds
-/// 0–2 that `pty`'s mask names. Returns once nest is cloned; [`Nest::ready`] says whether
+/// 0–2 that `pty`'s mask names. nest enters the cgroups [`Nest::give_cgroups`] hands it
+/// before it execs bwrap. Returns once nest is cloned; [`Nest::ready`] says whether
 /// bwrap was exec'd.
 ///
 /// Between clone and exec the child makes only raw system calls (async-signal-safe):
 /// `setpgid`, `prctl(PR_SET_PDEATHSIG)`, `poll` on snug's own pidfd (a snug killed before
-/// the prctl is noticed), the id maps and mounts of [`nestproc`], `dup2`, `close_range`,
+/// the prctl is noticed), the id maps and mounts of [`nestproc`], `recvmsg` and `write` of
+/// the cgroups' entry files, `dup2`, `close_range`,
 /// [`sigseal::seal`], `execve`.
 ///
 /// # Errors
 /// 69 when the kernel refuses the namespaces (with the reason), 70 for other failures; the
 /// /proc mount's and the exec's come from [`Nest::ready`].
-pub fn nest(
-    argv: &[String],
-    fds: Passed<'_>,
-    bounds: &crate::bounds::ForChild,
-    pty: Option<(BorrowedFd<'_>, u32)>,
-) -> Result<Nest> {
+pub fn nest(argv: &[String], fds: Passed<'_>, pty: Option<(BorrowedFd<'_>, u32)>) -> Result<Nest> {
     let Passed { channel, seccomp, payload_args, options } = fds;
     use rustix::process::{getgid, getuid};
     let root = rustix::process::geteuid().is_root();
@@ -104,8 +130,16 @@ pub fn nest(
     let own = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
     let (err_r, err_w) = pipe()?; // nest's setup errors; EOF once bwrap is exec'd
     let (bw_r, bw_w) = pipe()?; // bwrap's stderr
-                                // The caller's stderr reaches init at fd 4; in terminal mode the pty's slave instead when
-                                // it was the caller's terminal (SPEC R2).
+    let (cg_ours, cg_theirs) = rustix::net::socketpair(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::SEQPACKET,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(std::io::Error::from)
+    .context("socketpair")?;
+    // The caller's stderr reaches init at fd 4; in terminal mode the pty's slave instead when
+    // it was the caller's terminal (SPEC R2).
     let stderr = match pty {
         Some((slave, mask)) if mask & 0b100 != 0 => slave,
         _ => rustix::stdio::stderr(),
@@ -126,17 +160,18 @@ pub fn nest(
         err: err_w.as_raw_fd(),
         fds: raw,
         pty: slave.as_ref().map(|(s, m)| (s.as_raw_fd(), *m)),
-        bounds: bounds.procs_fds(),
+        cgroups: cg_theirs.as_raw_fd(),
         argv: &arg_ptrs,
         envp: &env_ptrs,
     };
     let (pidfd, pid) = child::clone_nest(flags, &plan).map_err(clone_failure)?;
     let apart = crate::sys::cpu::apart(pid);
     drop(err_w);
+    drop(cg_theirs);
     drop(fds);
     drop(slave);
     let pid1 = Pinned::cloned(pidfd, pid);
-    Ok(Nest { pid1, bwrap_err: bw_r, setup: Some(err_r), program: argv[0].clone(), apart })
+    Ok(Nest { pid1, bwrap_err: bw_r, setup: Some(err_r), program: argv[0].clone(), apart, cgroups: Some(cg_ours) })
 }
 
 /// The descriptors nest hands on to bwrap at fixed numbers (see [`nest`]).

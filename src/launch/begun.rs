@@ -104,7 +104,6 @@ impl Attempt {
         let (ours, theirs) = Channel::pair().context("socketpair")?;
         let seccomp = crate::seccomp::memfd()?;
         let args = crate::payload_args::empty_memfd()?;
-        let mut bounds = crate::bounds::prepare(shape)?;
         let (options_r, options_w) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(std::io::Error::from).context("pipe")?;
         let mut argv = vec![bwrap.to_string_lossy().into_owned()];
@@ -118,10 +117,13 @@ impl Attempt {
             payload_args: args.as_fd(),
             options: options_r.as_fd(),
         };
-        let nest = crate::start::nest(&argv, passed, &bounds, slave)?;
-        bounds.entered();
+        let mut nest = crate::start::nest(&argv, passed, slave)?;
         let pinned = nest.pid1.as_fd().try_clone_to_owned().context("fcntl(F_DUPFD_CLOEXEC)")?;
         let options = OptionsPipe { write: Some(options_w), bwrap: Pinned::cloned(pinned, nest.pid1.host_pid) };
+        // While nest sets its namespace up; it waits for them before it execs bwrap. An error
+        // here drops `options`, which kills nest.
+        let mut bounds = crate::bounds::prepare(shape)?;
+        nest.give_cgroups(&mut bounds)?;
         Ok(Attempt { nest, ours, args, bounds, options })
     }
 

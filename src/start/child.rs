@@ -33,9 +33,9 @@ pub struct Plan<'a> {
     /// In terminal mode, the sandbox's pty slave and which of fds 0–2 become it (bit n for
     /// fd n: those that were the caller's terminal, SPEC R2); it also goes to [`PTY_FD`].
     pub pty: Option<(RawFd, u32)>,
-    /// Descriptors of each cgroup's `tasks` (v1) or `cgroup.procs` (v2) to write `0` to
-    /// (SPEC K5).
-    pub bounds: [RawFd; crate::bounds::SLOTS],
+    /// The socket snug sends the entry files of this run's cgroups on, each cgroup's `tasks`
+    /// (v1) or `cgroup.procs` (v2) to write `0` to (SPEC K5; [`super::Nest::give_cgroups`]).
+    pub cgroups: RawFd,
     /// NULL-terminated argv of bwrap.
     pub argv: &'a [*const libc::c_char],
     /// NULL-terminated (empty) environment.
@@ -53,8 +53,8 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
     // `plan` points at, all built before the call, and never returns.
     unsafe {
         let Cloned::Parent { pidfd, pid } = crate::sys::process::clone3(flags)? else {
-            // The child: own group tied to snug, cgroups, id maps, private
-            // mounts and /proc, descriptors in place, signal state sealed, then exec bwrap. On
+            // The child: own group tied to snug, id maps, private mounts and /proc,
+            // cgroups, descriptors in place, signal state sealed, then exec bwrap. On
             // failure it writes a tag and `errno` to the error pipe and `_exit`s.
             let p = plan;
             let fail = |tag: u8, errno: i32| -> ! {
@@ -69,15 +69,6 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             }
             // bwrap's stack is the main thread's: a tiny `ulimit -s` would crash it (R4).
             crate::stack::roomy_for_exec();
-            // SPEC K5: enter this run's cgroups before anything else is forked, so every
-            // sandbox process is born inside them (`0` means the writer, `cgroups(7)`; on v1
-            // the writing thread, which is all of this fork child, without an RCU grace
-            // period).
-            for fd in p.bounds {
-                if fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                    fail(BOUNDS, nestproc::errno());
-                }
-            }
             if !p.root {
                 if let Err(e) = p.map.write() {
                     fail(e.step.code(), e.errno);
@@ -85,6 +76,12 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             }
             if let Err(e) = nestproc::prepare() {
                 fail(e.step.code(), e.errno);
+            }
+            // SPEC K5: enter this run's cgroups before bwrap, so every sandbox process is
+            // born inside them; snug makes them meanwhile, and a snug that fails closes the
+            // socket (or dies: the death signal ends this child).
+            if let Err(errno) = enter_cgroups(p.cgroups) {
+                fail(BOUNDS, errno);
             }
             let targets = [INIT_FD, STDERR_FD, SECCOMP_FD, 2, ARGS_FD, BWRAP_ARGS_FD];
             if p.fds.iter().zip(targets).any(|(&from, to)| libc::dup2(from, to) < 0) {
@@ -115,4 +112,61 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
         };
         Ok((pidfd, pid.raw()))
     }
+}
+
+/// Receive the entry files on `sock` (one byte and up to [`crate::bounds::SLOTS`]
+/// descriptors, `SCM_RIGHTS`, `unix(7)`) and write `0` into each: `0` means the writer
+/// (`cgroups(7)`; on v1 the writing thread, which is all of this fork child, without the
+/// RCU grace period a migration by pid costs). Raw calls only, on the stack.
+///
+/// # Safety
+/// For nest's child between clone and exec: `sock` is the child's end of the socket.
+unsafe fn enter_cgroups(sock: RawFd) -> Result<(), i32> {
+    let mut count = 0u8;
+    let mut iov = libc::iovec { iov_base: (&raw mut count).cast(), iov_len: 1 };
+    // Room for SLOTS descriptors: CMSG_SPACE(16 * 4) is 80 bytes; u64s keep it aligned.
+    let mut space = [0u64; 16];
+    let mut msg: libc::msghdr = std::mem::zeroed();
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1 as _;
+    msg.msg_control = space.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&space) as _;
+    let got = loop {
+        let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC);
+        if n >= 0 || nestproc::errno() != libc::EINTR {
+            break n;
+        }
+    };
+    match got {
+        1 => {}
+        0 => return Err(libc::EPIPE),
+        _ => return Err(nestproc::errno()),
+    }
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(libc::E2BIG);
+    }
+    let mut entered = 0usize;
+    let mut c = libc::CMSG_FIRSTHDR(&msg);
+    while !c.is_null() {
+        if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+            let data = libc::CMSG_DATA(c).cast::<RawFd>();
+            let n = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
+            for i in 0..n {
+                let fd = data.add(i).read_unaligned();
+                let wrote = libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+                if wrote != 1 {
+                    return Err(nestproc::errno());
+                }
+                entered += 1;
+            }
+        }
+        c = libc::CMSG_NXTHDR(&msg, c);
+    }
+    libc::close(sock);
+    // Fewer than snug sent is a refusal, not a run outside its bounds.
+    if entered != count as usize {
+        return Err(libc::EPROTO);
+    }
+    Ok(())
 }
