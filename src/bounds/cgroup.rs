@@ -77,7 +77,7 @@ fn own_cgroups() -> Vec<(String, Vec<String>, String)> {
 
 /// `(mount root, mount point, fstype, super options)` of each cgroup mount (`proc(5)`,
 /// /proc/self/mountinfo).
-fn cgroup_mounts() -> Vec<(String, PathBuf, String, Vec<String>)> {
+fn cgroup_mounts() -> Vec<Mount> {
     let text = read_proc("/proc/self/mountinfo");
     text.lines()
         .filter_map(|l| {
@@ -117,17 +117,25 @@ fn join(point: &Path, root: &str, path: &str) -> Option<PathBuf> {
     Some(point.join(rel.trim_start_matches('/')))
 }
 
-/// snug's cgroups and the host's cgroup mounts, read once per run (`/proc/self/mountinfo`
-/// alone takes ~0.08 ms to read here).
+/// `(mount root, mount point, fstype, super options)` of a cgroup mount.
+type Mount = (String, PathBuf, String, Vec<String>);
+
+/// snug's cgroups, and the host's cgroup mounts when the usual places do not hold them.
 pub struct Host {
-    mounts: Vec<(String, PathBuf, String, Vec<String>)>,
+    /// Read only when needed: `/proc/self/mountinfo` takes 0.1 ms to read and 0.07 ms to
+    /// parse in snug's start-up, on B1's critical path ([`conventional`]).
+    mounts: std::cell::OnceCell<Vec<Mount>>,
     own: Vec<(String, Vec<String>, String)>,
 }
 
 impl Host {
-    /// Read `/proc/self/cgroup` and `/proc/self/mountinfo`.
+    /// Read `/proc/self/cgroup`.
     pub fn read() -> Host {
-        Host { mounts: cgroup_mounts(), own: own_cgroups() }
+        Host { mounts: std::cell::OnceCell::new(), own: own_cgroups() }
+    }
+
+    fn mounts(&self) -> &[Mount] {
+        self.mounts.get_or_init(cgroup_mounts)
     }
 
     /// The v1 hierarchies snug's own cgroups are in, by the first controller each carries
@@ -144,9 +152,12 @@ impl Host {
 
     /// Where `controller` (`pids`, `memory`) can be bounded by snug, or why not.
     pub fn find(&self, controller: &str) -> anyhow::Result<Where> {
-        let (mounts, own) = (&self.mounts, &self.own);
+        let own = &self.own;
         if let Some((_, _, path)) = own.iter().find(|(_, c, _)| c.iter().any(|c| c == controller)) {
-            let m = mounts.iter().find(|m| m.2 == "cgroup" && m.3.iter().any(|o| o == controller));
+            if let Some(dir) = conventional(controller, path) {
+                return Ok(Where::V1(dir));
+            }
+            let m = self.mounts().iter().find(|m| m.2 == "cgroup" && m.3.iter().any(|o| o == controller));
             return match m.and_then(|(root, point, _, _)| join(point, root, path)) {
                 Some(dir) if dir.is_dir() => Ok(Where::V1(dir)),
                 _ => Err(anyhow!("the cgroup v1 {controller} hierarchy is not mounted where snug can see it")),
@@ -155,9 +166,11 @@ impl Host {
         let Some((_, _, path)) = own.iter().find(|(id, c, _)| id == "0" && c.is_empty()) else {
             return Err(anyhow!("no cgroup {controller} controller on this host"));
         };
-        let Some(dir) =
-            mounts.iter().find(|m| m.2 == "cgroup2").and_then(|(root, point, _, _)| join(point, root, path))
-        else {
+        let found = || {
+            let m = self.mounts().iter().find(|m| m.2 == "cgroup2");
+            m.and_then(|(root, point, _, _)| join(point, root, path))
+        };
+        let Some(dir) = conventional("", path).or_else(found) else {
             return Err(anyhow!("cgroup2 is not mounted"));
         };
         let enabled = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
@@ -169,6 +182,23 @@ impl Host {
         }
         Ok(Where::V2(dir))
     }
+}
+
+/// snug's cgroup `path` where every init system and container runtime mounts the hierarchy
+/// (`/sys/fs/cgroup/CONTROLLER` for v1, `/sys/fs/cgroup` for v2 with `controller` ""),
+/// when a cgroup filesystem of that version is mounted there (`statfs(2)`) and the directory
+/// exists: then mountinfo need not be read. A hierarchy mounted from a subtree (a container
+/// without its own cgroup namespace) has no such directory, and mountinfo says where it is.
+/// Were another controller mounted under this one's name, the limit's file would be missing
+/// and the run would fail (71), not go unbounded.
+fn conventional(controller: &str, path: &str) -> Option<PathBuf> {
+    const CGROUP_SUPER_MAGIC: u64 = 0x0027_e0eb;
+    const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
+    let point = Path::new("/sys/fs/cgroup").join(controller);
+    let magic = if controller.is_empty() { CGROUP2_SUPER_MAGIC } else { CGROUP_SUPER_MAGIC };
+    let fs = rustix::fs::statfs(&point).ok()?;
+    let dir = join(&point, "/", path)?;
+    (fs.f_type as u64 == magic && dir.is_dir()).then_some(dir)
 }
 
 /// Whether snug may create a cgroup in `dir` (write and search permission, `access(2)`).
@@ -340,5 +370,26 @@ mod tests {
         assert_eq!(w.len(), 3);
         assert_eq!(w[0], u64::from(std::process::id()));
         assert!(w[1] > 0 && w[2] > 0);
+    }
+
+    /// K5, B1: where the usual mount point answers, mountinfo gives the same directory (on
+    /// this host; v1 and v2 alike), so skipping it changes no run's cgroups.
+    #[test]
+    fn k5_the_usual_mount_point_is_where_mountinfo_says() {
+        let host = Host::read();
+        for (id, controllers, path) in &host.own {
+            let slow = |fstype: &str, c: &str| {
+                let m = host.mounts().iter().find(|m| m.2 == fstype && (c.is_empty() || m.3.iter().any(|o| o == c)));
+                m.and_then(|(root, point, _, _)| join(point, root, path))
+            };
+            let (fast, slow) = match (id.as_str(), controllers.first()) {
+                ("0", None) => (conventional("", path), slow("cgroup2", "")),
+                (_, Some(c)) if !c.starts_with("name=") => (conventional(c, path), slow("cgroup", c)),
+                _ => continue,
+            };
+            if let Some(fast) = fast {
+                assert_eq!(Some(fast), slow, "{id}:{controllers:?}:{path}");
+            }
+        }
     }
 }
