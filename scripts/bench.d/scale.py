@@ -114,12 +114,16 @@ def verdict_row(name, got, ignore):
     leaked = sum(x for _, _, _, x in got)
     statuses = collections.Counter(("killed by " + signal.Signals(-s).name) if s < 0 else f"exit {s}"
                                    for _, _, s, _ in got)
+    # The grace applies once the payload runs: a TERM that came before it (no startup sample:
+    # snug holds the signal until then, G3) ends `sh` before its `trap` does, at once.
     low = 0.95 if ignore else 0.0
-    ok = not missing and not leaked and gone and min(gone) >= low and max(gone) <= BOUND
+    graced = [g for s, g, _, _ in got if g is not None and s is not None]
+    ok = not missing and not leaked and gone and min(graced, default=low) >= low and max(gone) <= BOUND
     what = "payload ignores TERM" if ignore else "payload `sleep` dies of TERM at once"
     return {
         "row": "B7", "figure": f"{name}: {len(got)} `snug -- sleep 5` at once, TERM at a random 0.2–3 s; {what}",
         "snug": (f"TERM → snug gone median {med(gone):.4f} s, max {max(gone):.4f} s" if gone else "none ended")
+                + (f"; {len(gone) - len(graced)} got TERM before their payload ran" if len(graced) < len(gone) else "")
                 + (f"; {missing} not ended" if missing else "")
                 + f"; leftovers {leaked}; " + ", ".join(f"{v}× {k}" for k, v in sorted(statuses.items())),
         "ref": "G3: grace 1.0 s" if ignore else "G3's bound",
