@@ -154,9 +154,10 @@ unsafe fn enter_cgroups(sock: RawFd) -> Result<(), i32> {
             for i in 0..n {
                 let fd = data.add(i).read_unaligned();
                 let wrote = libc::write(fd, b"0".as_ptr().cast(), 1);
+                let errno = nestproc::errno(); // before close(2) can change it
                 libc::close(fd);
                 if wrote != 1 {
-                    return Err(nestproc::errno());
+                    return Err(errno);
                 }
                 entered += 1;
             }

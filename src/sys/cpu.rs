@@ -25,7 +25,11 @@ pub fn apart(pid: i32) -> Option<Apart> {
     let pid = Pid::from_raw(pid)?;
     let mask = sched_getaffinity(None).ok()?;
     let mut others = mask;
-    others.unset(sched_getcpu());
+    let cpu = sched_getcpu();
+    if cpu >= CpuSet::MAX_CPU {
+        return None; // past what a CpuSet holds: leave nest where it is
+    }
+    others.unset(cpu);
     if others.count() == 0 {
         return None;
     }
