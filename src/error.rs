@@ -27,9 +27,9 @@ pub const NOT_FOUND: i32 = 127;
 /// Turn off the backtrace `anyhow` captures with each error when `RUST_BACKTRACE=1` (or
 /// `RUST_LIB_BACKTRACE=1`) is set, as it is in many a Rust developer's shell: snug prints one
 /// line per failure and never a backtrace, and each capture walks the stack (an error per
-/// profile of a 20,000-deep include chain made `snug profile list` take 6–8 s instead
-/// of 1.6–1.9 s here). std reads the variables once and keeps the answer (`std::backtrace`), so the
-/// caller's environment is given back as it was; panics keep their backtraces
+/// profile of a 20,000-deep include chain made `snug profile list` take 6–8 s instead of
+/// 1.6–1.9 s here). std reads the variables once and keeps the answer (`std::backtrace`),
+/// so the caller's environment is given back as it was; panics keep their backtraces
 /// (`RUST_BACKTRACE`). Call first, before any thread exists (`set_var` is not thread-safe).
 pub fn no_backtraces() {
     const VAR: &str = "RUST_LIB_BACKTRACE";
