@@ -4,9 +4,9 @@
 //! enters before it execs bwrap, so every sandbox process is born inside it. Without a pids
 //! cgroup, the process cap falls back to `RLIMIT_NPROC` set in the nest child
 //! (`setrlimit(2)`): since Linux 5.14 it counts per user namespace, and the sandbox runs in
-//! its own one, so it bounds the sandbox alone, also for host root (whose own processes
-//! the kernel exempts). A memory bound has no such fallback: asking for one where no cgroup
-//! can be made is an error (69).
+//! its own one, so it bounds the sandbox alone, except as root, whom fork(2) exempts: then
+//! each run says the cap is not enforced. A memory bound has no such fallback: asking for
+//! one where no cgroup can be made is an error (69).
 //!
 //! On cgroup v1, when the payload may create user namespaces (and so mount a cgroupfs), the
 //! sandbox also gets a cgroup of its own, without limits, in every other hierarchy snug may
@@ -97,7 +97,16 @@ pub fn plan() -> (Mechanism, Mechanism) {
 }
 
 fn procs_mechanism(host: &cgroup::Host) -> Mechanism {
-    usable(host, "pids").map_or(Mechanism::Rlimit, Mechanism::Cgroup)
+    match usable(host, "pids") {
+        Ok(w) => Mechanism::Cgroup(w),
+        // fork(2) checks RLIMIT_NPROC only for users other than the host's uid 0
+        // (kernel/fork.c, `INIT_USER`), in every user namespace: it binds no root sandbox.
+        Err(why) if rustix::process::geteuid().is_root() => Mechanism::Unavailable(format!(
+            "{why}; RLIMIT_NPROC does not bind root (fork(2) exempts uid 0): mount the cgroup v1 pids \
+             controller, or enable pids in the cgroup.subtree_control of snug's cgroup (v2)"
+        )),
+        Err(_) => Mechanism::Rlimit,
+    }
 }
 
 fn memory_mechanism(host: &cgroup::Host) -> Mechanism {
@@ -144,6 +153,8 @@ pub struct ForChild {
     dirs: Vec<PathBuf>,
     /// No pids cgroup: `RLIMIT_NPROC` holds the cap, set on bwrap by [`ForChild::limit`].
     rlimit: bool,
+    /// Why nothing holds the process cap here (root without a pids cgroup), said once.
+    unenforced: Option<String>,
     shape: Shape,
 }
 
@@ -195,7 +206,12 @@ pub fn prepare(shape: Shape) -> anyhow::Result<ForChild> {
         true => memory_mechanism(&host),
         false => Mechanism::Unavailable("not asked".into()),
     };
-    let mut out = ForChild { procs: Vec::new(), values: Vec::new(), dirs: Vec::new(), rlimit: false, shape };
+    let unenforced = match &procs {
+        Mechanism::Unavailable(why) => Some(why.clone()),
+        _ => None,
+    };
+    let mut out =
+        ForChild { procs: Vec::new(), values: Vec::new(), dirs: Vec::new(), rlimit: false, unenforced, shape };
     let mem_file = |w: &Where| if matches!(w, Where::V1(_)) { "memory.limit_in_bytes" } else { "memory.max" };
     match (&procs, &memory, shape.memory) {
         // One v2 cgroup holds both.
@@ -251,6 +267,10 @@ impl ForChild {
     /// # Errors
     /// 71 when a write or `prlimit(2)` fails.
     pub fn limit(&self, limits: &Limits, bwrap: i32) -> anyhow::Result<()> {
+        if let Some(why) = &self.unenforced {
+            // SPEC K5 cannot hold: said, not hidden (the run goes on, as without snug).
+            crate::log::say!("snug: the process cap (--max-procs {}) is not enforced here: {why}", limits.max_procs);
+        }
         CAP.store(limits.max_procs, std::sync::atomic::Ordering::Relaxed);
         MEMORY_BOUND.store(limits.memory.is_some(), std::sync::atomic::Ordering::Relaxed);
         let os = |what: String| failure(crate::error::OS_ERROR, what);

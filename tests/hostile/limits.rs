@@ -188,3 +188,34 @@ fn k5_b1_a_profiles_bounds_hold() {
     let (o, json) = run(&["bash", "-c", forks]);
     assert!(json["bounds_hit"]["forks_refused"].as_u64() >= Some(1), "{}: {json}", o.err);
 }
+
+/// K5: as root where snug can make no pids cgroup (here: a cgroup2 hierarchy without the pids
+/// controller mounted over /sys/fs/cgroup, in a mount namespace of the test's own), the
+/// `RLIMIT_NPROC` fallback binds nothing, since fork(2) exempts uid 0: the run says the cap
+/// is not enforced, and `doctor` warns. Positive control: before, the run said nothing and
+/// `doctor` printed "process cap  ok  RLIMIT_NPROC in the sandbox's user namespace" while
+/// 34 processes ran under `--max-procs 5`.
+#[test]
+fn k5_root_without_a_pids_cgroup_is_told_the_cap_does_not_hold() {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let snug = snug_for(Who::Root);
+    let script = format!(
+        "mount -t cgroup2 none /sys/fs/cgroup || exit 90; \
+         grep -qw pids /sys/fs/cgroup/cgroup.subtree_control && exit 91; \
+         {s} --max-procs 5 -- true; echo \"rc=$?\"; {s} doctor",
+        s = snug.display()
+    );
+    let o = run_bounded(Command::new("unshare").args(["-m", "sh", "-c", &script]), LIMIT);
+    if matches!(code(o.status), 90 | 91) {
+        println!("K5: skipped (no cgroup2 to mount here, or it has pids enabled: {})", code(o.status));
+        return;
+    }
+    assert!(o.out.contains("rc=0"), "{} {}", o.out, o.err);
+    let said: Vec<&str> = o.err.lines().filter(|l| l.contains("process cap")).collect();
+    assert_eq!(said.len(), 1, "{}", o.err);
+    assert!(said[0].starts_with("snug: the process cap (--max-procs 5) is not enforced here:"), "{}", said[0]);
+    let row = o.out.lines().find(|l| l.contains("process cap")).unwrap_or_default();
+    assert!(row.contains("unavailable") && !row.contains(" ok "), "{row}");
+}
