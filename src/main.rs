@@ -86,6 +86,16 @@ fn work() -> ! {
         usage.refused_forks = hits.forks_refused.or(usage.refused_forks);
         record.context().usage = Some(usage);
     }
+    // K5, O5: tmpfs pages belong to no process, so at a memory bound filled through them the
+    // OOM killer may take bwrap or init rather than the payload: the sandbox was killed at
+    // its bound, not lost by snug. It ends as a payload the OOM killer took (R3).
+    let outcome = match outcome {
+        Outcome::Fail(e) if error::code_of(&e) == error::INTERNAL && hits.oom_kills > Some(0) => {
+            log::say!("snug: the OOM killer ended the sandbox at its memory bound (--memory)");
+            Outcome::Signal(libc::SIGKILL)
+        }
+        o => o,
+    };
     record.hits(hits);
     bounds::cleanup(); // the sandbox is gone: remove this run's cgroups (SPEC K5)
     log::log!("cgroups removed");

@@ -247,6 +247,7 @@ impl RunRecord {
             }
             Some((_, st)) if libc::WIFSIGNALED(st) => EndedBy::PayloadSignal,
             Some(_) => EndedBy::Payload,
+            None if self.teardown.is_none() && self.hits.oom_kills > Some(0) => EndedBy::Oom,
             None => self.teardown.unwrap_or(EndedBy::SnugError),
         }
     }

@@ -219,3 +219,30 @@ fn k5_root_without_a_pids_cgroup_is_told_the_cap_does_not_hold() {
     let row = o.out.lines().find(|l| l.contains("process cap")).unwrap_or_default();
     assert!(row.contains("unavailable") && !row.contains(" ok "), "{row}");
 }
+
+/// K5, O5, R3: a memory bound filled through tmpfs (pages no process owns), where the OOM
+/// killer may take bwrap or init instead of the payload: snug ends as for a payload the OOM
+/// killer took (dies of SIGKILL, `ended_by: "oom"`) and says why in one line. Positive
+/// control: before, whenever bwrap was the victim, snug exited 70 "the sandbox ended without
+/// reporting the payload's status", `ended_by: "snug_error"`, with nothing naming the OOM.
+#[test]
+fn k5_o5_a_memory_bound_filled_through_tmpfs_ends_as_an_oom() {
+    let Some(dir) = root_with_memory_cgroup() else { return };
+    let report = dir.path().join("r.json");
+    let r = report.to_str().unwrap();
+    let fill = "head -c 200M /dev/zero > $HOME/x; echo wrote $?";
+    let o = run_bounded(
+        &mut snug_cmd(Who::Root, dir.path(), &["--report", r, "--memory", "50M", "--", "sh", "-c", fill]),
+        LIMIT,
+    );
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    println!("K5 tmpfs: exit {} err {:?} {json}", code(o.status), o.err);
+    if json["bounds_hit"]["oom_kills"].as_u64() == Some(0) {
+        // tmpfs gave ENOSPC first or the payload ended by itself: nothing to judge here.
+        assert_eq!(json["ended_by"], "payload", "{json}");
+        return;
+    }
+    assert_eq!(json["ended_by"], "oom", "{} {json}", o.err);
+    assert_eq!(code(o.status), 128 + libc::SIGKILL, "{}", o.err);
+    assert!(o.err.lines().all(|l| !l.contains("without reporting")), "{}", o.err);
+}
