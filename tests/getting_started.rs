@@ -216,6 +216,11 @@ fn o1_dry_run_line_runs_when_pasted() {
 fn o7_make_install_lays_out_everything() {
     let dest = tempfile::tempdir().expect("tempdir");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // `install` depends on `build`, which installs the built binary over SNUG: a private
+    // copy, so that the binary the other tests run never goes missing meanwhile (it did:
+    // "cp: cannot stat …/target/static/snug" in a test beside this one).
+    let own = dest.path().join("built-snug");
+    std::fs::copy(snug(), &own).expect("copy snug");
     let o = run_bounded(
         Command::new("make")
             .arg("-s")
@@ -223,7 +228,7 @@ fn o7_make_install_lays_out_everything() {
             .arg(format!("DESTDIR={}", dest.path().display()))
             .arg("PREFIX=/usr")
             .arg("CARGO=true")
-            .arg(format!("SNUG={}", snug().display()))
+            .arg(format!("SNUG={}", own.display()))
             .current_dir(root),
         Duration::from_secs(60),
     );

@@ -188,9 +188,11 @@ impl Host {
 /// (`/sys/fs/cgroup/CONTROLLER` for v1, `/sys/fs/cgroup` for v2 with `controller` ""),
 /// when a cgroup filesystem of that version is mounted there (`statfs(2)`) and the directory
 /// exists: then mountinfo need not be read. A hierarchy mounted from a subtree (a container
-/// without its own cgroup namespace) has no such directory, and mountinfo says where it is.
-/// Were another controller mounted under this one's name, the limit's file would be missing
-/// and the run would fail (71), not go unbounded.
+/// without its own cgroup namespace) has no such directory, and mountinfo says where it is,
+/// unless the subtree's paths happen to repeat snug's: then snug's cgroups land below that
+/// subtree, in the right hierarchy, so the bounds still hold. Were another controller
+/// mounted under this one's name, the limit's file would be missing and the run would fail
+/// (71), not go unbounded.
 fn conventional(controller: &str, path: &str) -> Option<PathBuf> {
     const CGROUP_SUPER_MAGIC: u64 = 0x0027_e0eb;
     const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
