@@ -61,7 +61,7 @@ impl Nest {
     /// exec'd: this read returns at once.
     ///
     /// # Errors
-    /// As [`nest`]'s; nest is reaped then. 70 when bwrap's CPU affinity cannot be given back
+    /// As [`nest`]'s; nest is reaped then. 71 when bwrap's CPU affinity cannot be given back
     /// (bwrap is then killed: no sandbox runs on fewer CPUs than its caller's).
     pub fn ready(&mut self) -> Result<()> {
         // Before bwrap has its options, so that it forks nothing with the narrowed mask.
@@ -130,14 +130,7 @@ pub fn nest(argv: &[String], fds: Passed<'_>, pty: Option<(BorrowedFd<'_>, u32)>
     let own = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
     let (err_r, err_w) = pipe()?; // nest's setup errors; EOF once bwrap is exec'd
     let (bw_r, bw_w) = pipe()?; // bwrap's stderr
-    let (cg_ours, cg_theirs) = rustix::net::socketpair(
-        rustix::net::AddressFamily::UNIX,
-        rustix::net::SocketType::SEQPACKET,
-        rustix::net::SocketFlags::CLOEXEC,
-        None,
-    )
-    .map_err(std::io::Error::from)
-    .context("socketpair")?;
+    let (cg_ours, cg_theirs) = crate::live::socket::pair().context("socketpair")?;
     // The caller's stderr reaches init at fd 4; in terminal mode the pty's slave instead when
     // it was the caller's terminal (SPEC R2).
     let stderr = match pty {

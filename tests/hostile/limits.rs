@@ -120,29 +120,34 @@ fn root_with_memory_cgroup() -> Option<tempfile::TempDir> {
     Some(dir)
 }
 
+/// `snug --report DIR/r.json ARGS…` as root in `dir` with `env` added: what it said, and the
+/// report it wrote.
+fn reported(dir: &std::path::Path, args: &[&str], env: &[(&str, &std::path::Path)]) -> (Out, serde_json::Value) {
+    let report = dir.join("r.json");
+    let mut all = vec!["--report", report.to_str().unwrap()];
+    all.extend(args);
+    let mut c = snug_cmd(Who::Root, dir, &all);
+    for (name, value) in env {
+        c.env(name, value);
+    }
+    let o = run_bounded(&mut c, LIMIT);
+    let json = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    (o, json)
+}
+
 /// O5, K5: an OOM kill under `--memory` is `ended_by: "oom"` with the kill counted, and forks
 /// refused at the cap are counted, where a cgroup holds the bound (root here). Fails
 /// without the fix: `ended_by` was "payload_signal" and the report had no `bounds_hit`.
 #[test]
 fn o5_oom_and_refused_forks_reported() {
     let Some(dir) = root_with_memory_cgroup() else { return };
-    let report = dir.path().join("r.json");
-    let r = report.to_str().unwrap();
     let alloc = "$x = 'x' x (256 * 1024 * 1024)";
-    let o = run_bounded(
-        &mut snug_cmd(Who::Root, dir.path(), &["--report", r, "--memory", "64M", "--", "perl", "-e", alloc]),
-        LIMIT,
-    );
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (o, json) = reported(dir.path(), &["--memory", "64M", "--", "perl", "-e", alloc], &[]);
     println!("O5 oom: {json}");
     assert_eq!(json["ended_by"], "oom", "{}", o.err);
     assert!(json["bounds_hit"]["oom_kills"].as_u64() >= Some(1), "{json}");
     // Control in-test: with room, the same payload ends by itself and nothing is counted.
-    let o = run_bounded(
-        &mut snug_cmd(Who::Root, dir.path(), &["--report", r, "--memory", "1G", "--", "perl", "-e", alloc]),
-        LIMIT,
-    );
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (o, json) = reported(dir.path(), &["--memory", "1G", "--", "perl", "-e", alloc], &[]);
     assert_eq!(
         (json["ended_by"].as_str(), json["bounds_hit"]["oom_kills"].as_u64()),
         (Some("payload"), Some(0)),
@@ -150,11 +155,7 @@ fn o5_oom_and_refused_forks_reported() {
         o.err
     );
     let forks = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 5 & done 2>/dev/null; kill $(jobs -p) 2>/dev/null; true";
-    let _ = run_bounded(
-        &mut snug_cmd(Who::Root, dir.path(), &["--report", r, "--max-procs", "8", "--", "bash", "-c", forks]),
-        LIMIT,
-    );
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (_, json) = reported(dir.path(), &["--max-procs", "8", "--", "bash", "-c", forks], &[]);
     println!("O5 forks: {}", json["bounds_hit"]);
     assert!(json["bounds_hit"]["forks_refused"].as_u64() >= Some(1), "{json}");
 }
@@ -171,16 +172,11 @@ fn k5_b1_a_profiles_bounds_hold() {
     let cfg = dir.path().join("cfg/snug/profiles.d");
     std::fs::create_dir_all(&cfg).unwrap();
     std::fs::write(cfg.join("small.toml"), "memory = \"64M\"\nmax_procs = 8\n").unwrap();
-    let report = dir.path().join("r.json");
-    let r = report.to_str().unwrap();
+    let conf = dir.path().join("cfg");
     let run = |payload: &[&str]| {
-        let mut args = vec!["--report", r, "-p", "small", "--"];
+        let mut args = vec!["-p", "small", "--"];
         args.extend(payload);
-        let mut c = snug_cmd(Who::Root, dir.path(), &args);
-        c.env("XDG_CONFIG_HOME", dir.path().join("cfg"));
-        let o = run_bounded(&mut c, LIMIT);
-        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-        (o, json)
+        reported(dir.path(), &args, &[("XDG_CONFIG_HOME", &conf)])
     };
     let (o, json) = run(&["perl", "-e", "$x = 'x' x (256 * 1024 * 1024)"]);
     assert_eq!(json["ended_by"], "oom", "{}: {json}", o.err);
@@ -228,14 +224,8 @@ fn k5_root_without_a_pids_cgroup_is_told_the_cap_does_not_hold() {
 #[test]
 fn k5_o5_a_memory_bound_filled_through_tmpfs_ends_as_an_oom() {
     let Some(dir) = root_with_memory_cgroup() else { return };
-    let report = dir.path().join("r.json");
-    let r = report.to_str().unwrap();
     let fill = "head -c 200M /dev/zero > $HOME/x; echo wrote $?";
-    let o = run_bounded(
-        &mut snug_cmd(Who::Root, dir.path(), &["--report", r, "--memory", "50M", "--", "sh", "-c", fill]),
-        LIMIT,
-    );
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (o, json) = reported(dir.path(), &["--memory", "50M", "--", "sh", "-c", fill], &[]);
     println!("K5 tmpfs: exit {} err {:?} {json}", code(o.status), o.err);
     if json["bounds_hit"]["oom_kills"].as_u64() == Some(0) {
         // tmpfs gave ENOSPC first or the payload ended by itself: nothing to judge here.
