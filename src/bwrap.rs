@@ -170,12 +170,18 @@ fn target_exists(policy: &Policy) -> bool {
 /// the first regular, executable file wins).
 pub fn find_program(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
+    on_path(name)
+        .into_iter()
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// Where `name` may be on the caller's PATH, in PATH's order: each absolute directory
+/// joined with `name`. [`find_program`] takes the first executable file of them; nest makes
+/// the same choice itself from this list (`start::nest`).
+pub fn on_path(name: &str) -> Vec<PathBuf> {
     // Only $PATH (a default when unset), so the caller's PATH decides, for snug and doctor alike.
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path)
-        .filter(|d| d.is_absolute())
-        .map(|d| d.join(name))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+    std::env::split_paths(&path).filter(|d| d.is_absolute()).map(|d| d.join(name)).collect()
 }
 
 /// Golden-file checks shared by this module's and [`crate::dryrun`]'s tests.

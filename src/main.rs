@@ -194,7 +194,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).
     let runtime = live::runtime::prepare(args.dry_run);
     let found = match &begun {
-        Some(b) => b.bwrap(),
+        Some(b) => b.bwrap()?,
         None => launch::Bwrap::find()?,
     };
     let argv = launch::command_line(&policy, mode, args.jobs, runtime.as_deref(), &found)?;

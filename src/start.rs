@@ -100,7 +100,9 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
         .collect()
 }
 
-/// Clone nest and have it exec `argv` (bwrap) with an empty environment, with the channel at
+/// Clone nest and have it exec `argv` with an empty environment, the program being the first
+/// executable file of `program` (the places bwrap may be on PATH, [`crate::bwrap::on_path`]:
+/// nest looks while snug makes the cgroups, so a long PATH costs the start nothing), with the channel at
 /// fd 3, the caller's stderr at fd 4, `seccomp` at fd 5, the `payload_args` memfd at fd 6
 /// ([`crate::payload_args::ARGS_FD`]), `options` (the read end of the pipe bwrap reads its
 /// `--args` from, [`crate::sys::fds::BWRAP_ARGS_FD`]) at fd 8 and a pipe to snug at fd 2; in
@@ -111,18 +113,27 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 ///
 /// Between clone and exec the child makes only raw system calls (async-signal-safe):
 /// `setpgid`, `prctl(PR_SET_PDEATHSIG)`, `poll` on snug's own pidfd (a snug killed before
-/// the prctl is noticed), the id maps and mounts of [`nestproc`], `recvmsg` and `write` of
+/// the prctl is noticed), the id maps and mounts of [`nestproc`], `stat` of each place in
+/// `program`, `recvmsg` and `write` of
 /// the cgroups' entry files, `dup2`, `close_range`,
 /// [`sigseal::seal`], `execve`.
 ///
 /// # Errors
 /// 69 when the kernel refuses the namespaces (with the reason), 70 for other failures; the
-/// /proc mount's and the exec's come from [`Nest::ready`].
-pub fn nest(argv: &[String], fds: Passed<'_>, pty: Option<(BorrowedFd<'_>, u32)>) -> Result<Nest> {
+/// /proc mount's, the search's and the exec's come from [`Nest::ready`].
+pub fn nest(
+    program: &[std::path::PathBuf],
+    argv: &[String],
+    fds: Passed<'_>,
+    pty: Option<(BorrowedFd<'_>, u32)>,
+) -> Result<Nest> {
     let Passed { channel, seccomp, payload_args, options } = fds;
     use rustix::process::{getgid, getuid};
     let root = rustix::process::geteuid().is_root();
     let args = cstrings(argv)?;
+    let places = program.iter().map(|p| CString::new(p.as_os_str().as_encoded_bytes())).collect::<Result<Vec<_>, _>>();
+    let places = places.map_err(|_| failure(crate::error::USAGE, "PATH contains a NUL byte"))?;
+    let place_ptrs: Vec<*const libc::c_char> = places.iter().map(|p| p.as_ptr()).collect();
     let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     arg_ptrs.push(std::ptr::null());
     let env_ptrs: [*const libc::c_char; 1] = [std::ptr::null()];
@@ -154,6 +165,7 @@ pub fn nest(argv: &[String], fds: Passed<'_>, pty: Option<(BorrowedFd<'_>, u32)>
         fds: raw,
         pty: slave.as_ref().map(|(s, m)| (s.as_raw_fd(), *m)),
         cgroups: cg_theirs.as_raw_fd(),
+        program: &place_ptrs,
         argv: &arg_ptrs,
         envp: &env_ptrs,
     };
@@ -199,6 +211,7 @@ fn nest_failure(buf: &[u8], program: &str) -> anyhow::Error {
         return failure(UNAVAILABLE, nestproc::NestError { step, errno }.to_string());
     }
     match tag {
+        child::NOT_FOUND => failure(UNAVAILABLE, crate::launch::NO_BWRAP),
         child::BOUNDS => {
             let e = crate::error::strerror(errno);
             failure(OS_ERROR, format!("cannot put the sandbox under its bounds (cgroup or RLIMIT_NPROC): {e}"))

@@ -174,6 +174,65 @@ fn r4_own_failures_are_one_line_with_their_code() {
     }
 }
 
+/// R4, B1: nest looks bwrap up on the caller's PATH itself, while snug makes the cgroups,
+/// and picks what snug's own lookup picks: the first regular file with an execute bit (a
+/// file without one and a directory named bwrap are passed over), and that one runs. With
+/// none on PATH the run ends 69 with one line naming the package. Positive control: nest
+/// taking the first place that exists, executable or not, failed here (exit 69: "cannot
+/// run bwrap: Permission denied").
+#[test]
+fn r4_b1_bwrap_is_the_first_executable_file_on_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let real = std::env::split_paths(&path).map(|d| d.join("bwrap")).find(|p| p.is_file()).expect("bwrap on PATH");
+    for who in everyone() {
+        let dir = workdir(who);
+        let base = dir.path();
+        let (a, b, c) = (base.join("a"), base.join("b"), base.join("c"));
+        for d in [&a, &b, &c] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(a.join("bwrap"), "#!/bin/sh\nexit 99\n").unwrap();
+        std::fs::set_permissions(a.join("bwrap"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::create_dir(b.join("bwrap")).unwrap();
+        let ran = base.join("wrapper-ran");
+        // The comment keeps snug's reading of the file (it knows --disable-userns) true.
+        let wrapper = format!(
+            "#!/bin/sh\n# passes --disable-userns on\n: > '{}'\nexec '{}' \"$@\"\n",
+            ran.display(),
+            real.display()
+        );
+        std::fs::write(c.join("bwrap"), wrapper).unwrap();
+        std::fs::set_permissions(c.join("bwrap"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        if who == Who::User {
+            let (uid, gid) = test_user();
+            for p in [&a, &b, &c, &a.join("bwrap"), &b.join("bwrap"), &c.join("bwrap")] {
+                std::os::unix::fs::chown(p, Some(uid), Some(gid)).unwrap();
+            }
+        }
+        // PATH set by env(1) between setpriv and snug: the test's own lookups keep the caller's.
+        let with_path = |dirs: &[&Path]| {
+            let path = std::env::join_paths(dirs).unwrap().to_string_lossy().into_owned();
+            let mut argv = as_who(who);
+            argv.extend(["/usr/bin/env".into(), format!("PATH={path}")]);
+            argv.extend([snug_for(who).to_string_lossy().into_owned(), "--".into(), "true".into()]);
+            let mut cmd = Command::new(&argv[0]);
+            cmd.args(&argv[1..]).current_dir(base).stdin(Stdio::null());
+            if who == Who::User {
+                cmd.env("HOME", format!("/home/{TEST_USER}")).env("USER", TEST_USER).env("LOGNAME", TEST_USER);
+            }
+            cmd
+        };
+        let (usr, bin) = (Path::new("/usr/bin"), Path::new("/bin"));
+        let o = run_bounded(&mut with_path(&[&a, &b, &c, usr, bin]), LIMIT);
+        ok(who, &o);
+        assert!(ran.exists(), "{who:?}: the wrapper, the first executable bwrap on PATH, did not run");
+        let o = run_bounded(&mut with_path(&[&a, &b, &base.join("none")]), LIMIT);
+        assert_eq!(o.status.code(), Some(69), "{who:?}: {}", o.err);
+        assert_eq!(o.err, "snug: bwrap not found on PATH: install the Debian package bubblewrap\n", "{who:?}");
+    }
+}
+
 /// P1: DIR is writable (the file appears on the host, owned by the caller); DIR's parent
 /// and /usr are read-only, also for root inside.
 #[test]

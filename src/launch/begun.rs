@@ -17,24 +17,29 @@ use crate::start::{Nest, Passed};
 use crate::tty::CallerTty;
 use anyhow::{Context, Result};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A run begun: what [`super::run`] finishes once the policy is known.
 pub struct Begun {
     pub(super) signals: SignalFd,
     pub(super) tty: Option<CallerTty>,
     pub(super) pty: Option<Pty>,
-    /// bwrap's path.
-    pub(super) bwrap: PathBuf,
+    /// Where bwrap may be on PATH, in order; nest execs the first executable one.
+    pub(super) bwrap: Vec<PathBuf>,
     /// What follows bwrap's options on its command line ([`super::init_tail`]).
     pub(super) tail: Vec<String>,
     pub(super) attempt: Attempt,
 }
 
 impl Begun {
-    /// The bwrap this run uses, and what it knows: read now, while nest execs it.
-    pub fn bwrap(&self) -> Bwrap {
-        Bwrap { disable_userns: crate::bwrap::has_disable_userns(&self.bwrap), path: self.bwrap.clone() }
+    /// The bwrap this run uses, and what it knows: looked up and read now, while nest execs
+    /// it (nest makes the same choice from the same list, [`crate::start::nest`]).
+    ///
+    /// # Errors
+    /// As [`super::find_bwrap`]: no bwrap on PATH (nest fails the same way and is killed).
+    pub fn bwrap(&self) -> Result<Bwrap> {
+        let path = super::find_bwrap()?;
+        Ok(Bwrap { disable_userns: crate::bwrap::has_disable_userns(&path), path })
     }
 }
 
@@ -67,7 +72,7 @@ pub fn begin(
     }
     // Blocked before the clone, so a signal during start-up waits in the queue (G3).
     let signals = SignalFd::new(&caught).context("signalfd")?;
-    let bwrap = super::find_bwrap()?;
+    let bwrap = crate::bwrap::on_path("bwrap");
     // Terminal mode: the sandbox's own pty, with the caller's settings and size (SPEC T1).
     let pty = match &tty {
         Some(tty) => Some(crate::pty::open(tty).context("cannot open a pty for the sandbox (/dev/ptmx)")?),
@@ -95,7 +100,7 @@ pub(super) struct Attempt {
 impl Attempt {
     /// Clone nest for `shape`'s cgroups; bwrap waits for its options.
     pub(super) fn start(
-        bwrap: &Path,
+        bwrap: &[PathBuf],
         tail: &[String],
         pty: Option<&Pty>,
         tty: Option<&CallerTty>,
@@ -106,7 +111,7 @@ impl Attempt {
         let args = crate::payload_args::empty_memfd()?;
         let (options_r, options_w) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(std::io::Error::from).context("pipe")?;
-        let mut argv = vec![bwrap.to_string_lossy().into_owned()];
+        let mut argv = vec!["bwrap".to_string()];
         argv.extend(["--args".to_string(), crate::sys::fds::BWRAP_ARGS_FD.to_string()]);
         argv.extend(tail.iter().cloned());
         let mask = tty.map_or(0, CallerTty::stdio_mask);
@@ -117,7 +122,7 @@ impl Attempt {
             payload_args: args.as_fd(),
             options: options_r.as_fd(),
         };
-        let mut nest = crate::start::nest(&argv, passed, slave)?;
+        let mut nest = crate::start::nest(bwrap, &argv, passed, slave)?;
         let pinned = nest.pid1.as_fd().try_clone_to_owned().context("fcntl(F_DUPFD_CLOEXEC)")?;
         let options = OptionsPipe { write: Some(options_w), bwrap: Pinned::cloned(pinned, nest.pid1.host_pid) };
         // While nest sets its namespace up; it waits for them before it execs bwrap. An error
