@@ -6,8 +6,8 @@
 
 use rustix::io::Errno;
 use rustix::net::{
-    recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
-    SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+    recvmsg, sendmmsg, sendmsg, socketpair, AddressFamily, MMsgHdr, RecvAncillaryBuffer, RecvAncillaryMessage,
+    RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
 use snug_core::{Pid, Signal, WaitStatus};
 use std::io::{self, IoSlice, IoSliceMut};
@@ -179,6 +179,37 @@ impl Channel {
     /// The `sendmsg(2)` error (`EPIPE` when snug is gone).
     pub fn report(&self, r: Report, pass: Option<BorrowedFd<'_>>) -> io::Result<()> {
         self.send(r.to_bytes(), pass)
+    }
+
+    /// Send `reports` in order, each with its descriptor (`SCM_RIGHTS`) when given (init
+    /// side): one `sendmmsg(2)` for all of them, so snug is woken once, not once each (a
+    /// wake-up of the other CPU costs some 20 µs of the sender's time in a VM, SPEC B1).
+    ///
+    /// # Errors
+    /// The `sendmmsg(2)` error (`EPIPE` when snug is gone); what was sent before stays sent.
+    pub fn reports(&self, reports: &[(Report, Option<BorrowedFd<'_>>)]) -> io::Result<()> {
+        let frames: Vec<[u8; FRAME]> = reports.iter().map(|(r, _)| r.to_bytes()).collect();
+        let passed: Vec<Vec<BorrowedFd<'_>>> = reports.iter().map(|(_, f)| f.iter().copied().collect()).collect();
+        let mut spaces = vec![[MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))]; reports.len()];
+        let mut controls: Vec<SendAncillaryBuffer<'_, '_, '_>> =
+            spaces.iter_mut().map(|s| SendAncillaryBuffer::new(s)).collect();
+        for (control, fds) in controls.iter_mut().zip(&passed) {
+            if !fds.is_empty() {
+                control.push(SendAncillaryMessage::ScmRights(fds));
+            }
+        }
+        let iovs: Vec<[IoSlice<'_>; 1]> = frames.iter().map(|f| [IoSlice::new(f)]).collect();
+        let mut msgs: Vec<MMsgHdr<'_>> =
+            iovs.iter().zip(controls.iter_mut()).map(|(i, c)| MMsgHdr::new(i, c)).collect();
+        let mut done = 0;
+        while done < msgs.len() {
+            match sendmmsg(&self.fd, &mut msgs[done..], SendFlags::NOSIGNAL) {
+                Ok(n) => done += n.max(1),
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
     }
 
     /// Send an order (snug side) without blocking: `Ok(false)` when the socket buffer is

@@ -10,7 +10,7 @@ use crate::signals::SignalFd;
 use rustix::io::Errno;
 use snug_core::init::{Config, Jobs};
 use snug_core::{Pid, Signal};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 mod carry;
 mod exec;
@@ -82,9 +82,8 @@ fn run(
     // it go: at once, or once snug says go when the network must come up first (SPEC N3).
     let held = held::spawn_held(&program, &spec, pty.as_ref().map(|p| (p.as_raw_fd(), mode == "terminal-fg")))?;
     let me = crate::pidfd::open(std::process::id() as i32).map_err(errno)?;
-    chan.report(Report::Hello, Some(me.as_fd())).map_err(|_| Errno::PIPE)?;
     let payload = crate::pidfd::open(held.pid.raw()).ok();
-    let _ = chan.report(Report::Started(held.pid), payload.as_ref().map(|p| p.as_fd()));
+    let hello = serve::Hello { init: me, payload };
     // SPEC L3, L4: `snug exec` and what is left after the main process.
     let jobs = match jobs.and_then(|w| crate::live::Jobs::from_word(w)).unwrap_or_default() {
         crate::live::Jobs::Kill => Jobs::Kill,
@@ -94,7 +93,7 @@ fn run(
     let own_group = Pid(rustix::process::getpgrp().as_raw_nonzero().get());
     let cfg = Config { terminal: pty.is_some(), jobs, payload: held.pid, own_group, hold: spec.hold };
     let execs = exec::Execs::new(spec.env.clone());
-    Ok(serve::serve(chan, &signals, held, pty, cfg, execs))
+    Ok(serve::serve(chan, &signals, held, pty, cfg, execs, hello))
 }
 
 /// Init's own process as a sandbox's init: not dumpable, the caller's stderr on fd 2, a

@@ -47,6 +47,9 @@ use crate::cli::Command;
 use crate::end::Outcome;
 use crate::report::{EndedBy, RunRecord};
 
+#[global_allocator]
+static GLOBAL: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 fn main() {
     error::no_backtraces();
     // A panic must not unwind (between fork and exec, or through init): abort, as

@@ -19,9 +19,7 @@ impl Serve<'_> {
                 }
             }
             Effect::Signal(to, sig) => signal(to, sig),
-            Effect::Report(r) => {
-                let _ = self.chan.report(wire(r), None);
-            }
+            Effect::Report(r) => self.reports.push(wire(r)),
             Effect::Foreground(group) => {
                 if let (Some(pty), Some(g)) = (&self.pty, rustix::process::Pid::from_raw(group.raw())) {
                     let _ = rustix::termios::tcsetpgrp(pty, g);
@@ -71,9 +69,17 @@ fn wire(r: Report) -> Wire {
         Report::Exited(status) => Wire::Exited(status),
         Report::Empty => Wire::Empty,
         Report::ExecFailed(errno) => Wire::ExecFailed(errno),
-        Report::Leaving => {
-            let left = crate::report::count_sandbox(std::path::Path::new("/proc"));
-            Wire::Leaving(left)
-        }
+        Report::Leaving => Wire::Leaving(left()),
+    }
+}
+
+/// How many sandbox processes init leaves behind. Every one of them is init's descendant
+/// (orphans are reparented to the namespace's pid 1), so with no child left, `waitid(2)`'s
+/// ECHILD says none without reading `/proc`.
+fn left() -> Option<u32> {
+    use rustix::process::{waitid, WaitId, WaitIdOptions};
+    match waitid(WaitId::All, WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT) {
+        Err(rustix::io::Errno::CHILD) => Some(0),
+        _ => crate::report::count_sandbox(std::path::Path::new("/proc")),
     }
 }

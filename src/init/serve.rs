@@ -6,7 +6,7 @@
 use super::exec::{self, Execs};
 use super::held::Held;
 use super::procfs::Sandbox;
-use crate::channel::{Channel, Message, Received};
+use crate::channel::{Channel, Message, Received, Report};
 use crate::signals::SignalFd;
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::process::{wait, WaitOptions};
@@ -28,6 +28,8 @@ pub struct Serve<'a> {
     /// The payload's exec-error pipe, until it said something or reached EOF.
     pub(super) exec_err: Option<OwnedFd>,
     pub(super) execs: Execs,
+    /// Reports to send together once the effects in a row are carried out.
+    pub(super) reports: Vec<crate::channel::Report>,
 }
 
 /// One descriptor of the poll set, by name.
@@ -39,18 +41,54 @@ enum Slot {
     Exec(ExecId, exec::Fd),
 }
 
+/// What init says first: its own pidfd (hello) and the payload's (started).
+pub struct Hello {
+    /// init's pidfd.
+    pub init: OwnedFd,
+    /// The payload's pidfd, when it could be opened.
+    pub payload: Option<OwnedFd>,
+}
+
 /// Serve until init exits; the exit code.
-pub fn serve(chan: &Channel, signals: &SignalFd, held: Held, pty: Option<OwnedFd>, cfg: Config, execs: Execs) -> i32 {
-    let mut s = Serve { chan, signals, init: Init::new(cfg), pty, go: Some(held.go), exec_err: Some(held.err), execs };
-    match s.run() {
+pub fn serve(
+    chan: &Channel,
+    signals: &SignalFd,
+    held: Held,
+    pty: Option<OwnedFd>,
+    cfg: Config,
+    execs: Execs,
+    hello: Hello,
+) -> i32 {
+    let payload = cfg.payload;
+    let mut s = Serve {
+        chan,
+        signals,
+        init: Init::new(cfg),
+        pty,
+        go: Some(held.go),
+        exec_err: Some(held.err),
+        execs,
+        reports: Vec::new(),
+    };
+    match s.run(payload, hello) {
         ControlFlow::Break(code) => code,
         ControlFlow::Continue(()) => 1,
     }
 }
 
 impl Serve<'_> {
-    fn run(&mut self) -> ControlFlow<i32> {
+    fn run(&mut self, payload: Pid, hello: Hello) -> ControlFlow<i32> {
+        // The payload goes first (without the network, at once), then hello: snug's work on
+        // it overlaps the payload's exec instead of delaying it (SPEC B1). snug needs init's
+        // root only until init exits, which waits for snug's go.
         self.handle(Event::Start)?;
+        let said = [
+            (Report::Hello, Some(hello.init.as_fd())),
+            (Report::Started(payload), hello.payload.as_ref().map(|p| p.as_fd())),
+        ];
+        if self.chan.reports(&said).is_err() {
+            return ControlFlow::Break(1); // snug is gone
+        }
         loop {
             for slot in self.ready() {
                 self.on_ready(slot)?;
@@ -59,14 +97,31 @@ impl Serve<'_> {
         }
     }
 
-    /// Hand `ev` to the core and carry out its effects, in order.
+    /// Hand `ev` to the core and carry out its effects, in order; reports in a row go out
+    /// together ([`Channel::reports`]), before the next effect of another kind.
     pub(super) fn handle(&mut self, ev: Event) -> ControlFlow<i32> {
         let procs = Sandbox { pty: self.pty.as_ref().map(|p| p.as_fd()) };
         let effects = self.init.on(ev, &procs);
         for effect in effects {
-            self.carry(effect)?;
+            if !matches!(effect, init::Effect::Report(_)) {
+                self.send_reports();
+            }
+            let r = self.carry(effect);
+            if r.is_break() {
+                self.send_reports();
+            }
+            r?;
         }
+        self.send_reports();
         ControlFlow::Continue(())
+    }
+
+    /// Send the reports [`Serve::carry`] queued.
+    fn send_reports(&mut self) {
+        if !self.reports.is_empty() {
+            let batch: Vec<_> = std::mem::take(&mut self.reports).into_iter().map(|r| (r, None)).collect();
+            let _ = self.chan.reports(&batch);
+        }
     }
 
     /// Wait for descriptors; the ready ones, in the poll set's order: orders first (a Grace
