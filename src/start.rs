@@ -114,7 +114,7 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 /// Between clone and exec the child makes only raw system calls (async-signal-safe):
 /// `setpgid`, `prctl(PR_SET_PDEATHSIG)`, `poll` on snug's own pidfd (a snug killed before
 /// the prctl is noticed), the id maps and mounts of [`nestproc`], `stat` of each place in
-/// `program`, `recvmsg` and `write` of
+/// `program`, `recvmsg` (polled with `sched_yield` and `clock_gettime` for up to 1 ms) and `write` of
 /// the cgroups' entry files, `dup2`, `close_range`,
 /// [`sigseal::seal`], `execve`.
 ///
