@@ -249,6 +249,9 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     } {
         log::say!("snug: {hint}");
     }
+    // snug exits next, and these go with its memory (the kernel closes the watch's
+    // directories): freeing them one by one cost some 20 µs of every run's end (SPEC B1).
+    std::mem::forget((policy, request, argv, env, watch));
     Ok(outcome)
 }
 
