@@ -166,6 +166,9 @@ fn target_exists(policy: &Policy) -> bool {
         .is_some_and(|(m, resolved)| matches!(m.kind, MountKind::Ro | MountKind::Rw) || m.dest == resolved)
 }
 
+/// What snug says when no bwrap is on PATH (exit 69, SPEC R4).
+pub const NO_BWRAP: &str = "bwrap not found on PATH: install the Debian package bubblewrap";
+
 /// Find program `name` on the caller's PATH (execvp(3) rules:
 /// the first regular, executable file wins).
 pub fn find_program(name: &str) -> Option<PathBuf> {

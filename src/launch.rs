@@ -19,15 +19,12 @@ use begun::Attempt;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// What snug says when no bwrap is on PATH (exit 69, SPEC R4).
-pub const NO_BWRAP: &str = "bwrap not found on PATH: install the Debian package bubblewrap";
-
 /// `bwrap` on `$PATH`.
 ///
 /// # Errors
 /// 69 naming the Debian package when it is missing (SPEC R4).
 pub fn find_bwrap() -> Result<PathBuf> {
-    bwrap::find_program("bwrap").ok_or_else(|| failure(UNAVAILABLE, NO_BWRAP))
+    bwrap::find_program("bwrap").ok_or_else(|| failure(UNAVAILABLE, bwrap::NO_BWRAP))
 }
 
 /// The shared objects mapped into snug right now (`/proc/self/maps`, `proc(5)`): exactly

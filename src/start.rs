@@ -211,7 +211,7 @@ fn nest_failure(buf: &[u8], program: &str) -> anyhow::Error {
         return failure(UNAVAILABLE, nestproc::NestError { step, errno }.to_string());
     }
     match tag {
-        child::NOT_FOUND => failure(UNAVAILABLE, crate::launch::NO_BWRAP),
+        child::NOT_FOUND => failure(UNAVAILABLE, crate::bwrap::NO_BWRAP),
         child::BOUNDS => {
             let e = crate::error::strerror(errno);
             failure(OS_ERROR, format!("cannot put the sandbox under its bounds (cgroup or RLIMIT_NPROC): {e}"))
