@@ -184,7 +184,7 @@ pub fn run(
     (bind, jobs): (impl FnOnce() -> Result<Option<crate::live::server::Server>>, crate::live::Jobs),
 ) -> Result<Outcome> {
     let Plan { argv, mode, cmd, env, limits, hold } = *plan;
-    let Begun { signals, tty, pty, bwrap, tail, mut attempt } = begun;
+    let Begun { signals, tty, pty, bwrap, tail, ignored, mut attempt } = begun;
     let Some(options) = argv.len().checked_sub(tail.len()).filter(|&at| argv[at..] == tail[..]).map(|at| &argv[1..at])
     else {
         return Err(failure(crate::error::INTERNAL, "bwrap's command line does not end with init's"));
@@ -194,7 +194,7 @@ pub fn run(
         // entered other cgroups than this run needs. Rare; it costs one more nest.
         log!("the policy needs other cgroups than the command line said: nest started again");
         attempt.abandon();
-        attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), limits.shape())?;
+        attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), (limits.shape(), ignored))?;
     }
     crate::payload_args::fill(&attempt.args, cmd, env, hold)?;
     attempt.bounds.limit(limits, attempt.nest.pid1.host_pid)?;

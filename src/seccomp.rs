@@ -29,7 +29,6 @@
 
 use anyhow::{Context, Result};
 use bpf::{Asm, Insn, To};
-use std::io::{Seek, Write};
 use std::os::fd::OwnedFd;
 
 mod bpf;
@@ -159,20 +158,35 @@ fn fcntl_rules(a: &mut Asm, at: usize, deny: usize, allow: usize) {
     a.jeq(libc::O_ASYNC as u32, To::Label(deny), To::Label(allow));
 }
 
-/// The program written to a sealed-off memfd at offset 0, for bwrap's `--seccomp FD`.
+/// An empty memfd for bwrap's `--seccomp FD`, which [`fill`] writes the program into: made
+/// before nest is cloned (nest passes it on), filled after, while nest starts (SPEC B1).
 ///
 /// # Errors
-/// `memfd_create(2)` or write errors, or those of [`program`].
+/// `memfd_create(2)`'s.
 pub fn memfd() -> Result<OwnedFd> {
-    let prog = program()?;
     let fd = rustix::fs::memfd_create(c"snug-seccomp", rustix::fs::MemfdFlags::CLOEXEC)
         .map_err(std::io::Error::from)
         .context("memfd_create")?;
-    let mut file = std::fs::File::from(fd);
-    let bytes: Vec<u8> = prog.iter().flat_map(|i| i.to_bytes()).collect();
-    file.write_all(&bytes).context("writing the seccomp program")?;
-    file.rewind().context("rewinding the seccomp program")?;
-    Ok(file.into())
+    Ok(fd)
+}
+
+/// Write the program at offset 0 of `fd` ([`memfd`]) with `pwrite(2)`, which leaves the
+/// file offset, shared with nest's copy, at 0 for bwrap's read. Before bwrap has its options:
+/// it reads the program only then.
+///
+/// # Errors
+/// The write error, or those of [`program`].
+pub fn fill(fd: &OwnedFd) -> Result<()> {
+    let bytes: Vec<u8> = program()?.iter().flat_map(|i| i.to_bytes()).collect();
+    let mut done = 0;
+    while done < bytes.len() {
+        match rustix::io::pwrite(fd, &bytes[done..], done as u64) {
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(std::io::Error::from(e)).context("writing the seccomp program"),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

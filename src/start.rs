@@ -116,13 +116,14 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 /// the prctl is noticed), the id maps and mounts of [`nestproc`], `stat` of each place in
 /// `program`, `recvmsg` (polled with `sched_yield` and `clock_gettime` for up to 1 ms) and `write` of
 /// the cgroups' entry files, `dup2`, `close_range`,
-/// [`sigseal::seal`], `execve`.
+/// [`sigseal::seal_ignored`] of `ignored` (snug's ignored signals, which nest inherits),
+/// `execve`.
 ///
 /// # Errors
 /// 69 when the kernel refuses the namespaces (with the reason), 70 for other failures; the
 /// /proc mount's, the search's and the exec's come from [`Nest::ready`].
 pub fn nest(
-    program: &[std::path::PathBuf],
+    (program, ignored): (&[std::path::PathBuf], u64),
     argv: &[String],
     fds: Passed<'_>,
     pty: Option<(BorrowedFd<'_>, u32)>,
@@ -166,6 +167,7 @@ pub fn nest(
         pty: slave.as_ref().map(|(s, m)| (s.as_raw_fd(), *m)),
         cgroups: cg_theirs.as_raw_fd(),
         program: &place_ptrs,
+        ignored,
         argv: &arg_ptrs,
         envp: &env_ptrs,
     };

@@ -33,12 +33,36 @@ pub struct SealError(pub i32);
 /// # Errors
 /// [`SealError`] when the mask cannot be set; dispositions that cannot be read are skipped.
 pub fn seal() -> Result<(), SealError> {
+    seal_ignored(ignored())
+}
+
+/// The signals this process ignores now (1..=64 but SIGKILL and SIGSTOP), bit `n-1` for
+/// signal `n`: 62 raw `rt_sigaction(2)` queries. Async-signal-safe. A disposition that cannot
+/// be read counts as not ignored.
+pub fn ignored() -> u64 {
+    let mut mask = 0u64;
     for sig in 1..=SIGNAL_MAX {
         if sig == libc::SIGKILL || sig == libc::SIGSTOP {
             continue;
         }
         let mut old = KernelSigaction::default();
         if raw(Raw::Action(sig, None, Some(&mut old))).is_ok() && old.handler == libc::SIG_IGN {
+            mask |= 1u64 << (sig - 1);
+        }
+    }
+    mask
+}
+
+/// [`seal`] when the ignored signals are known: `ignored` as [`ignored`] gave it, read by
+/// the parent before `fork(2)` (the child inherits exactly those dispositions), so that the
+/// child makes one `rt_sigaction(2)` per ignored signal instead of 62 queries.
+/// Async-signal-safe and allocation-free.
+///
+/// # Errors
+/// As [`seal`].
+pub fn seal_ignored(ignored: u64) -> Result<(), SealError> {
+    for sig in 1..=SIGNAL_MAX {
+        if SigState::has(ignored, sig) && sig != libc::SIGKILL && sig != libc::SIGSTOP {
             let _ = raw(Raw::Action(sig, Some(&KernelSigaction::default()), None));
         }
     }
@@ -175,6 +199,12 @@ mod tests {
     use std::process::Command;
 
     fn status_of_cat(seal_first: bool) -> SigState {
+        status_of_cat_sealed(seal_first, false)
+    }
+
+    /// `cat /proc/self/status` from a child that blocks USR1 and ignores INT, HUP and 33,
+    /// then seals (with [`seal`], or `known`: [`seal_ignored`] of what [`ignored`] reads).
+    fn status_of_cat_sealed(seal_first: bool, known: bool) -> SigState {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new("cat");
         cmd.arg("/proc/self/status");
@@ -187,8 +217,11 @@ mod tests {
                 libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
                 libc::signal(libc::SIGINT, libc::SIG_IGN);
                 libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                let ign = KernelSigaction { handler: libc::SIG_IGN, ..KernelSigaction::default() };
+                let _ = raw(Raw::Action(33, Some(&ign), None));
                 if seal_first {
-                    seal().map_err(|e| io::Error::from_raw_os_error(e.0))?;
+                    let sealed = if known { seal_ignored(ignored()) } else { seal() };
+                    sealed.map_err(|e| io::Error::from_raw_os_error(e.0))?;
                 }
                 Ok(())
             });
@@ -207,6 +240,20 @@ mod tests {
         let sealed = status_of_cat(true);
         assert_eq!(sealed.blocked, 0, "SigBlk");
         assert_eq!(sealed.ignored, 0, "SigIgn");
+    }
+
+    /// S1 with the ignored signals read before the fork (what snug's nest does): the same
+    /// end state. Positive control: the unsealed child above shows INT, HUP and 33 ignored.
+    #[test]
+    fn s1_seal_ignored_clears_what_ignored_reads() {
+        let leaked = status_of_cat_sealed(false, false);
+        assert!(SigState::has(leaked.ignored, 33), "control: SIG_IGN on 33 should leak");
+        let sealed = status_of_cat_sealed(true, true);
+        assert_eq!((sealed.blocked, sealed.ignored), (0, 0), "SigBlk, SigIgn");
+        // This test process: what the kernel says it ignores (Rust ignores SIGPIPE).
+        let mine = ignored();
+        assert_eq!(mine, SigState::of(0).unwrap().ignored);
+        assert!(SigState::has(mine, libc::SIGPIPE));
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub struct Begun {
     pub(super) bwrap: Vec<PathBuf>,
     /// What follows bwrap's options on its command line ([`super::init_tail`]).
     pub(super) tail: Vec<String>,
+    /// The signals snug ignores, as nest inherits them ([`sigseal::ignored`]).
+    pub(super) ignored: u64,
     pub(super) attempt: Attempt,
 }
 
@@ -62,7 +64,9 @@ pub fn begin(
     signals::default(libc::SIGCHLD);
     // S2: what was ignored at start stays ignored and is never relayed.
     let all = crate::relay::caught();
-    let caught: Vec<i32> = all.iter().copied().filter(|s| !signals::ignored(*s)).collect();
+    // Read once: for S2 here, and for nest's seal (what nest inherits at the clone).
+    let ignoring = sigseal::ignored();
+    let caught: Vec<i32> = all.iter().copied().filter(|s| !sigseal::SigState::has(ignoring, *s)).collect();
     let ignored: Vec<i32> = all.iter().copied().filter(|s| !caught.contains(s)).collect();
     if !ignored.is_empty() {
         log!(
@@ -82,8 +86,8 @@ pub fn begin(
     // As if bwrap has `--disable-userns` (0.8.0, 2023): one without it, known only once
     // [`Begun::bwrap`] has read it, makes `run` start nest again with its cgroups.
     let shape = Shape { memory, nested_userns: allow_userns };
-    let attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), shape)?;
-    Ok(Begun { signals, tty, pty, bwrap, tail, attempt })
+    let attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), (shape, ignoring))?;
+    Ok(Begun { signals, tty, pty, bwrap, tail, ignored: ignoring, attempt })
 }
 
 /// One nest, waiting in bwrap for its options.
@@ -98,13 +102,14 @@ pub(super) struct Attempt {
 }
 
 impl Attempt {
-    /// Clone nest for `shape`'s cgroups; bwrap waits for its options.
+    /// Clone nest for `shape`'s cgroups, with snug's `ignored` signals for its seal; bwrap
+    /// waits for its options.
     pub(super) fn start(
         bwrap: &[PathBuf],
         tail: &[String],
         pty: Option<&Pty>,
         tty: Option<&CallerTty>,
-        shape: Shape,
+        (shape, ignored): (Shape, u64),
     ) -> Result<Attempt> {
         let (ours, theirs) = Channel::pair().context("socketpair")?;
         let seccomp = crate::seccomp::memfd()?;
@@ -122,13 +127,14 @@ impl Attempt {
             payload_args: args.as_fd(),
             options: options_r.as_fd(),
         };
-        let mut nest = crate::start::nest(bwrap, &argv, passed, slave)?;
+        let mut nest = crate::start::nest((bwrap, ignored), &argv, passed, slave)?;
         let pinned = nest.pid1.as_fd().try_clone_to_owned().context("fcntl(F_DUPFD_CLOEXEC)")?;
         let options = OptionsPipe { write: Some(options_w), bwrap: Pinned::cloned(pinned, nest.pid1.host_pid) };
         // While nest sets its namespace up; it waits for them before it execs bwrap. An error
         // here drops `options`, which kills nest.
         let mut bounds = crate::bounds::prepare(shape)?;
         nest.give_cgroups(&mut bounds)?;
+        crate::seccomp::fill(&seccomp)?;
         Ok(Attempt { nest, ours, args, bounds, options })
     }
 

@@ -11,7 +11,7 @@ use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 pub const NOT_FOUND: u8 = 0xfb;
 /// Error-pipe tag: entering the cgroups failed.
 pub const BOUNDS: u8 = 0xfc;
-/// Error-pipe tag: `sigseal::seal` failed.
+/// Error-pipe tag: `sigseal::seal_ignored` failed.
 const SEAL: u8 = 0xfd;
 /// Error-pipe tag: a `dup2(2)` failed.
 const DUP: u8 = 0xfe;
@@ -40,6 +40,8 @@ pub struct Plan<'a> {
     pub cgroups: RawFd,
     /// Where bwrap may be, in PATH's order: the first executable regular file is exec'd.
     pub program: &'a [*const libc::c_char],
+    /// The signals snug ignored at the clone ([`sigseal::ignored`]): the ones to reset.
+    pub ignored: u64,
     /// NULL-terminated argv of bwrap.
     pub argv: &'a [*const libc::c_char],
     /// NULL-terminated (empty) environment.
@@ -111,7 +113,7 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             // Nothing else the caller left open reaches the sandbox; bwrap closes
             // BWRAP_ARGS_FD once it has read its options.
             nestproc::cloexec_from(BWRAP_ARGS_FD as u32 + 1);
-            if let Err(e) = sigseal::seal() {
+            if let Err(e) = sigseal::seal_ignored(p.ignored) {
                 fail(SEAL, e.0);
             }
             libc::execve(program, p.argv.as_ptr(), p.envp.as_ptr());
