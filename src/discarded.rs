@@ -94,15 +94,27 @@ impl Watch {
         Watch { roots, home: policy.home.clone(), skip, profiles: policy.profiles.clone(), caches }
     }
 
-    /// Open the roots through the root of the sandbox's init, host pid `pid`; call before the
-    /// payload runs. What cannot be opened is left out (no summary for it).
+    /// Open the roots through the root of the sandbox's init, host pid `pid`, as init says
+    /// hello. What cannot be opened is left out (no summary for it).
     pub fn open(&mut self, pid: i32) {
         use rustix::fs::{open, Mode, OFlags};
+        let root = Path::new("/proc").join(pid.to_string()).join("root");
+        if let Ok(root) = open(&root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) {
+            self.open_in(&root);
+        }
+    }
+
+    /// Open each root below `root`, resolved inside it and through no symlink (`openat2(2)`,
+    /// `RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS`): the payload may already run, and could have
+    /// renamed the directory above its tmpfs and put a symlink to the host's home in its
+    /// place; such a root is not watched.
+    fn open_in(&mut self, root: &OwnedFd) {
+        use rustix::fs::{openat2, Mode, OFlags, ResolveFlags};
+        let how = ResolveFlags::IN_ROOT | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
         for r in &mut self.roots {
             let inner = r.dest.strip_prefix("/").unwrap_or(&r.dest);
-            let path = Path::new("/proc").join(pid.to_string()).join("root").join(inner);
             let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-            r.dir = open(&path, flags, Mode::empty()).ok();
+            r.dir = openat2(root, inner, flags, Mode::empty(), how).ok();
         }
     }
 

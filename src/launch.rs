@@ -195,6 +195,7 @@ pub fn run(
         log!("the policy needs other cgroups than the command line said: nest started again");
         attempt.abandon();
         attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), (limits.shape(), ignored))?;
+        attempt.nest.set_program(std::path::Path::new(&argv[0]));
     }
     crate::payload_args::fill(&attempt.args, cmd, env, hold)?;
     attempt.bounds.limit(limits, attempt.nest.pid1.host_pid)?;

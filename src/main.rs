@@ -189,15 +189,17 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     let (mode, tty) = mode::Mode::detect();
     // nest and bwrap start now, while the policy is resolved (SPEC B1); `--dry-run` starts
     // nothing.
-    let begun = match args.dry_run {
+    let mut begun = match args.dry_run {
         true => None,
         false => Some(launch::begin(mode, tty, args.jobs, args.memory.is_some(), args.allow_userns)?),
     };
+    // Before the policy: a missing bwrap is 69 whatever else is wrong (R4).
+    let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
     let Resolved { policy, request, raw_env, net } = resolve(args, &cmd, &name, record)?;
     // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).
     let runtime = live::runtime::prepare(args.dry_run);
-    let found = match &begun {
-        Some(b) => b.bwrap()?,
+    let found = match found {
+        Some(f) => f,
         None => launch::Bwrap::find()?,
     };
     let argv = launch::command_line(&policy, mode, args.jobs, runtime.as_deref(), &found)?;
@@ -228,7 +230,8 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     let seen = watch.clone();
     let mut net = net;
     let on_init: supervise::OnInit = Box::new(move |init| {
-        // Before the payload runs, so what is opened is the sandbox's own tmpfs (O8).
+        // As init says hello: its root is the sandbox's (O8); the payload may run already,
+        // so the watch resolves its directories inside that root, through no symlink.
         let mut w = seen.borrow_mut();
         w.open(init.host_pid);
         if init.exited() {

@@ -56,6 +56,12 @@ impl Nest {
         Ok(())
     }
 
+    /// The bwrap snug's own lookup found, named in an exec error instead of plain "bwrap"
+    /// (nest makes the same choice, [`nest`]).
+    pub fn set_program(&mut self, path: &std::path::Path) {
+        self.program = path.to_string_lossy().into_owned();
+    }
+
     /// Wait until nest has exec'd bwrap (its error pipe ends at the exec, `O_CLOEXEC`) or
     /// failed before it, and say which. By the time snug's policy is resolved nest has long
     /// exec'd: this read returns at once.

@@ -211,11 +211,12 @@ fn r4_b1_bwrap_is_the_first_executable_file_on_path() {
             }
         }
         // PATH set by env(1) between setpriv and snug: the test's own lookups keep the caller's.
-        let with_path = |dirs: &[&Path]| {
+        let with_path_args = |dirs: &[&Path], args: &[&str]| {
             let path = std::env::join_paths(dirs).unwrap().to_string_lossy().into_owned();
             let mut argv = as_who(who);
             argv.extend(["/usr/bin/env".into(), format!("PATH={path}")]);
-            argv.extend([snug_for(who).to_string_lossy().into_owned(), "--".into(), "true".into()]);
+            argv.push(snug_for(who).to_string_lossy().into_owned());
+            argv.extend(args.iter().map(|a| a.to_string()));
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..]).current_dir(base).stdin(Stdio::null());
             if who == Who::User {
@@ -223,13 +224,52 @@ fn r4_b1_bwrap_is_the_first_executable_file_on_path() {
             }
             cmd
         };
+        let with_path = |dirs: &[&Path]| with_path_args(dirs, &["--", "true"]);
         let (usr, bin) = (Path::new("/usr/bin"), Path::new("/bin"));
-        let o = run_bounded(&mut with_path(&[&a, &b, &c, usr, bin]), LIMIT);
+        // A directory the user cannot search, first, holding an executable bwrap: neither
+        // snug nor nest looks inside (nest looks before its user namespace maps the user's
+        // ids, which would let it). Positive control: nest looking after the id maps chose the
+        // locked one here (69: "cannot open …/locked/bwrap: Permission denied").
+        let locked = base.join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        let locked_ran = base.join("locked-ran");
+        std::fs::write(locked.join("bwrap"), format!("#!/bin/sh\n: > '{}'\n", locked_ran.display())).unwrap();
+        std::fs::set_permissions(locked.join("bwrap"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        if who == Who::User {
+            // The user's own: nest's capabilities cover its files once their ids are mapped.
+            let (uid, gid) = test_user();
+            for p in [&locked.join("bwrap"), &locked] {
+                std::os::unix::fs::chown(p, Some(uid), Some(gid)).unwrap();
+            }
+        }
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let first: Vec<&Path> =
+            if who == Who::User { vec![&locked, &a, &b, &c, usr, bin] } else { vec![&a, &b, &c, usr, bin] };
+        let o = run_bounded(&mut with_path(&first), LIMIT);
         ok(who, &o);
         assert!(ran.exists(), "{who:?}: the wrapper, the first executable bwrap on PATH, did not run");
-        let o = run_bounded(&mut with_path(&[&a, &b, &base.join("none")]), LIMIT);
+        assert!(!locked_ran.exists(), "{who:?}: the bwrap in a directory the caller cannot search ran");
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // With none on PATH: 69 and the package, before any error of the policy.
+        let none = [&*a, &*b, &base.join("none")];
+        for args in [&["--", "true"][..], &["-p", "nosuch", "--", "true"]] {
+            let o = run_bounded(&mut with_path_args(&none, args), LIMIT);
+            assert_eq!(o.status.code(), Some(69), "{who:?} {args:?}: {}", o.err);
+            assert_eq!(o.err, "snug: bwrap not found on PATH: install the Debian package bubblewrap\n", "{who:?}");
+        }
+        // A bwrap that cannot be exec'd is named by its path.
+        let d = base.join("d");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("bwrap"), "#!/nonexistent/interpreter\n").unwrap();
+        std::fs::set_permissions(d.join("bwrap"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        if who == Who::User {
+            let (uid, gid) = test_user();
+            std::os::unix::fs::chown(&d, Some(uid), Some(gid)).unwrap();
+        }
+        let o = run_bounded(&mut with_path(&[&d, usr, bin]), LIMIT);
         assert_eq!(o.status.code(), Some(69), "{who:?}: {}", o.err);
-        assert_eq!(o.err, "snug: bwrap not found on PATH: install the Debian package bubblewrap\n", "{who:?}");
+        let want = format!("snug: cannot run {}: No such file or directory", d.join("bwrap").display());
+        assert!(o.err.starts_with(&want) && o.err.lines().count() == 1, "{who:?}: {}", o.err);
     }
 }
 

@@ -83,3 +83,26 @@ fn o8_walk_is_bounded() {
     assert!(!s.complete && s.files < MAX_ENTRIES as u64, "{} {}", s.files, s.complete);
     assert!(s.line(&home).contains("wrote at least"), "{}", s.line(&home));
 }
+
+/// O8: a root is opened inside the sandbox's root and through no symlink. Here the "sandbox
+/// root" holds `home` as an absolute symlink to another directory, as a payload that renamed
+/// its `/home` and planted one could make it. Positive control: the open snug used before,
+/// NOFOLLOW on the last component only, reaches that other directory and would summarise it.
+#[test]
+fn o8_a_root_behind_a_symlink_is_not_watched() {
+    use rustix::fs::{open, openat, Mode, OFlags};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (root, host) = (dir.path().join("root"), dir.path().join("host"));
+    std::fs::create_dir_all(host.join("u")).expect("mkdir");
+    std::fs::write(host.join("u/secret"), "x").expect("write");
+    std::fs::create_dir_all(root.join("tmp")).expect("mkdir");
+    std::os::unix::fs::symlink(&host, root.join("home")).expect("symlink");
+    let fd = open(&root, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).expect("open root");
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW;
+    assert!(openat(&fd, "home/u", flags, Mode::empty()).is_ok(), "control: the plain open follows it");
+    let mut w = Watch::new(&policy(Path::new("/home/u")));
+    w.open_in(&fd);
+    assert!(w.roots.iter().find(|r| r.dest == Path::new("/home/u")).is_some_and(|r| r.dir.is_none()));
+    assert!(w.roots.iter().find(|r| r.dest == Path::new("/tmp")).is_some_and(|r| r.dir.is_some()), "/tmp opens");
+    assert_eq!(w.summary(), None, "nothing of the host's directory is summarised");
+}

@@ -39,8 +39,9 @@ impl Begun {
     ///
     /// # Errors
     /// As [`super::find_bwrap`]: no bwrap on PATH (nest fails the same way and is killed).
-    pub fn bwrap(&self) -> Result<Bwrap> {
+    pub fn bwrap(&mut self) -> Result<Bwrap> {
         let path = super::find_bwrap()?;
+        self.attempt.nest.set_program(&path);
         Ok(Bwrap { disable_userns: crate::bwrap::has_disable_userns(&path), path })
     }
 }

@@ -73,6 +73,11 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             if nestproc::own_group_tied_to(p.parent_pidfd).is_err() {
                 libc::_exit(INTERNAL);
             }
+            // bwrap on PATH, while snug makes the cgroups (PATHs of 15 directories are common).
+            // Before the id maps: once the caller's ids are mapped, nest's capabilities in its
+            // new user namespace cover the caller's files, and it could search a directory the
+            // caller cannot, where snug's own lookup would choose another bwrap.
+            let Some(program) = first_executable(p.program) else { fail(NOT_FOUND, libc::ENOENT) };
             // bwrap's stack is the main thread's: a tiny `ulimit -s` would crash it (R4).
             crate::stack::roomy_for_exec();
             if !p.root {
@@ -83,9 +88,6 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             if let Err(e) = nestproc::prepare() {
                 fail(e.step.code(), e.errno);
             }
-            // Here, while snug makes the cgroups: each place is a path lookup, about 4 µs for a
-            // directory without bwrap, and PATHs of 15 such directories are common.
-            let Some(program) = first_executable(p.program) else { fail(NOT_FOUND, libc::ENOENT) };
             // SPEC K5: enter this run's cgroups before bwrap, so every sandbox process is
             // born inside them; snug makes them meanwhile, and a snug that fails closes the
             // socket (or dies: the death signal ends this child).
