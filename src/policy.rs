@@ -8,8 +8,9 @@
 //!   parent is $HOME, $HOME stays an empty tmpfs: hiding the home directory is `@home`'s
 //!   promise, and a read-only bind of the parent would show all of it.
 //! - The base mounts `--dev /dev`, `--proc /proc`, `--tmpfs /tmp` lose to any profile at the
-//!   same path (`@tmp-shared`, or DIR's parent when DIR is `/tmp/x`), except that /dev and
-//!   /proc cannot be replaced at all: a private /proc is what hides host pids (SPEC X1).
+//!   same path (`@tmp-shared`), except that /dev and /proc cannot be replaced at all (a
+//!   private /proc is what hides host pids, SPEC X1), and that the private /tmp beats DIR's
+//!   parent when DIR is `/tmp/x`: the parent's read-only bind would show the host's /tmp.
 //! - Mounts are sorted by path, component by component, so a parent is always mounted
 //!   before anything below it and never covers it.
 
@@ -281,8 +282,21 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     }
     for (path, kind) in [("/dev", MountKind::Dev), ("/proc", MountKind::Proc), ("/tmp", MountKind::Tmpfs)] {
         let dest = PathBuf::from(path);
-        let profile = BASE.to_string();
-        mounts.entry(dest.clone()).or_insert(Mount { kind, src: None, dest, profile });
+        let base = Mount { kind, src: None, dest: dest.clone(), profile: BASE.to_string() };
+        match mounts.entry(dest) {
+            // DIR = /tmp/x: DIR's parent read-only would show the host's whole /tmp, its
+            // sockets too (an ssh-agent's). The private /tmp wins over `@parent-ro`, as `@home`'s
+            // tmpfs does when the parent is $HOME; DIR is still bound inside it.
+            std::collections::btree_map::Entry::Occupied(mut e)
+                if path == "/tmp" && e.get().kind == MountKind::Ro && e.get().profile == "@parent-ro" =>
+            {
+                e.insert(base);
+            }
+            std::collections::btree_map::Entry::Occupied(_) => {}
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(base);
+            }
+        }
     }
 
     Ok(Policy {

@@ -278,16 +278,25 @@ fn r4_b1_bwrap_is_the_first_executable_file_on_path() {
 #[test]
 fn p1_dir_writable_parent_and_usr_read_only() {
     for who in everyone() {
-        let dir = workdir(who);
+        let top = workdir(who);
+        // DIR below the work directory: its parent is a host directory (one directly in /tmp
+        // has the private /tmp as its parent, below).
+        let proj = top.path().join("proj");
+        std::fs::create_dir(&proj).unwrap();
+        if who == Who::User {
+            let (uid, gid) = test_user();
+            std::os::unix::fs::chown(&proj, Some(uid), Some(gid)).unwrap();
+        }
+        let dir = proj.as_path();
         let m = marker();
-        let o = snug_run(who, dir.path(), &["--", "touch", &format!("made-{m}")]);
+        let o = snug_run(who, dir, &["--", "touch", &format!("made-{m}")]);
         ok(who, &o);
-        let made = std::fs::metadata(dir.path().join(format!("made-{m}"))).expect("file written in DIR");
-        assert_eq!(made.uid(), std::fs::metadata(dir.path()).unwrap().uid(), "{who:?}: owner");
-        let parent = dir.path().parent().unwrap().join(format!("p1-{m}"));
+        let made = std::fs::metadata(dir.join(format!("made-{m}"))).expect("file written in DIR");
+        assert_eq!(made.uid(), std::fs::metadata(dir).unwrap().uid(), "{who:?}: owner");
+        let parent = dir.parent().unwrap().join(format!("p1-{m}"));
         let usr = format!("/usr/p1-{m}");
         for target in [parent.to_str().unwrap(), &usr] {
-            let o = snug_run(who, dir.path(), &["--", "touch", target]);
+            let o = snug_run(who, dir, &["--", "touch", target]);
             let exists = Path::new(target).exists();
             let _ = std::fs::remove_file(target);
             assert!(
@@ -297,6 +306,31 @@ fn p1_dir_writable_parent_and_usr_read_only() {
                 o.err
             );
         }
+    }
+}
+
+/// P1: with DIR directly in /tmp, /tmp is still the sandbox's own: a host file there is not
+/// seen, and what the payload writes there does not reach the host (DIR's parent read-only
+/// would have shown the host's /tmp, sockets included). Positive control: the build before
+/// this rule listed the host file and refused the write ("Read-only file system").
+#[test]
+fn p1_dir_directly_in_tmp_keeps_tmp_private() {
+    for who in everyone() {
+        let dir = workdir(who);
+        assert_eq!(dir.path().parent(), Some(Path::new("/tmp")));
+        let m = marker();
+        let secret = format!("/tmp/p1-host-{m}");
+        std::fs::write(&secret, "host").unwrap();
+        let made = format!("/tmp/p1-made-{m}");
+        let script = format!("ls /tmp; touch {made} && echo wrote");
+        let o = snug_run(who, dir.path(), &["--", "sh", "-c", &script]);
+        let _ = std::fs::remove_file(&secret);
+        let leaked = Path::new(&made).exists();
+        let _ = std::fs::remove_file(&made);
+        ok(who, &o);
+        assert!(!o.out.contains(&format!("p1-host-{m}")), "{who:?}: the host's /tmp is seen: {}", o.out);
+        assert!(o.out.contains("wrote") && !leaked, "{who:?}: {} {}", o.out, o.err);
+        assert!(o.out.contains(dir.path().file_name().unwrap().to_str().unwrap()), "{who:?}: DIR is in /tmp");
     }
 }
 

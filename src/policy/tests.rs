@@ -87,12 +87,19 @@ fn p1_clean_environment() {
     assert!(!mounts(&p).contains(&"tmpfs /home/u".to_string()));
 }
 
+/// DIR = /tmp/w: /tmp stays the private tmpfs (DIR's parent read-only would be the host's
+/// /tmp); @tmp-shared still shares it.
 #[test]
-fn p1_dir_under_tmp_keeps_its_parent_read_only() {
+fn p1_dir_directly_in_tmp_keeps_tmp_private() {
     let host = FakeHost::debian().dir("/tmp/w");
     let p = resolve_with(&request("/tmp/w", &[], false), &host).expect("ok");
     let m = mounts(&p);
-    assert!(m.contains(&"ro /tmp".to_string()) && m.contains(&"rw /tmp/w".to_string()), "{m:?}");
+    assert!(m.contains(&"tmpfs /tmp".to_string()) && m.contains(&"rw /tmp/w".to_string()), "{m:?}");
+    assert!(!m.contains(&"ro /tmp".to_string()), "{m:?}");
+    let sub = FakeHost::debian().dir("/tmp/w").dir("/tmp/w/sub");
+    let deeper = resolve_with(&request("/tmp/w/sub", &[], false), &sub).expect("ok");
+    let m = mounts(&deeper);
+    assert!(m.contains(&"tmpfs /tmp".to_string()) && m.contains(&"ro /tmp/w".to_string()), "{m:?}");
     let shared = resolve_with(&request("/tmp/w", &["@tmp-shared"], false), &host).expect("ok");
     assert!(mounts(&shared).contains(&"rw /tmp".to_string()));
 }
