@@ -282,20 +282,13 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     }
     for (path, kind) in [("/dev", MountKind::Dev), ("/proc", MountKind::Proc), ("/tmp", MountKind::Tmpfs)] {
         let dest = PathBuf::from(path);
-        let base = Mount { kind, src: None, dest: dest.clone(), profile: BASE.to_string() };
-        match mounts.entry(dest) {
-            // DIR = /tmp/x: DIR's parent read-only would show the host's whole /tmp, its
-            // sockets too (an ssh-agent's). The private /tmp wins over `@parent-ro`, as `@home`'s
-            // tmpfs does when the parent is $HOME; DIR is still bound inside it.
-            std::collections::btree_map::Entry::Occupied(mut e)
-                if path == "/tmp" && e.get().kind == MountKind::Ro && e.get().profile == "@parent-ro" =>
-            {
-                e.insert(base);
-            }
-            std::collections::btree_map::Entry::Occupied(_) => {}
-            std::collections::btree_map::Entry::Vacant(v) => {
-                v.insert(base);
-            }
+        // DIR = /tmp/x: DIR's parent read-only would show the host's whole /tmp, its sockets
+        // too (an ssh-agent's). The private /tmp wins over `@parent-ro`, as `@home`'s tmpfs
+        // does when the parent is $HOME; DIR is still bound inside it.
+        let parent_tmp = |m: &Mount| path == "/tmp" && m.kind == MountKind::Ro && m.profile == "@parent-ro";
+        if mounts.get(&dest).is_none_or(parent_tmp) {
+            let profile = BASE.to_string();
+            mounts.insert(dest.clone(), Mount { kind, src: None, dest, profile });
         }
     }
 

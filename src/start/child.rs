@@ -159,21 +159,17 @@ unsafe fn enter_cgroups(sock: RawFd) -> Result<(), i32> {
     // round yields, so that where nest shares snug's CPU snug goes on; at most 1 ms.
     let start = now_us();
     let got = loop {
-        let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT);
-        if n >= 0 || nestproc::errno() != libc::EAGAIN || now_us().wrapping_sub(start) > 1000 {
-            break n;
-        }
-        libc::sched_yield();
-    };
-    let got = if got < 0 && nestproc::errno() == libc::EAGAIN {
-        loop {
-            let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC);
-            if n >= 0 || nestproc::errno() != libc::EINTR {
-                break n;
+        let polling = now_us().wrapping_sub(start) <= 1000;
+        let flags = libc::MSG_CMSG_CLOEXEC | if polling { libc::MSG_DONTWAIT } else { 0 };
+        let n = libc::recvmsg(sock, &mut msg, flags);
+        match nestproc::errno() {
+            _ if n >= 0 => break n,
+            libc::EINTR => {}
+            libc::EAGAIN if polling => {
+                libc::sched_yield();
             }
+            _ => break n,
         }
-    } else {
-        got
     };
     match got {
         1 => {}
