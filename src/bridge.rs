@@ -8,6 +8,7 @@ use crate::tty::CallerTty;
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::termios::{self, LocalModes, SpecialCodeIndex};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 mod drain;
@@ -45,7 +46,10 @@ pub struct Bridge {
     /// to a session leader that closed its terminal and still runs, such as `snug exec`'s CMD
     /// between its last `close(2)` and its exit (L3, R3). Closed with the bridge.
     spent: Option<OwnedFd>,
-    to_tty: Vec<u8>,
+    /// Output read from the master and not yet written: at most [`CHUNK`], read on while
+    /// there is room, so the payload's writes and the caller's terminal's reads overlap
+    /// instead of taking turns (B8: taking turns left a core idle, 1.5× `cat` alone).
+    to_tty: VecDeque<u8>,
     to_master: Vec<u8>,
     /// Keys are copied (raw mode, the payload holds the pty's foreground).
     input: bool,
@@ -75,7 +79,7 @@ impl Bridge {
             tty,
             master: Some(master),
             spent: None,
-            to_tty: Vec::new(),
+            to_tty: VecDeque::with_capacity(CHUNK),
             to_master: Vec::new(),
             input: false,
             lnext: false,
@@ -209,7 +213,7 @@ impl Bridge {
             tty |= libc::POLLOUT;
         }
         let mut master = 0;
-        if self.to_tty.is_empty() {
+        if self.to_tty.len() < CHUNK {
             master |= libc::POLLIN;
         }
         if !self.to_master.is_empty() {
@@ -226,7 +230,7 @@ impl Bridge {
     /// Act on [`Bridge::poll_fds`]' results.
     pub fn on_ready(&mut self, ready: &[libc::pollfd; 2], events: &mut Vec<Event>) {
         let (tty, master) = (ready[0].revents, ready[1].revents);
-        if master & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && self.to_tty.is_empty() {
+        if master & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && self.to_tty.len() < CHUNK {
             self.read_master();
         }
         if !self.to_tty.is_empty() {
@@ -246,14 +250,16 @@ impl Bridge {
         }
     }
 
-    /// Read what the pty has, up to [`CHUNK`]: every read the master answers at once (it
-    /// hands out about 2 KiB a read), so one write to the caller's terminal carries it all.
+    /// Read what the pty has, up to [`CHUNK`] waiting in all: every read the master answers
+    /// at once (it hands out about 2 KiB a read), so one write to the caller's terminal
+    /// carries it all.
     fn read_master(&mut self) {
         let Some(m) = &self.master else { return };
-        let buf = &mut self.scratch;
+        let room = CHUNK.saturating_sub(self.to_tty.len());
+        let buf = &mut self.scratch[..room];
         let mut got = 0;
         let mut closed = false;
-        while got < CHUNK {
+        while got < room {
             match rustix::io::read(m, &mut buf[got..]) {
                 Ok(n) if n > 0 => got += n,
                 Err(Errno::INTR) => {}
@@ -271,8 +277,7 @@ impl Bridge {
         if got == 0 {
             return;
         }
-        self.to_tty.clear();
-        self.to_tty.extend_from_slice(&self.scratch[..got]);
+        self.to_tty.extend(&self.scratch[..got]);
         if self.input {
             // The payload may have changed its signal keys (went raw): follow them.
             if let Some(t) = self.pty_settings() {
@@ -293,7 +298,7 @@ impl Bridge {
             }
             return;
         }
-        match rustix::io::write(self.tty.fd(), &self.to_tty) {
+        match rustix::io::write(self.tty.fd(), self.to_tty.as_slices().0) {
             Ok(n) => {
                 self.to_tty.drain(..n);
             }

@@ -12,8 +12,8 @@
 //! snug that made the row fail.
 //!
 //! The rows: terminal/tty.rs (T1, SIGWINCH, T9), terminal/signals.rs (T2–T4),
-//! terminal/jobs.rs (T5–T8), terminal/old_kernel.rs (T5 under an emulated pre-6.9 kernel,
-//! R6). This file holds what they share.
+//! terminal/jobs.rs (T5–T8), terminal/output.rs (T14), terminal/old_kernel.rs (T5 under an
+//! emulated pre-6.9 kernel, R6). This file holds what they share.
 
 mod common;
 #[path = "terminal/handback.rs"]

@@ -54,3 +54,67 @@ fn t14_output_held_when_the_sandbox_ends_is_drained_to_the_last_byte() {
     };
     parallel(&row, &[]);
 }
+
+/// Lines of the held-back payload: about 3.9 MB with the pty's CR LF, sixty times what snug's
+/// bridge may hold (64 KiB), so a bridge that buffered without bound would take it all.
+const HELD: u32 = 500_000;
+
+/// Whether `pid` is asleep in `write(2)` (`/proc/PID/syscall`, `proc_pid_syscall(5)`).
+fn writing(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+        .is_ok_and(|s| s.starts_with(&format!("{} ", libc::SYS_write)))
+}
+
+/// T14's back-pressure: while nothing reads the caller's terminal, the payload's writes block
+/// once snug's bridge holds its 64 KiB (snug stays small and the payload waits, as it would
+/// on the caller's terminal itself); once the terminal reads again, every line shows in order.
+/// Positive control: fails against snug built with the bridge reading the master whatever it
+/// holds (`to_tty.len() < CHUNK` made `true` in `poll_fds` and `on_ready`, run with
+/// `SNUG_UNDER_TEST`), as root and as the user: "seq ended while nothing read".
+#[test]
+fn t14_a_terminal_that_reads_nothing_holds_the_payload_back() {
+    let row = |who: Who| {
+        let (mut t, dir) = caller(who, "T14 back-pressure");
+        let m = marker();
+        let body = format!("while [ ! -e \"$1\" ]; do sleep 0.01; done\nexec seq 1 {HELD}\n");
+        let s = scripts::write(dir.path(), "held.sh", &body);
+        let go = dir.path().join(format!("go-{m}"));
+        t.line(&snug_line(&format!("sh {s} {} {m}", go.display())));
+        let payload = crate::own_pid(&mut t, &format!("sh {s}"));
+        let snug = t.snug_pid();
+        // From here on nothing reads the caller's terminal until the payload is seen held.
+        std::fs::write(&go, "").expect("write the go file");
+        let (end, mut since) = (Instant::now() + Duration::from_secs(20), None::<Instant>);
+        let held = loop {
+            let now = Instant::now();
+            if !Path::new(&format!("/proc/{payload}")).exists() || now >= end {
+                break false;
+            }
+            // Held: asleep in write(2) for 500 ms on end, sampled every 5 ms.
+            since = if writing(payload) { since.or(Some(now)) } else { None };
+            if since.is_some_and(|s| now - s >= Duration::from_millis(500)) {
+                break true;
+            }
+            std::thread::sleep(Duration::from_millis(5)); // Kept: the test may not read meanwhile
+        };
+        let hwm = crate::common::read_text(Path::new(&format!("/proc/{snug}/status")))
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .unwrap_or_default()
+            .to_string();
+        eprintln!("T14 {who:?}: payload held {held}; snug's {hwm}");
+        if !held {
+            t.fail(&format!("{who:?}: seq ended while nothing read (or was never held in write(2))"));
+        }
+        t.expect(PROMPT);
+        let rc = t.rc();
+        let text = t.text();
+        let mut want = 1..=HELD;
+        let in_order = text.lines().filter_map(|l| l.trim().parse::<u32>().ok()).all(|n| want.next() == Some(n));
+        if !in_order || want.next().is_some() {
+            t.fail(&format!("{who:?}: not every line of 1..={HELD} shown in order"));
+        }
+        assert_eq!(rc, 0, "{who:?}: snug's status");
+    };
+    parallel(&row, &[]);
+}
