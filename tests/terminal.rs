@@ -43,8 +43,18 @@ pub fn bwrap_path() -> String {
     found.canonicalize().unwrap_or(found).display().to_string()
 }
 
-/// Whether `pid` is blocked in `read(2)` of its fd 0 (`/proc/PID/syscall`, `proc_pid_syscall(5)`).
+/// Whether `pid` is blocked in the system call whose line in `/proc/PID/syscall` starts with
+/// `head` (the number, then its arguments in hex; `proc_pid_syscall(5)`).
+fn in_syscall(pid: i32, head: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/syscall")).is_ok_and(|s| s.starts_with(head))
+}
+
+/// Whether `pid` is blocked in `read(2)` of its fd 0.
 pub fn reading_stdin(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
-        .is_ok_and(|s| s.starts_with(&format!("{} 0x0 ", libc::SYS_read)))
+    in_syscall(pid, &format!("{} 0x0 ", libc::SYS_read))
+}
+
+/// Whether `pid` is blocked in `write(2)`.
+pub fn writing(pid: i32) -> bool {
+    in_syscall(pid, &format!("{} ", libc::SYS_write))
 }

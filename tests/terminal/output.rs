@@ -3,7 +3,7 @@
 
 use crate::common::{marker, Who};
 use crate::pty::{scripts, PROMPT};
-use crate::{bwrap_path, caller, parallel, snug_line};
+use crate::{bwrap_path, caller, parallel, snug_line, writing};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -58,12 +58,6 @@ fn t14_output_held_when_the_sandbox_ends_is_drained_to_the_last_byte() {
 /// Lines of the held-back payload: about 3.9 MB with the pty's CR LF, sixty times what snug's
 /// bridge may hold (64 KiB), so a bridge that buffered without bound would take it all.
 const HELD: u32 = 500_000;
-
-/// Whether `pid` is asleep in `write(2)` (`/proc/PID/syscall`, `proc_pid_syscall(5)`).
-fn writing(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
-        .is_ok_and(|s| s.starts_with(&format!("{} ", libc::SYS_write)))
-}
 
 /// T14's back-pressure: while nothing reads the caller's terminal, the payload's writes block
 /// once snug's bridge holds its 64 KiB (snug stays small and the payload waits, as it would
