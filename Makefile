@@ -87,6 +87,7 @@ gate: rows
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 	scripts/import-cycles
+	$(MAKE) mutants
 	$(MAKE) test
 
 bench: build
@@ -105,6 +106,7 @@ soak: build
 # in parallel (default 1: the machine is shared). `cargo install cargo-mutants --locked`.
 MUTANTS_JOBS ?= 1
 mutants:
+	@command -v cargo-mutants >/dev/null || { echo "make mutants: cargo-mutants missing: cargo install cargo-mutants --locked" >&2; exit 69; }
 	$(CARGO) mutants --package snug-core --jobs $(MUTANTS_JOBS)
 
 clean:

@@ -170,12 +170,12 @@ impl Init {
     fn order(&mut self, o: Order, procs: &impl Procs) -> Vec<Effect> {
         let relay = |sig| Effect::Signal(Target::All, sig);
         match o {
-            Order::Go if self.go => Vec::new(),
             Order::Go if self.payload == Payload::Held => {
                 self.go = true;
                 self.payload = Payload::Running;
                 vec![Effect::Go]
             }
+            // A second go finds nothing left to take: `leave` defers only before the first.
             Order::Go => {
                 self.go = true;
                 std::mem::take(&mut self.leaving)

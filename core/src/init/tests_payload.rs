@@ -329,6 +329,24 @@ fn b1_o8_unheld_payload_starts_at_once_and_init_leaves_after_the_go() {
             want: &leave,
         },
         Row {
+            // Fails with the guard on the sandbox being empty dropped: init reported the
+            // sandbox empty and its exit lost the `Leaving` report waiting for the go.
+            id: "O8 sandbox empty while the exit waits for the go: init stays",
+            cfg: FREE,
+            before: &[Event::Start, EXEC_DONE, ended(status)],
+            procs: GONE,
+            ev: Event::NoChildren,
+            want: &[],
+        },
+        Row {
+            id: "O8 empty, then the go: init leaves as the payload's end asked",
+            cfg: FREE,
+            before: &[Event::Start, EXEC_DONE, ended(status), Event::NoChildren],
+            procs: GONE,
+            ev: GO,
+            want: &leave,
+        },
+        Row {
             id: "O8 ended after the go: init leaves at once",
             cfg: FREE,
             before: &[Event::Start, GO, EXEC_DONE],
