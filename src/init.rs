@@ -3,6 +3,15 @@
 //! reaps orphans and reports to snug over the channel. As a namespace init it receives only
 //! signals it handles (`pid_namespaces(7)`), so the payload cannot kill it; when it exits the
 //! kernel kills the rest of the sandbox (SPEC R5).
+//!
+//! Failures, one rule (as catatonit and bubblewrap have one): before the loop, every failure
+//! is fatal — init reports `InitFailed` with the errno and exits, so the run ends as snug's
+//! own error (R4) instead of a payload started in a state snug did not mean; that includes
+//! the security settings (not dumpable, the channel and the pty close-on-exec), whose silent
+//! failure would hand the payload init's descriptors. Inside the loop an effect that fails
+//! (a signal to a group that just emptied, a foreground change to a group that left) is
+//! dropped: the kernel's next event (a child reaped, the sandbox empty) tells the state
+//! machine what became of it, and init must keep reaping whatever else goes wrong.
 
 use crate::channel::{Channel, Report, INIT_FD, PTY_FD, STDERR_FD};
 use crate::payload_args::ARGS_FD;
@@ -102,8 +111,8 @@ fn run(
 fn settle(chan: &Channel, stderr: OwnedFd, pty: Option<&OwnedFd>) -> Result<SignalFd, Errno> {
     use rustix::process::{set_dumpable_behavior, setsid, DumpableBehavior};
     // The payload runs as the same uid: keep it from opening our descriptors via /proc.
-    let _ = set_dumpable_behavior(DumpableBehavior::NotDumpable);
-    let _ = rustix::io::fcntl_setfd(chan, rustix::io::FdFlags::CLOEXEC);
+    set_dumpable_behavior(DumpableBehavior::NotDumpable)?;
+    rustix::io::fcntl_setfd(chan, rustix::io::FdFlags::CLOEXEC)?;
     // fd 2 is bwrap's error pipe to snug: put the caller's stderr back (SPEC R2).
     rustix::stdio::dup2_stderr(&stderr)?;
     drop(stderr);
@@ -113,7 +122,7 @@ fn settle(chan: &Channel, stderr: OwnedFd, pty: Option<&OwnedFd>) -> Result<Sign
     setsid()?;
     if let Some(pty) = pty {
         rustix::process::ioctl_tiocsctty(pty)?;
-        let _ = rustix::io::fcntl_setfd(pty, rustix::io::FdFlags::CLOEXEC);
+        rustix::io::fcntl_setfd(pty, rustix::io::FdFlags::CLOEXEC)?;
     }
     let signals = SignalFd::new(&[Signal::CHLD, Signal::INT, Signal::QUIT, Signal::TERM, Signal::HUP].map(Signal::raw))
         .map_err(errno)?;
