@@ -97,7 +97,8 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
         // for a payload that is the host's uid 0 (bwrap(1), `--disable-userns`).
         argv.push("--disable-userns".to_string());
     }
-    for m in &policy.mounts {
+    // The protected paths' mounts after every policy mount, so that none covers them (SPEC P8).
+    for m in policy.mounts.iter().chain(&policy.protected) {
         let src = m.src.as_deref().map(s).unwrap_or_default();
         let dest = s(&m.dest);
         let words: Vec<String> = match m.kind {

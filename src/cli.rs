@@ -193,6 +193,8 @@ struct Cli {
     /// Pass NAME with the caller's value, or set NAME=VALUE (repeatable)
     #[arg(short = 'e', long = "env", value_name = "NAME[=VALUE]", help_heading = "Grants")]
     env: Vec<String>,
+    #[command(flatten)]
+    protect: unprotect::Unprotect,
     /// Write one JSON object saying how the run ended to PATH, or to descriptor N with fd:N
     #[arg(long, value_name = "PATH|fd:N", help_heading = "Runs under a harness")]
     report: Option<String>,
@@ -376,10 +378,9 @@ where
         max_procs: cli.max_procs,
         memory: cli.memory.as_deref().map(crate::bounds::parse_size_arg).transpose()?,
         cmd: cli.cmd,
-        grants: Grants { ro: cli.ro, rw: cli.rw, tmpfs: cli.tmpfs, env: cli.env },
+        grants: Grants { ro: cli.ro, rw: cli.rw, tmpfs: cli.tmpfs, env: cli.env, unprotect: cli.protect.paths },
         report: cli.report.as_deref().map(report_to).transpose()?,
         timeout: cli.timeout.as_deref().map(duration).transpose()?.filter(|d| !d.is_zero()),
-
         name: cli.name,
         jobs: cli.jobs.as_deref().and_then(crate::live::Jobs::from_word).unwrap_or_default(),
         no_project: cli.no_project,
@@ -392,6 +393,7 @@ pub fn definition() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
+mod unprotect;
 mod values;
 use values::{duration, report_to, usage_line};
 

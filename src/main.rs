@@ -28,6 +28,7 @@ mod policy;
 mod profiles;
 mod project;
 mod prompt;
+mod protect;
 mod pty;
 mod quote;
 mod relay;
@@ -195,7 +196,18 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // Before the policy: a missing bwrap is 69 whatever else is wrong (R4).
     let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
-    let Resolved { policy, request, raw_env, net } = resolve(args, &cmd, &name, record)?;
+    if !args.dry_run {
+        protect::placeholder::sweep(); // what a run killed with SIGKILL left (P8), before DIR is read
+    }
+    let Resolved { mut policy, request, raw_env, net } = resolve(args, &cmd, &name, record)?;
+    // P8: the protected paths, bound after the policy's mounts; the guard undoes the
+    // placeholders and moves aside what the payload made where git reads, also on an error.
+    let mut protection = protect::plan(&policy)?;
+    let _guard = match args.dry_run {
+        true => None,
+        false => Some(protect::placeholder::prepare(&mut protection, &name)?),
+    };
+    policy.protected = std::mem::take(&mut protection.mounts);
     // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).
     let runtime = live::runtime::prepare(args.dry_run);
     let found = match found {
@@ -213,7 +225,8 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         let mut extra: Vec<(&str, Vec<String>)> = vec![("payload", payload_args::lossy(&cmd))];
         extra.extend(net.iter().map(|n| ("pasta", n.dry_run_line())));
         let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
-        return print(with_name(with_bounds(text, &limits, args.json), &name, args.json));
+        let text = with_protection(with_bounds(text, &limits, args.json), &protection, args.json);
+        return print(with_name(text, &name, args.json));
     };
     if let Some(note) = cmd.first().filter(|_| !args.default_shell()).and_then(|c| c.to_str()) {
         if let Some(note) = policy::program::other_program(note, &policy) {
@@ -323,6 +336,19 @@ fn with_name(text: String, name: &str, json: bool) -> String {
         return text;
     };
     map.insert("name".into(), name.into());
+    serde_json::to_string_pretty(&map).unwrap_or(text) + "\n"
+}
+
+/// The dry-run plan with the protected paths (SPEC P8, O1) appended.
+fn with_protection(text: String, protection: &protect::Protection, json: bool) -> String {
+    let (lines, value) = protect::dry_run(protection);
+    if !json {
+        return text + &lines;
+    }
+    let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return text;
+    };
+    map.insert("protected".into(), value);
     serde_json::to_string_pretty(&map).unwrap_or(text) + "\n"
 }
 

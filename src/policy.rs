@@ -117,6 +117,10 @@ pub struct Policy {
     /// Nested user namespaces allowed (`allow_userns` in a profile, `--allow-userns`; SPEC
     /// X2); otherwise bwrap's `--disable-userns`.
     pub allow_userns: bool,
+    /// Paths `unprotect` and `--unprotect` lift, with what is below them (SPEC P8).
+    pub unprotect: Vec<PathBuf>,
+    /// Mounts that keep the protected paths read-only (SPEC P8, [`crate::protect`]), after `mounts`.
+    pub protected: Vec<Mount>,
 }
 
 impl Policy {
@@ -171,7 +175,8 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     // Named as the DIR argument: `snug /nope` is read as a directory, not a command (O7).
     let target = host.canonicalize(&dir).map_err(|e| {
-        failure(USAGE, format!("DIR {}: {}{}", dir.display(), io_text(&e), crate::hints::dir_hint(&dir)))
+        let why = crate::error::io_text(&e);
+        failure(USAGE, format!("DIR {}: {why}{}", dir.display(), crate::hints::dir_hint(&dir)))
     })?;
     // bwrap's command line is text: a path that is not UTF-8 would name another directory.
     if target.to_str().is_none() || home.to_str().is_none() {
@@ -206,6 +211,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let grants = grants::as_profiles(&req.grants, &req.host_env);
     let in_effect: Vec<String> = order.iter().map(|p| p.name.clone()).collect();
     order.extend(grants);
+    let unprotect = grants::lifted(&order, &vars)?;
 
     let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
@@ -303,6 +309,8 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         memory,
         create,
         allow_userns,
+        unprotect,
+        protected: Vec::new(),
     })
 }
 
@@ -319,15 +327,6 @@ pub fn expand_for(raw: &str, home: &Path, target: &Path, is_path: bool) -> anyho
         Ok(expand(raw, &vars)?.map(|p| p.to_string_lossy().into_owned()))
     } else {
         expand_value(raw, &vars).map(Some)
-    }
-}
-
-/// An io::Error's text without the trailing ` (os error N)`: the message is for people.
-fn io_text(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
     }
 }
 

@@ -111,6 +111,8 @@ pub struct Profile {
     /// value that is an absolute path to something on the host is also shown read-only
     /// there (`@net`'s proxy and CA variables, [`NET_VARS`]).
     pub pass: Vec<String>,
+    /// `unprotect`: protected paths (SPEC P8) this profile lets the payload write.
+    pub unprotect: Vec<String>,
     /// Builtins only: a writable (`rw`) directory missing on the host is created at the run
     /// instead of skipped (a toolchain's cache, SPEC O8), so what the payload caches persists.
     pub create_rw: bool,
@@ -135,6 +137,7 @@ impl Profile {
             memory: None,
             pass: Vec::new(),
             create_rw: false,
+            unprotect: Vec::new(),
         }
     }
 }

@@ -61,7 +61,9 @@ pub fn load(
     host: &dyn Host,
 ) -> anyhow::Result<Option<(Profile, Vec<String>)>> {
     let file = target.join(FILE);
-    if host.lstat(&file) == Entry::Missing {
+    // A directory there is no policy: it is the placeholder a run keeps there while
+    // `.snug.toml` is protected and missing (SPEC P8).
+    if matches!(host.lstat(&file), Entry::Missing | Entry::Dir) {
         return Ok(None);
     }
     let text = match host.read(&file) {

@@ -18,6 +18,8 @@ fn policy(home: &Path) -> Policy {
         memory: None,
         create: Vec::new(),
         allow_userns: false,
+        unprotect: Vec::new(),
+        protected: Vec::new(),
     }
 }
 

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::values::normalise;
-use super::{ask, io_text, Mount, MountKind, Policy};
+use super::{ask, Mount, MountKind, Policy};
+use crate::error::io_text;
 use crate::host::{Entry, Host};
 use crate::profiles::Profile;
 

@@ -22,6 +22,8 @@ pub struct Grants {
     pub tmpfs: Vec<String>,
     /// `-e NAME` or `-e NAME=VALUE`, repeatable, in order.
     pub env: Vec<String>,
+    /// `--unprotect PATH`, repeatable: a protected path (SPEC P8) the payload may write.
+    pub unprotect: Vec<String>,
 }
 
 /// The grants as profiles `--ro`, `--rw`, `--tmpfs`, `-e` (only those given). A relative
@@ -42,6 +44,11 @@ pub(super) fn as_profiles(g: &Grants, host_env: &[(String, String)]) -> Vec<Prof
             "--rw" => p.rw = paths,
             _ => p.tmpfs = paths,
         }
+        out.push(p);
+    }
+    if !g.unprotect.is_empty() {
+        let mut p = flag_profile("--unprotect");
+        p.unprotect = g.unprotect.iter().map(|raw| absolute(raw)).collect();
         out.push(p);
     }
     if !g.env.is_empty() {
@@ -118,6 +125,21 @@ pub fn check_env_entry(entry: &str) -> anyhow::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The paths every profile's `unprotect` names (SPEC P8), expanded and checked as a mount's.
+pub(super) fn lifted(order: &[Profile], vars: &super::values::Vars) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    for p in order {
+        for raw in &p.unprotect {
+            match super::values::expand(raw, vars) {
+                Ok(Some(path)) => out.push(path),
+                Ok(None) => {}
+                Err(e) => return Err(super::bad(p, "unprotect", raw, &e.to_string())),
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// How an env conflict names the one that set the second value: `profile NAME`, or the flag.

@@ -29,6 +29,9 @@ struct ProfileFile {
     memory: Option<String>,
     #[serde(default)]
     allow_userns: bool,
+    /// Protected paths the payload may write (SPEC P8).
+    #[serde(default)]
+    unprotect: Vec<String>,
     /// Only in a project's `.snug.toml` (SPEC P6): more profiles to add, as `-p`.
     profiles: Option<Vec<String>>,
 }
@@ -83,6 +86,7 @@ fn parse_any(name: &str, file: &Path, text: &str) -> anyhow::Result<(Profile, Op
         pass: Vec::new(),
         create_rw: false,
         allow_userns: parsed.allow_userns,
+        unprotect: parsed.unprotect,
     };
     Ok((profile, parsed.profiles))
 }

@@ -1,0 +1,84 @@
+//! git's part of the protected paths (SPEC P8): a repository's `.git` directory, or the
+//! `.git` file of a worktree or submodule and the git directory it names, and `commondir`,
+//! which sends git to another directory's config and hooks (gitrepository-layout(5)).
+
+use std::path::Path;
+
+use super::probe::{self, Kind};
+use super::{normalise, refused, Found, Missing, Planner};
+
+/// How many git directories deep `commondir` and `.git` files are followed.
+const MAX_DEPTH: usize = 3;
+
+impl Planner<'_> {
+    /// `.git` at the root `root`: a directory, a file naming a git directory, a symlink, or
+    /// nothing yet (then what the payload makes there is moved aside after the run).
+    pub(super) fn dot_git(&mut self, root: &Path) -> anyhow::Result<()> {
+        let dot = root.join(".git");
+        let Some((i, rel)) = self.locate(&dot) else { return Ok(()) };
+        match probe::probe(&self.roots[i].fd, &rel).map_err(|e| refused(&dot, e))? {
+            Kind::Dir(..) => self.gitdir(&dot, true, 0),
+            Kind::File(..) => {
+                if let Found::File(_) = self.candidate(&dot, Missing::Nothing)? {
+                    let text = probe::read_small(&self.roots[i].fd, &rel).unwrap_or_default();
+                    if let Some(named) = text.lines().next().and_then(|l| l.strip_prefix("gitdir:")) {
+                        let named = normalise(&root.join(named.trim()));
+                        self.named(&named, 1)?;
+                    }
+                }
+                Ok(())
+            }
+            Kind::Symlink(..) | Kind::Missing => {
+                if let Found::Symlink(target) = self.candidate(&dot, Missing::Aside)? {
+                    self.named(&target, 1)?;
+                }
+                Ok(())
+            }
+            Kind::NoParent => Ok(()),
+        }
+    }
+
+    /// The git directory `g`: its hooks and config, its `commondir` and the directory that
+    /// names, and with `modules` the hooks and config of each `modules/*`.
+    fn gitdir(&mut self, g: &Path, modules: bool, depth: usize) -> anyhow::Result<()> {
+        self.candidate(&g.join("hooks"), Missing::Dir)?;
+        self.candidate(&g.join("config"), Missing::File)?;
+        if depth >= MAX_DEPTH {
+            return Ok(());
+        }
+        if let Found::File(file) = self.candidate(&g.join("commondir"), Missing::Aside)? {
+            if let Some((i, rel)) = self.locate(&file) {
+                let text = probe::read_small(&self.roots[i].fd, &rel).unwrap_or_default();
+                let common = text.lines().next().unwrap_or_default().trim();
+                if !common.is_empty() {
+                    self.named(&normalise(&g.join(common)), depth + 1)?;
+                }
+            }
+        }
+        if !modules {
+            return Ok(());
+        }
+        let Some((i, rel)) = self.locate(&g.join("modules")) else { return Ok(()) };
+        let names = probe::subdirs(&self.roots[i].fd, &rel).map_err(|e| refused(&g.join("modules"), e))?;
+        for name in names {
+            let m = g.join("modules").join(name);
+            self.candidate(&m.join("hooks"), Missing::Dir)?;
+            self.candidate(&m.join("config"), Missing::File)?;
+        }
+        Ok(())
+    }
+
+    /// A git directory another one names (a `.git` file, a `.git` symlink, `commondir`): its
+    /// hooks and config when it lies in a writable root; watched when it does not exist yet.
+    fn named(&mut self, g: &Path, depth: usize) -> anyhow::Result<()> {
+        let Some((i, rel)) = self.locate(g) else {
+            self.outside(g)?;
+            return Ok(());
+        };
+        match probe::probe(&self.roots[i].fd, &rel).map_err(|e| refused(g, e))? {
+            Kind::Dir(..) => self.gitdir(g, false, depth),
+            Kind::Missing | Kind::Symlink(..) => self.candidate(g, Missing::Aside).map(|_| ()),
+            Kind::File(..) | Kind::NoParent => Ok(()),
+        }
+    }
+}
