@@ -31,7 +31,7 @@ fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
     let _ = writeln!(out, "network:  {net}");
     let _ = writeln!(out, "userns:   {}", userns(policy, argv));
     out.push_str("mounts:\n");
-    for m in &policy.mounts {
+    for m in policy.mounts.iter().chain(&policy.protected) {
         let dest = policy_path(&m.dest);
         let what = match (m.kind, &m.src) {
             (MountKind::Symlink, Some(t)) => format!("{dest} -> {}", policy_path(t)),
@@ -89,7 +89,7 @@ fn render_json(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
     let mut obj = json!({
         "mode": mode.word(),
         "profiles": policy.profiles,
-        "mounts": policy.mounts,
+        "mounts": policy.mounts.iter().chain(&policy.protected).collect::<Vec<_>>(),
         "env": env,
         "net": policy.net,
         "userns": if argv.iter().any(|a| a == "--disable-userns") { "disabled" } else { "allowed" },

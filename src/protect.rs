@@ -8,8 +8,8 @@
 //!   move a directory that merely has mounts below it, and a new `.git/hooks` would follow.
 //! - A missing one gets a placeholder (an empty directory, or an empty file inside `.git`)
 //!   bound read-only, made before the run and removed after it ([`placeholder`]); except
-//!   `.git` itself and `commondir`, where a placeholder breaks git: what the payload made
-//!   there is moved aside after the run ([`aside`]).
+//!   `.git` itself, `commondir` and `.gitmodules`, where a placeholder breaks git or shows in
+//!   it: what the payload made there is moved aside after the run ([`aside`]).
 //! - A symlink at a protected path cannot be bound over: it is watched like a missing
 //!   `.git`, and what it names is protected too when it lies in a writable root.
 //!
@@ -29,28 +29,6 @@ use std::path::{Component, Path, PathBuf};
 use crate::error::{failure, POLICY};
 use crate::policy::{Mount, MountKind, Policy};
 use probe::{Kind, Refused};
-
-/// The protected paths at the root of DIR and of every `rw` grant, as the docs and
-/// `snug profile show` list them.
-pub const LIST: [&str; 11] = [
-    ".git/hooks",
-    ".git/config",
-    ".git/commondir",
-    ".git/modules/*/config",
-    ".git/modules/*/hooks",
-    ".git as a file (a worktree or submodule): itself, and the hooks and config of the git directory it names",
-    ".gitmodules",
-    ".envrc",
-    ".vscode/",
-    ".idea/",
-    ".snug.toml",
-];
-
-/// What the toolchain profiles' writable caches risk (SPEC P8), for the README's and
-/// `snug profile show`'s words.
-pub const CACHES_RISK: &str = "its writable caches are a route to what the host's next build runs: \
-     a payload can change @rust's extracted registry sources (their build.rs), @go's module and \
-     build caches, pip's wheel cache, and the host's next build runs what it changed";
 
 /// [`Mount::profile`] of a protected path's read-only bind.
 pub const PROTECTED: &str = "(protected)";
@@ -146,7 +124,9 @@ pub fn plan(policy: &Policy) -> anyhow::Result<Protection> {
     for i in 0..p.roots.len() {
         let root = p.roots[i].path.clone();
         for (name, missing) in [
-            (".gitmodules", Missing::Dir),
+            // A placeholder directory makes git fetch warn, an empty file shows in git status
+            // and gets committed: what the payload makes is moved aside instead.
+            (".gitmodules", Missing::Aside),
             (".envrc", Missing::Dir),
             (".vscode", Missing::Dir),
             (".idea", Missing::Dir),

@@ -10,6 +10,22 @@ use crate::error::{failure, USAGE};
 use crate::host::{Entry, Host, RealHost};
 use crate::profiles::{host_dirs, load, SYS_ETC, SYS_LINKS};
 
+/// The protected paths at the root of DIR and of every `rw` grant (SPEC P8), as the docs
+/// and `snug profile show` list them ([`crate::protect`] finds them).
+pub const PROTECTED: [&str; 11] = [
+    ".git/hooks",
+    ".git/config",
+    ".git/commondir",
+    ".git/modules/*/config",
+    ".git/modules/*/hooks",
+    ".git as a file (a worktree or submodule): itself, and the hooks and config of the git directory it names",
+    ".gitmodules",
+    ".envrc",
+    ".vscode/",
+    ".idea/",
+    ".snug.toml",
+];
+
 /// `snug profile show NAME` for the caller: HOME from the environment, DIR = the current
 /// directory.
 ///
@@ -76,6 +92,10 @@ pub fn show_in(name: &str, dirs: &[PathBuf], host: &dyn Host, home: &Path, targe
         let names = p.pass.join(" ");
         let _ = writeln!(out, "  pass    {names}  (your values when set; a file or directory one names, read-only)");
     }
+    for raw in &p.unprotect {
+        let line = expand_for(raw, home, target, true).ok().flatten().unwrap_or_else(|| raw.clone());
+        let _ = writeln!(out, "  unprotect {line}  (the payload may write it)");
+    }
     for (k, v) in &p.env {
         let value = expand_for(v, home, target, false).ok().flatten().unwrap_or_else(|| v.clone());
         match k.strip_suffix('+') {
@@ -86,6 +106,17 @@ pub fn show_in(name: &str, dirs: &[PathBuf], host: &dyn Host, home: &Path, targe
                 let _ = writeln!(out, "  env     {k}={value}");
             }
         }
+    }
+    if !p.rw.is_empty() {
+        out.push_str(
+            "  protected at the root of each rw path (read-only to the payload; --unprotect PATH lifts one):\n",
+        );
+        for path in PROTECTED {
+            let _ = writeln!(out, "    {path}");
+        }
+    }
+    if p.create_rw {
+        let _ = writeln!(out, "  note: {}", crate::profiles::toolchains::CACHES_RISK);
     }
     Ok(out)
 }

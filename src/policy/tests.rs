@@ -243,6 +243,7 @@ fn p5_grants_follow_the_profile_rules_and_name_the_flag() {
         rw: vec!["{home}/proj/sub".into()],
         tmpfs: vec!["/opt/scratch".into()],
         env: vec!["TOKEN".into(), "X=1".into(), "UNSET".into()],
+        unprotect: vec!["{target}/.envrc".into()],
     };
     let p = resolve_with(&req, &host).expect("ok");
     let by = |dest: &str| p.mounts.iter().find(|m| m.dest == Path::new(dest)).map(|m| (m.kind, m.profile.as_str()));
@@ -253,6 +254,7 @@ fn p5_grants_follow_the_profile_rules_and_name_the_flag() {
     let env = |k: &str| p.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     assert_eq!((env("TOKEN"), env("X"), env("UNSET")), (Some("s"), Some("1"), None));
     assert_eq!(p.profiles, ["@sys", "@home", "@cwd-rw", "@parent-ro"]);
+    assert_eq!(p.unprotect, [PathBuf::from("/home/u/proj/.envrc")], "P8: --unprotect as a profile key");
 
     let fails = |g: crate::policy::Grants, profiles: &[&str]| {
         let mut req = request("/home/u/proj", profiles, false);

@@ -20,6 +20,13 @@ const NAMES: [&str; 6] = ["@rust", "@python", "@node", "@go", "@git", "@shell"];
 /// The toolchain builtins with writable caches, for the discarded-files summary's advice.
 pub const WITH_CACHES: [&str; 4] = ["@rust", "@python", "@node", "@go"];
 
+/// What a toolchain profile's writable caches risk (SPEC P8): said by `snug profile show`
+/// and the README; no protection covers it.
+pub const CACHES_RISK: &str = "these writable caches are a route to what the host's next build runs: \
+     a payload can change @rust's extracted registry sources (their build.rs), @go's module and \
+     build caches, @python's pip wheel cache or @node's package caches, and your next build on \
+     the host runs what it changed";
+
 /// What a toolchain profile shows: read-only and read-write paths (all optional), env
 /// entries, and directories prepended to PATH (first one first).
 struct Spec {

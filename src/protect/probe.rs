@@ -55,7 +55,9 @@ pub fn open_dir(root: &OwnedFd, rel: &Path) -> Result<Option<OwnedFd>, Refused> 
     if rel.as_os_str().is_empty() {
         return rustix::io::fcntl_dupfd_cloexec(root, 0).map(Some).map_err(Refused::Os);
     }
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    // RESOLVE_NO_SYMLINKS covers the last component too (ELOOP); O_NOFOLLOW would, with
+    // O_PATH, open a symlink itself and fail with ENOTDIR, which reads as missing.
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     match openat2(root, rel, flags, Mode::empty(), BENEATH) {
         Ok(fd) => Ok(Some(fd)),
         Err(Errno::NOENT | Errno::NOTDIR) => Ok(None),

@@ -1,1 +1,132 @@
+use super::*;
+use std::fs;
 
+/// A policy with DIR = `dir` read-write (the defaults' shape), `extra` mounts after it.
+fn policy(dir: &Path, extra: Vec<Mount>) -> Policy {
+    let rw = |p: &Path| Mount {
+        kind: MountKind::Rw,
+        src: Some(p.to_path_buf()),
+        dest: p.to_path_buf(),
+        profile: "@cwd-rw".into(),
+    };
+    let mut mounts = vec![rw(dir)];
+    mounts.extend(extra);
+    mounts.sort_by(|a, b| a.dest.cmp(&b.dest));
+    Policy {
+        profiles: vec![],
+        mounts,
+        env: vec![],
+        net: false,
+        target: dir.to_path_buf(),
+        home: PathBuf::from("/nonexistent"),
+        max_procs: None,
+        memory: None,
+        create: vec![],
+        allow_userns: false,
+        unprotect: vec![],
+        protected: vec![],
+    }
+}
+
+fn repo(dir: &Path) {
+    for d in [".git/hooks", ".git/objects", ".git/modules/sub/hooks", ".vscode"] {
+        fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    for f in [".git/config", ".git/HEAD", ".git/modules/sub/config", ".vscode/tasks.json", ".envrc"] {
+        fs::write(dir.join(f), "x").unwrap();
+    }
+}
+
+/// P8: existing paths bound read-only, missing ones a placeholder or watched, each directory
+/// between DIR and a protected path bound onto itself, parents before children.
+#[test]
+fn p8_plan_binds_pins_and_places() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().canonicalize().unwrap();
+    repo(&dir);
+    let p = plan(&policy(&dir, vec![])).unwrap();
+    let j = |s: &str| dir.join(s);
+    for b in [".git/hooks", ".git/config", ".git/modules/sub/hooks", ".git/modules/sub/config", ".vscode", ".envrc"] {
+        assert!(p.bound.contains(&j(b)), "{b}: {:?}", p.bound);
+    }
+    let places: Vec<&PathBuf> = p.placeholders.iter().map(|h| &h.path).collect();
+    assert_eq!(places, [&j(".idea"), &j(".snug.toml")]);
+    let watched: Vec<&PathBuf> = p.watched.iter().map(|w| &w.path).collect();
+    assert_eq!(watched, [&j(".git/commondir"), &j(".gitmodules")]);
+    let by = |d: &str| p.mounts.iter().find(|m| m.dest == j(d)).map(|m| (m.kind, m.profile.as_str()));
+    assert_eq!(by(".git"), Some((MountKind::Rw, PINNED)));
+    assert_eq!(by(".git/modules/sub"), Some((MountKind::Rw, PINNED)));
+    assert_eq!(by(".git/hooks"), Some((MountKind::Ro, PROTECTED)));
+    assert_eq!(by(".idea"), Some((MountKind::Ro, PLACEHOLDER)));
+    assert_eq!(by(".git/objects"), None);
+    let at = |d: &str| p.mounts.iter().position(|m| m.dest == j(d)).unwrap();
+    assert!(at(".git") < at(".git/hooks") && at(".git/modules") < at(".git/modules/sub/config"));
+}
+
+/// P8: `--unprotect` lifts a path and what is below it; a grant inside a protected path is
+/// refused (77) naming both, rather than covered or silently lifting it.
+#[test]
+fn p8_unprotect_lifts_and_a_grant_inside_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().canonicalize().unwrap();
+    repo(&dir);
+    let mut pol = policy(&dir, vec![]);
+    pol.unprotect = vec![dir.join(".git"), dir.join(".envrc")];
+    let p = plan(&pol).unwrap();
+    assert!(p.bound.iter().all(|b| !b.starts_with(dir.join(".git")) && *b != dir.join(".envrc")), "{:?}", p.bound);
+    assert!(p.lifted.contains(&dir.join(".git/hooks")) && p.lifted.contains(&dir.join(".envrc")));
+    let grant = Mount {
+        kind: MountKind::Rw,
+        src: Some(dir.join(".vscode")),
+        dest: dir.join(".vscode"),
+        profile: "--rw".into(),
+    };
+    let e = plan(&policy(&dir, vec![grant])).unwrap_err();
+    assert_eq!(crate::error::code_of(&e), POLICY);
+    assert!(e.to_string().contains("--unprotect"), "{e}");
+}
+
+/// P8: a `.git` file names a git directory in a writable root: its hooks, config and
+/// commondir are protected, and the directory commondir names; a `.git` symlink is watched
+/// and what it names protected; a symlink on the way is refused, never followed.
+#[test]
+fn p8_plan_follows_git_files_never_symlinks() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().canonicalize().unwrap();
+    let (main, wt) = (dir.join("main"), dir.join("wt"));
+    repo(&main);
+    fs::create_dir_all(main.join(".git/worktrees/wt")).unwrap();
+    fs::write(main.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+    fs::create_dir_all(&wt).unwrap();
+    fs::write(wt.join(".git"), format!("gitdir: {}\n", main.join(".git/worktrees/wt").display())).unwrap();
+    let pol = policy(
+        &wt,
+        vec![Mount { kind: MountKind::Rw, src: Some(main.clone()), dest: main.clone(), profile: "--rw".into() }],
+    );
+    let p = plan(&pol).unwrap();
+    let g = main.join(".git/worktrees/wt");
+    assert!(p.bound.contains(&wt.join(".git")) && p.bound.contains(&g.join("commondir")), "{:?}", p.bound);
+    assert!(p.placeholders.iter().any(|h| h.path == g.join("hooks")) && p.bound.contains(&main.join(".git/config")));
+
+    let link = dir.join("linked");
+    fs::create_dir_all(&link).unwrap();
+    std::os::unix::fs::symlink("../main/.git", link.join(".git")).unwrap();
+    let both = |d: &Path| {
+        let m = |p: &Path| Mount {
+            kind: MountKind::Rw,
+            src: Some(p.to_path_buf()),
+            dest: p.to_path_buf(),
+            profile: "--rw".into(),
+        };
+        policy(d, vec![m(&main)])
+    };
+    let p = plan(&both(&link)).unwrap();
+    assert!(p.watched.iter().any(|w| w.path == link.join(".git") && w.was.is_some()));
+    assert!(p.bound.contains(&main.join(".git/hooks")));
+
+    fs::remove_dir_all(main.join(".git/modules")).unwrap();
+    std::os::unix::fs::symlink("/tmp", main.join(".git/modules")).unwrap();
+    let e = plan(&policy(&main, vec![])).unwrap_err();
+    assert_eq!(crate::error::code_of(&e), POLICY, "{e}");
+    assert!(e.to_string().contains(".git/modules"), "{e}");
+}
