@@ -16,5 +16,7 @@ mod fown;
 mod limits;
 #[path = "hostile/profiles.rs"]
 mod profiles;
+#[path = "hostile/protect.rs"]
+mod protect;
 #[path = "hostile/userns.rs"]
 mod userns;
