@@ -119,7 +119,7 @@ fn p8_protected_paths_refuse_writes_and_renames() {
 /// config` and `git remote add` with a non-zero status, `git branch -u` and `checkout -b
 /// --track` with git's "could not write config file" although they exit 0 (the docs list
 /// them). The host's config is unchanged. Positive control once against the build without
-/// protection: all four config writes succeeded and the host's config held `x.y`.
+/// protection: `git config` exited 0 (the first assertion on config writes failed).
 #[test]
 fn p8_git_everyday_commands_work_inside() {
     for who in everyone() {
@@ -163,7 +163,8 @@ git checkout -q -b tr --track origin/main; echo "TRACK $?"
 /// core.fsmonitor) is moved aside after the run with one `snug: ` line, so the host's `git
 /// status` runs no fsmonitor. Control: with `--unprotect`, the host's git ran the payload's
 /// fsmonitor. Positive control once against the build without protection: every write
-/// worked, and `git status` on the host ran the fsmonitor.
+/// worked (`.git`, the named directory's config and commondir, the main repository's config
+/// and hook) and `mv` of the main repository's `.git` succeeded.
 #[test]
 fn p8_commondir_and_worktree_git_dir() {
     for who in everyone() {
@@ -223,7 +224,7 @@ fn p8_commondir_and_worktree_git_dir() {
 
 /// P8: a `.git` the payload makes where there was none is moved aside after the run, named
 /// in one `snug: ` line; with `--unprotect` it stays. Positive control once against the build
-/// without protection: `.git` stayed, its hook in place, and nothing was said.
+/// without protection: `.git` stayed in DIR with the payload's hook.
 #[test]
 fn p8_new_git_is_moved_aside() {
     for who in everyone() {
@@ -244,7 +245,8 @@ fn p8_new_git_is_moved_aside() {
 /// P8: the placeholders are gone after the run, and after a SIGKILL of snug (which leaves
 /// them: nothing of snug's runs then) the next run sweeps them: DIR holds what it held.
 /// Positive control: right after the SIGKILL the placeholders are there (asserted below);
-/// without the sweep the next run found them as the user's and left them.
+/// with the sweep left out, the next run took them for the user's own and left `.envrc`,
+/// `.idea`, `.snug.toml` and `.vscode` in DIR.
 #[test]
 fn p8_placeholders_go_also_after_sigkill() {
     for who in everyone() {
