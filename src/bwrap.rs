@@ -102,6 +102,9 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
         let src = m.src.as_deref().map(s).unwrap_or_default();
         let dest = s(&m.dest);
         let words: Vec<String> = match m.kind {
+            // A placeholder is made just before bwrap runs (SPEC P8); `-try` keeps a pasted
+            // `--dry-run` line, for which none was made, runnable.
+            MountKind::Ro if m.profile == crate::protect::PLACEHOLDER => vec!["--ro-bind-try".into(), src, dest],
             MountKind::Ro => vec!["--ro-bind".into(), src, dest],
             MountKind::Rw => vec!["--bind".into(), src, dest],
             MountKind::Tmpfs => vec!["--tmpfs".into(), dest],

@@ -196,9 +196,6 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // Before the policy: a missing bwrap is 69 whatever else is wrong (R4).
     let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
-    if !args.dry_run {
-        protect::placeholder::sweep(); // what a run killed with SIGKILL left (P8), before DIR is read
-    }
     let Resolved { mut policy, request, raw_env, net } = resolve(args, &cmd, &name, record)?;
     // P8: the protected paths, bound after the policy's mounts; the guard undoes the
     // placeholders and moves aside what the payload made where git reads, also on an error.

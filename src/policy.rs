@@ -175,7 +175,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     // Named as the DIR argument: `snug /nope` is read as a directory, not a command (O7).
     let target = host.canonicalize(&dir).map_err(|e| {
-        let why = crate::error::io_text(&e);
+        let why = values::io_text(&e);
         failure(USAGE, format!("DIR {}: {why}{}", dir.display(), crate::hints::dir_hint(&dir)))
     })?;
     // bwrap's command line is text: a path that is not UTF-8 would name another directory.

@@ -181,12 +181,17 @@ impl Planner<'_> {
             let why = format!("{} is a protected path and {} grants", abs.display(), m.profile);
             return Err(failure(POLICY, format!("{why} {}: add --unprotect {}", m.dest.display(), abs.display())));
         }
-        // Another mount between the root and the path decides what the payload may do there.
+        // A read-only or tmpfs mount between the root and the path leaves nothing of the host
+        // writable there; a writable one (`--rw DIR/.git`) lifts nothing.
         let deepest = self.policy.mounts.iter().filter(|m| abs.starts_with(&m.dest)).max_by_key(|m| depth(&m.dest));
-        if deepest.is_some_and(|m| m.dest != root) {
+        if deepest.is_some_and(|m| m.dest != root && m.kind != MountKind::Rw) {
             return Ok(Found::Nothing);
         }
-        let kind = probe::probe(&self.roots[i].fd, &rel).map_err(|e| refused(abs, e))?;
+        let mut kind = probe::probe(&self.roots[i].fd, &rel).map_err(|e| refused(abs, e))?;
+        if matches!(missing, Missing::Dir | Missing::File) && placeholder::is_placeholder(&self.roots[i].fd, &rel, kind)
+        {
+            kind = Kind::Missing; // a placeholder of another run, or one a killed run left
+        }
         let watch = |was| Watch { path: abs.to_path_buf(), was, root: root.clone() };
         Ok(match (kind, missing) {
             (Kind::NoParent, _) | (Kind::Missing, Missing::Nothing) => Found::Nothing,

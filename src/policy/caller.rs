@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::values::io_text;
 use super::values::normalise;
 use super::{ask, Mount, MountKind, Policy};
-use crate::error::io_text;
 use crate::host::{Entry, Host};
 use crate::profiles::Profile;
 

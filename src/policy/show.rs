@@ -12,8 +12,9 @@ use crate::profiles::{host_dirs, load, SYS_ETC, SYS_LINKS};
 
 /// The protected paths at the root of DIR and of every `rw` grant (SPEC P8), as the docs
 /// and `snug profile show` list them ([`crate::protect`] finds them).
-pub const PROTECTED: [&str; 11] = [
+pub const PROTECTED: [&str; 12] = [
     ".git/hooks",
+    "the hooks directory core.hooksPath names in .git/config, when it lies in DIR or the grant",
     ".git/config",
     ".git/commondir",
     ".git/modules/*/config",

@@ -113,3 +113,12 @@ pub(super) fn environment(
     }
     env
 }
+
+/// An io::Error's text without the trailing ` (os error N)`: the message is for people.
+pub(super) fn io_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}

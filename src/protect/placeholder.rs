@@ -1,72 +1,72 @@
-//! Placeholders for protected paths that do not exist (SPEC P8): made before the run,
-//! removed after it, and recorded meanwhile in a file of the caller's state directory that
-//! the run holds an `flock(2)` on, so that the next run sweeps what a run killed with SIGKILL
-//! left (the kernel drops the lock with the last descriptor, whatever ended the process).
+//! Placeholders for protected paths that do not exist (SPEC P8): an empty directory (an empty
+//! file inside `.git`) made before the run with a mode no one gives such an entry by hand
+//! ([`DIR_MODE`], [`FILE_MODE`]), and held with a shared `flock(2)` while a run uses it. After
+//! the run, a run that can take the lock exclusively removes it: the last of the runs that
+//! share it (the kernel drops a lock with the last descriptor, however the process ended).
+//! One that a run killed with SIGKILL left is found by the next run in that directory by its
+//! mode, used, and removed at that run's end, so DIR holds nothing extra.
 
-use std::io::Write as _;
-use std::os::fd::AsFd;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{flock, mkdirat, openat, statat, unlinkat, AtFlags, FileType, FlockOperation, Mode, OFlags};
+use rustix::fs::{fchmod, flock, fstat, mkdirat, openat, statat, unlinkat, AtFlags, FileType, FlockOperation};
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use super::probe::{self, Kind};
 use super::{aside, Protection, Watch, PLACEHOLDER};
 use crate::error::{failure, POLICY};
 
-/// A placeholder this run made: where, of which kind, and its (device, inode).
-struct Made {
+/// A placeholder directory's mode: sticky, read and search for its owner only.
+pub const DIR_MODE: u32 = 0o1500;
+/// A placeholder file's mode: read for its owner only.
+pub const FILE_MODE: u32 = 0o400;
+
+/// A placeholder this run holds: where, and the descriptor its shared lock is on.
+struct Held {
     path: PathBuf,
     root: PathBuf,
     dir: bool,
-    id: (u64, u64),
+    fd: OwnedFd,
 }
 
-/// A run's protection on the host: the placeholders it made and the paths it watches. When
-/// dropped (after the sandbox is gone, also on an error), it removes the placeholders, moves
-/// aside what the payload made at a watched path (one `snug: ` line each) and its record.
+/// A run's protection on the host: the placeholders it holds and the paths it watches. When
+/// dropped (after the sandbox is gone, also on an error), it removes the placeholders no other
+/// run holds, and moves aside what the payload made at a watched path (one `snug: ` line each).
 pub struct Guard {
-    made: Vec<Made>,
+    held: Vec<Held>,
     watched: Vec<Watch>,
-    record: Option<(PathBuf, std::fs::File)>,
     run: String,
 }
 
-/// The directory of the runs' records: `$XDG_STATE_HOME/snug/placeholders` (default
-/// `~/.local/state/snug/placeholders`), `None` without a usable HOME.
-fn records() -> Option<PathBuf> {
-    let vars: Vec<(String, String)> =
-        ["XDG_STATE_HOME", "HOME"].iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
-    crate::project::state_dir(&vars).map(|s| s.join("placeholders"))
+/// Whether `st` is a placeholder's: the mode, and empty (a file; a directory is checked
+/// empty when it is removed).
+pub fn marked(st: &rustix::fs::Stat) -> bool {
+    let mode = st.st_mode & 0o7777;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::Directory => mode == DIR_MODE,
+        FileType::RegularFile => mode == FILE_MODE && st.st_size == 0,
+        _ => false,
+    }
 }
 
-/// Make `p`'s placeholders and record them; run `run`'s watches start here. A placeholder
-/// that cannot be made where the caller may not write is dropped with its mount (the payload,
-/// with fewer rights, cannot write there either).
+/// Make `p`'s placeholders (or take one already there: another run's, or a killed run's) and
+/// hold them; `run` (the run's name) names what the watches move aside. A placeholder that
+/// cannot be made where the caller may not write is dropped with its mount (the payload, with
+/// fewer rights, cannot write there either).
 ///
 /// # Errors
-/// [`POLICY`] (77) when something else than a directory or file appeared at a placeholder's
-/// path meanwhile (a symlink would carry its bind elsewhere).
+/// [`POLICY`] (77) when something else than a placeholder appeared at a placeholder's path
+/// meanwhile (a symlink would carry its bind elsewhere).
 pub fn prepare(p: &mut Protection, run: &str) -> anyhow::Result<Guard> {
-    let mut guard = Guard { made: Vec::new(), watched: p.watched.clone(), record: None, run: run.to_string() };
-    if p.placeholders.is_empty() && p.watched.is_empty() {
-        return Ok(guard);
-    }
-    guard.record = open_record();
+    let mut guard = Guard { held: Vec::new(), watched: p.watched.clone(), run: run.to_string() };
     let mut dropped = Vec::new();
     for h in &p.placeholders {
-        match make(&h.root, &h.path, h.dir) {
-            Ok(Some(id)) => {
-                if let Some((_, f)) = guard.record.as_mut() {
-                    let kind = if h.dir { 'D' } else { 'F' };
-                    let _ = writeln!(f, "{kind}\t{}\t{}\t{}\t{}", id.0, id.1, h.root.display(), h.path.display());
-                }
-                guard.made.push(Made { path: h.path.clone(), root: h.root.clone(), dir: h.dir, id });
-            }
-            Ok(None) => {}
+        match hold(&h.root, &h.path, h.dir) {
+            Ok(fd) => guard.held.push(Held { path: h.path.clone(), root: h.root.clone(), dir: h.dir, fd }),
             Err(Errno::ACCESS | Errno::PERM | Errno::ROFS) => dropped.push(h.path.clone()),
             Err(_) => {
-                let why = "something other than a file or directory appeared there as the run started";
+                let why = "something other than a placeholder appeared there as the run started";
                 return Err(failure(POLICY, format!("{}: a protected path, and {why}", h.path.display())));
             }
         }
@@ -76,105 +76,80 @@ pub fn prepare(p: &mut Protection, run: &str) -> anyhow::Result<Guard> {
     Ok(guard)
 }
 
-/// Make an empty directory or file at `path` below `root`, through no symlink: its (device,
-/// inode), or `None` when a directory or file is there already (not ours to remove).
-fn make(root: &Path, path: &Path, dir: bool) -> Result<Option<(u64, u64)>, Errno> {
+/// The parent of `path` below `root`, through no symlink, open for reading.
+fn parent(root: &Path, path: &Path) -> Result<(OwnedFd, PathBuf), Errno> {
     let rootfd = probe::open_root(root).ok_or(Errno::NOENT)?;
     let rel = path.strip_prefix(root).map_err(|_| Errno::INVAL)?;
     let (parent, name) = probe::split(rel);
     let pdir = probe::open_dir(&rootfd, parent).map_err(|_| Errno::LOOP)?.ok_or(Errno::NOENT)?;
-    // O_PATH descriptors do not serve mkdirat/openat: the parent again, readable.
+    // An O_PATH descriptor serves no mkdirat/openat: the parent again, readable.
     let pdir = openat(&pdir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-    let made = if dir {
-        mkdirat(&pdir, name, Mode::from_raw_mode(0o755))
-    } else {
-        let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        openat(&pdir, name, flags, Mode::from_raw_mode(0o644)).map(drop)
-    };
-    match made {
-        Ok(()) => {
-            let st = statat(&pdir, name, AtFlags::SYMLINK_NOFOLLOW)?;
-            Ok(Some((st.st_dev, st.st_ino)))
-        }
-        Err(Errno::EXIST) => match probe::probe(&rootfd, rel) {
-            Ok(Kind::Dir(..) | Kind::File(..)) => Ok(None),
-            _ => Err(Errno::EXIST),
-        },
-        Err(e) => Err(e),
-    }
+    Ok((pdir, PathBuf::from(name)))
 }
 
-/// Remove the placeholder `name` in `root`'s `rel` parent when it is still the one made
-/// (same device and inode, still empty: a directory that is not fails with ENOTEMPTY).
-fn remove(root: &Path, path: &Path, dir: bool, id: (u64, u64)) {
-    let Some(rootfd) = probe::open_root(root) else { return };
-    let Ok(rel) = path.strip_prefix(root) else { return };
-    let (parent, name) = probe::split(rel);
-    let Ok(Some(pdir)) = probe::open_dir(&rootfd, parent) else { return };
-    let Ok(pdir) = openat(&pdir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else {
-        return;
+/// Make the placeholder at `path` below `root` unless one is there, open it through no
+/// symlink, and take a shared lock on it.
+fn hold(root: &Path, path: &Path, dir: bool) -> Result<OwnedFd, Errno> {
+    let (pdir, name) = parent(root, path)?;
+    let made = if dir {
+        mkdirat(&pdir, &name, Mode::from_raw_mode(DIR_MODE))
+    } else {
+        let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        openat(&pdir, &name, flags, Mode::from_raw_mode(FILE_MODE)).map(drop)
     };
-    let Ok(st) = statat(&pdir, name, AtFlags::SYMLINK_NOFOLLOW) else { return };
-    let ty = FileType::from_raw_mode(st.st_mode);
-    if (st.st_dev, st.st_ino) != id || (ty == FileType::Directory) != dir || (!dir && st.st_size != 0) {
+    match made {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(e),
+    }
+    let kind = if dir { OFlags::DIRECTORY } else { OFlags::empty() };
+    let fd = openat(&pdir, &name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | kind, Mode::empty())
+        .map_err(|_| Errno::EXIST)?;
+    let st = fstat(&fd)?;
+    if made.is_ok() {
+        // The umask may have taken bits off: the mode is what marks it.
+        fchmod(&fd, Mode::from_raw_mode(if dir { DIR_MODE } else { FILE_MODE }))?;
+    } else if !marked(&st) {
+        return Err(Errno::EXIST);
+    }
+    flock(&fd, FlockOperation::LockShared)?;
+    Ok(fd)
+}
+
+/// Remove the placeholder `h` if this run is the last one holding it and it is still the
+/// one held (same device and inode, empty: a directory that is not fails with ENOTEMPTY).
+fn release(h: Held) {
+    if flock(&h.fd, FlockOperation::NonBlockingLockExclusive).is_err() {
+        return; // another run holds it and removes it at its end
+    }
+    let Ok(held) = fstat(&h.fd) else { return };
+    let Ok((pdir, name)) = parent(&h.root, &h.path) else { return };
+    let Ok(st) = statat(&pdir, &name, AtFlags::SYMLINK_NOFOLLOW) else { return };
+    if (st.st_dev, st.st_ino) != (held.st_dev, held.st_ino) || !marked(&st) {
         return;
     }
-    let _ = unlinkat(&pdir, name, if dir { AtFlags::REMOVEDIR } else { AtFlags::empty() });
+    let _ = unlinkat(&pdir, &name, if h.dir { AtFlags::REMOVEDIR } else { AtFlags::empty() });
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        for m in self.made.drain(..).rev() {
-            remove(&m.root, &m.path, m.dir, m.id);
+        for h in self.held.drain(..).rev() {
+            release(h);
         }
         for w in &self.watched {
             if let Some(line) = aside::settle(w, &self.run) {
                 crate::log::say!("snug: {line}");
             }
         }
-        if let Some((path, _file)) = self.record.take() {
-            let _ = std::fs::remove_file(path);
-        }
     }
 }
 
-/// A new record, locked for the life of this process: made under a hidden name, locked,
-/// then renamed into place, so that a sweep never sees it unlocked.
-fn open_record() -> Option<(PathBuf, std::fs::File)> {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = records()?;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).ok()?;
-    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-    let name = format!("{}-{stamp}", std::process::id());
-    let hidden = dir.join(format!(".{name}"));
-    let file = std::fs::OpenOptions::new().create_new(true).append(true).open(&hidden).ok()?;
-    flock(file.as_fd(), FlockOperation::LockExclusive).ok()?;
-    let path = dir.join(name);
-    std::fs::rename(&hidden, &path).ok()?;
-    Some((path, file))
-}
-
-/// Remove what runs that ended without removing their placeholders left (a SIGKILL of snug):
-/// each record no live run holds locked. Called before a run looks at its roots.
-pub fn sweep() {
-    let Some(dir) = records() else { return };
-    let Ok(entries) = std::fs::read_dir(&dir) else { return };
-    for e in entries.flatten().take(1000) {
-        if e.file_name().as_encoded_bytes().starts_with(b".") {
-            continue;
-        }
-        let path = e.path();
-        let Ok(file) = std::fs::OpenOptions::new().read(true).open(&path) else { continue };
-        if flock(file.as_fd(), FlockOperation::NonBlockingLockExclusive).is_err() {
-            continue; // its run is alive
-        }
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        for line in text.lines().rev() {
-            let f: Vec<&str> = line.splitn(5, '\t').collect();
-            let [kind, dev, ino, root, p] = f[..] else { continue };
-            let (Ok(dev), Ok(ino)) = (dev.parse(), ino.parse()) else { continue };
-            remove(Path::new(root), Path::new(p), kind == "D", (dev, ino));
-        }
-        let _ = std::fs::remove_file(&path);
+/// Whether `kind` at `rel` below `root` is a placeholder (a run's, or one a killed run left):
+/// [`super::plan`] plans it as missing.
+pub fn is_placeholder(root: &OwnedFd, rel: &Path, kind: Kind) -> bool {
+    if !matches!(kind, Kind::Dir(..) | Kind::File(..)) {
+        return false;
     }
+    let (parent, name) = probe::split(rel);
+    let Ok(Some(dir)) = probe::open_dir(root, parent) else { return false };
+    statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| marked(&st))
 }

@@ -84,7 +84,7 @@ pub fn probe(root: &OwnedFd, rel: &Path) -> Result<Kind, Refused> {
     }
 }
 
-/// The first 4 KiB of the regular file `rel` below `root`, through no symlink, as text.
+/// The first 64 KiB of the regular file `rel` below `root`, through no symlink, as text.
 pub fn read_small(root: &OwnedFd, rel: &Path) -> Option<String> {
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK;
     let fd = openat2(root, rel, flags, Mode::empty(), BENEATH).ok()?;
@@ -92,8 +92,16 @@ pub fn read_small(root: &OwnedFd, rel: &Path) -> Option<String> {
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return None;
     }
-    let mut buf = vec![0u8; 4096];
-    let n = rustix::io::read(&fd, &mut buf).ok()?;
+    let mut buf = vec![0u8; 64 << 10];
+    let mut n = 0;
+    while n < buf.len() {
+        match rustix::io::read(&fd, &mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(Errno::INTR) => continue,
+            Err(_) => return None,
+        }
+    }
     buf.truncate(n);
     String::from_utf8(buf).ok()
 }

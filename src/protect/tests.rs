@@ -84,6 +84,16 @@ fn p8_unprotect_lifts_and_a_grant_inside_is_refused() {
     let e = plan(&policy(&dir, vec![grant])).unwrap_err();
     assert_eq!(crate::error::code_of(&e), POLICY);
     assert!(e.to_string().contains("--unprotect"), "{e}");
+    // A grant above a protected path lifts nothing: `--rw DIR/.git` keeps its hooks read-only.
+    let git =
+        Mount { kind: MountKind::Rw, src: Some(dir.join(".git")), dest: dir.join(".git"), profile: "--rw".into() };
+    let p = plan(&policy(&dir, vec![git])).unwrap();
+    assert!(p.bound.contains(&dir.join(".git/hooks")) && p.bound.contains(&dir.join(".git/config")), "{:?}", p.bound);
+    // Under a read-only grant the payload cannot write there anyway: nothing to add.
+    let ro = Mount { kind: MountKind::Ro, src: Some(dir.join(".git")), dest: dir.join(".git"), profile: "--ro".into() };
+    let p = plan(&policy(&dir, vec![ro])).unwrap();
+    assert!(!p.bound.iter().any(|b| b.starts_with(dir.join(".git"))), "{:?}", p.bound);
+    assert!(!p.mounts.iter().any(|m| m.dest == dir.join(".git")), "a pin would make the read-only .git writable");
 }
 
 /// P8: a `.git` file names a git directory in a writable root: its hooks, config and
@@ -129,4 +139,21 @@ fn p8_plan_follows_git_files_never_symlinks() {
     let e = plan(&policy(&main, vec![])).unwrap_err();
     assert_eq!(crate::error::code_of(&e), POLICY, "{e}");
     assert!(e.to_string().contains(".git/modules"), "{e}");
+}
+
+/// P8: a hooks directory the config names (`core.hooksPath`, husky's `.husky/_`) is what git
+/// runs: protected like `.git/hooks` when it lies in DIR.
+#[test]
+fn p8_hooks_path_from_the_config_is_protected() {
+    assert_eq!(git::hooks_path("[core]\n\tbare = false\n\thooksPath = .husky/_\n"), Some(".husky/_".into()));
+    assert_eq!(git::hooks_path("[Core]\nHOOKSPATH = \"/x y\" # c\n[user]\nhookspath = no\n"), Some("/x y".into()));
+    assert_eq!(git::hooks_path("[remote \"core\"]\nhooksPath = no\n"), None);
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().canonicalize().unwrap();
+    repo(&dir);
+    fs::write(dir.join(".git/config"), "[core]\n\thooksPath = .husky/_\n").unwrap();
+    fs::create_dir_all(dir.join(".husky/_")).unwrap();
+    let p = plan(&policy(&dir, vec![])).unwrap();
+    assert!(p.bound.contains(&dir.join(".husky/_")), "{:?}", p.bound);
+    assert!(p.mounts.iter().any(|m| m.dest == dir.join(".husky") && m.profile == PINNED));
 }

@@ -245,8 +245,8 @@ fn p8_new_git_is_moved_aside() {
 /// P8: the placeholders are gone after the run, and after a SIGKILL of snug (which leaves
 /// them: nothing of snug's runs then) the next run sweeps them: DIR holds what it held.
 /// Positive control: right after the SIGKILL the placeholders are there (asserted below);
-/// with the sweep left out, the next run took them for the user's own and left `.envrc`,
-/// `.idea`, `.snug.toml` and `.vscode` in DIR.
+/// with the next run not knowing them by their mode, it took them for the user's own and left
+/// `.envrc`, `.idea`, `.snug.toml` and `.vscode` in DIR.
 #[test]
 fn p8_placeholders_go_also_after_sigkill() {
     for who in everyone() {
