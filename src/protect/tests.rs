@@ -157,3 +157,22 @@ fn p8_hooks_path_from_the_config_is_protected() {
     assert!(p.bound.contains(&dir.join(".husky/_")), "{:?}", p.bound);
     assert!(p.mounts.iter().any(|m| m.dest == dir.join(".husky") && m.profile == PINNED));
 }
+
+/// P8: symlinks planted in DIR never carry a bind out of it: `.git` and `.vscode` pointing
+/// outside are watched (moved aside after the run if the payload replaces them), and no mount
+/// lands outside DIR.
+#[test]
+fn p8_planted_symlinks_never_move_a_bind_out_of_dir() {
+    let t = tempfile::tempdir().unwrap();
+    let top = t.path().canonicalize().unwrap();
+    let (dir, outside) = (top.join("dir"), top.join("outside"));
+    repo(&outside);
+    fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink("../outside/.git", dir.join(".git")).unwrap();
+    std::os::unix::fs::symlink("../outside/.vscode", dir.join(".vscode")).unwrap();
+    let p = plan(&policy(&dir, vec![])).unwrap();
+    assert!(p.mounts.iter().all(|m| m.dest.starts_with(&dir)), "{:?}", p.mounts);
+    for w in [".git", ".vscode"] {
+        assert!(p.watched.iter().any(|x| x.path == dir.join(w) && x.was.is_some()), "{w}: {:?}", p.watched);
+    }
+}
