@@ -273,3 +273,38 @@ fn p8_placeholders_go_also_after_sigkill() {
         assert_eq!(snapshot(dir), before, "{who:?}: DIR holds more after the next run");
     }
 }
+
+/// P8: two runs side by side in one DIR share the placeholders: the one that ends first leaves
+/// them to the other, whose payload still cannot make `.envrc`; the last removes them.
+/// Positive control once, with each run removing what it found at its end regardless of the
+/// other: the longer run's payload wrote `.envrc` after the shorter run had ended.
+#[test]
+fn p8_runs_side_by_side_share_placeholders() {
+    for who in everyone() {
+        let work = workdir(who);
+        let dir = work.path();
+        let gate = dir.join("gate");
+        std::fs::create_dir(&gate).unwrap();
+        chown_tree(who, dir);
+        let before = snapshot(dir);
+        // The long run waits until the short one has ended (the gate's file), then writes.
+        let script = "echo ready; while [ ! -e gate/go ]; do sleep 0.05; done; \
+                      (echo evil > .envrc) 2>/dev/null && echo WROTE; rm -f gate/go; true";
+        let mut c = snug_cmd(who, dir, &["--no-project", "--", "sh", "-c", script]);
+        c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+        let mut long = spawn_own_group(&mut c);
+        let mut out = std::io::BufReader::new(long.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        let o = snug_run(who, dir, &["--", "true"]);
+        assert!(o.status.success(), "{who:?}: {}", o.err);
+        assert!(dir.join(".envrc").is_dir(), "{who:?}: the short run removed a placeholder the long one holds");
+        sh(who, dir, "touch gate/go");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        let _ = long.wait();
+        assert_eq!(rest, "", "{who:?}: the long run's payload wrote .envrc");
+        assert_eq!(snapshot(dir), before, "{who:?}: DIR holds more after both runs");
+    }
+}
