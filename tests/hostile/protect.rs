@@ -276,8 +276,8 @@ fn p8_placeholders_go_also_after_sigkill() {
 
 /// P8: two runs side by side in one DIR share the placeholders: the one that ends first leaves
 /// them to the other, whose payload still cannot make `.envrc`; the last removes them.
-/// Positive control once, with each run removing what it found at its end regardless of the
-/// other: the longer run's payload wrote `.envrc` after the shorter run had ended.
+/// Positive control once, with each run removing its placeholders at its end regardless of
+/// the other's lock: the short run removed the `.envrc` the long run still held.
 #[test]
 fn p8_runs_side_by_side_share_placeholders() {
     for who in everyone() {
