@@ -68,6 +68,8 @@ pub enum Command {
         /// CMD and its arguments.
         cmd: Vec<OsString>,
     },
+    /// `snug diff|apply|discard` (SPEC W3, W4).
+    Cow(cow::CowCommand),
 }
 
 /// Options of a run.
@@ -105,6 +107,8 @@ pub struct RunArgs {
     pub no_project: bool,
     /// `--allow-userns`: let the payload create user namespaces (SPEC X2).
     pub allow_userns: bool,
+    /// `--cow`: DIR through a copy-on-write overlay (SPEC W1).
+    pub cow: bool,
 }
 
 pub use crate::policy::Grants;
@@ -133,7 +137,7 @@ impl RunArgs {
     name = "snug",
     version,
     about = "Run a command in a bubblewrap sandbox: DIR writable, the rest of the system read-only or hidden",
-    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug ps [--json]\n       snug stop NAME [--now]\n       snug signal NAME SIG\n       snug exec NAME [--] [CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug allow [--revoke] [DIR]\n       snug completions bash|zsh|fish\n       snug manpage",
+    override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug ps [--json]\n       snug stop NAME [--now]\n       snug signal NAME SIG\n       snug exec NAME [--] [CMD [ARG]...]\n       snug diff [NAME [--stat] [PATH]...]\n       snug apply NAME [PATH]...\n       snug discard NAME\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug allow [--revoke] [DIR]\n       snug completions bash|zsh|fish\n       snug manpage",
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -174,6 +178,8 @@ struct Cli {
     /// podman, browsers); a payload run as root can then mount cgroupfs and write what root owns
     #[arg(long)]
     allow_userns: bool,
+    #[command(flatten)]
+    cow: cow::CowFlag,
     /// The writable directory and the payload's working directory [default: .]
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -263,6 +269,8 @@ enum Sub {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD", value_parser = clap::builder::OsStringValueParser::new())]
         cmd: Vec<OsString>,
     },
+    #[command(flatten)]
+    Cow(cow::CowSub),
 }
 
 #[derive(Subcommand, Debug)]
@@ -325,27 +333,14 @@ where
         Some(Sub::Manpage { dir }) => return Ok(Command::Manpage { dir }),
         Some(Sub::Ps { json, names }) => return Ok(Command::Ps { json, names }),
         Some(Sub::Stop { name, now }) => return Ok(Command::Stop { name, now }),
-        Some(Sub::Signal { name, sig }) => {
-            let Some(n) = crate::signals::parse(&sig) else {
-                return Err(failure(USAGE, format!("unknown signal {sig:?} (examples: TERM, SIGUSR1, 15, RTMIN+2)")));
-            };
-            // L2: a run relays what G6 relays; KILL and STOP cannot be caught, so its snug
-            // never receives them as a signal to pass on (it would drop them and say ok).
-            if n == libc::SIGKILL {
-                return Err(failure(USAGE, format!("KILL cannot be relayed: use snug stop --now {name}")));
-            }
-            if n == libc::SIGSTOP {
-                let hint = "use TSTP, which stops the sandbox with its snug";
-                return Err(failure(USAGE, format!("STOP cannot be relayed: {hint} (snug signal {name} TSTP)")));
-            }
-            return Ok(Command::Signal { name, sig: n });
-        }
+        Some(Sub::Signal { name, sig }) => return values::signal(name, &sig),
         Some(Sub::Exec { name, mut cmd }) => {
             if cmd.first().is_some_and(|c| c == "--") {
                 cmd.remove(0);
             }
             return Ok(Command::Exec { name, cmd });
         }
+        Some(Sub::Cow(sub)) => return Ok(Command::Cow(sub.command())),
         None => {}
     }
     // `snug make`: a DIR that does not exist but is a command (SPEC O7).
@@ -356,7 +351,9 @@ where
     }
     // clap stops looking for subcommands once an option was given (`snug -v doctor`):
     // refuse the bare word rather than silently treat it as DIR.
-    if let Some(word) = cli.dir.as_ref().and_then(|d| d.to_str()).filter(|d| SUBCOMMANDS.contains(d)) {
+    if let Some(word) =
+        cli.dir.as_ref().and_then(|d| d.to_str()).filter(|d| SUBCOMMANDS.contains(d) || cow::WORDS.contains(d))
+    {
         return Err(failure(
             USAGE,
             format!("{word} is a subcommand and takes no options; write ./{word} for a directory"),
@@ -385,6 +382,7 @@ where
         jobs: cli.jobs.as_deref().and_then(crate::live::Jobs::from_word).unwrap_or_default(),
         no_project: cli.no_project,
         allow_userns: cli.allow_userns,
+        cow: cli.cow.cow,
     })))
 }
 
@@ -393,6 +391,7 @@ pub fn definition() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
+pub mod cow;
 mod unprotect;
 mod values;
 use values::{duration, report_to, usage_line};

@@ -130,6 +130,15 @@ fn checks() -> Vec<Row> {
         let status = if matches!(m, crate::bounds::Mechanism::Unavailable(_)) { Status::Warn } else { Status::Ok };
         rows.push(row(name, status, m.describe(), false));
     }
+    let (works, renames, detail) = crate::cow::limits();
+    let status = if !works {
+        Status::Missing
+    } else if renames {
+        Status::Ok
+    } else {
+        Status::Warn
+    };
+    rows.push(row("--cow", status, detail, false));
     rows
 }
 
@@ -191,6 +200,7 @@ mod tests {
             "pidfd_open",
             "pidfd group signals",
             "legacy_tiocsti",
+            "--cow",
         ] {
             assert!(names.contains(&want), "{want} missing from {names:?}");
         }

@@ -17,6 +17,7 @@ use crate::supervise::{OnInit, Outcome, Supervisor};
 use anyhow::{Context, Result};
 use begun::Attempt;
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 /// `bwrap` on `$PATH`.
@@ -167,6 +168,8 @@ pub struct Plan<'a> {
     pub limits: &'a crate::bounds::Limits,
     /// The payload waits for snug's go before its exec: the network comes up first (N3).
     pub hold: bool,
+    /// `--cow`: the overlay to mount at DIR in nest's namespaces before bwrap starts (W1).
+    pub cow: Option<&'a crate::cow::Run>,
 }
 
 /// Run `plan` in `begun`'s nest and supervise it to the end, filling `record`; `live` binds
@@ -183,7 +186,7 @@ pub fn run(
     record: &mut RunRecord,
     (bind, jobs): (impl FnOnce() -> Result<Option<crate::live::server::Server>>, crate::live::Jobs),
 ) -> Result<Outcome> {
-    let Plan { argv, mode, cmd, env, limits, hold } = *plan;
+    let Plan { argv, mode, cmd, env, limits, hold, cow } = *plan;
     let Begun { signals, tty, pty, bwrap, tail, ignored, mut attempt } = begun;
     let Some(options) = argv.len().checked_sub(tail.len()).filter(|&at| argv[at..] == tail[..]).map(|at| &argv[1..at])
     else {
@@ -200,6 +203,10 @@ pub fn run(
     crate::payload_args::fill(&attempt.args, cmd, env, hold)?;
     attempt.bounds.limit(limits, attempt.nest.pid1.host_pid)?;
     attempt.nest.ready()?;
+    if let Some(c) = cow {
+        c.settle();
+        crate::cow::mount::mount_in(attempt.nest.pid1.as_fd(), &c.dir, &c.options(), c.root)?;
+    }
     let control = bind()?;
     attempt.give_options(&with_console(options, pty.as_ref()));
     log!("mode: {}", mode.describe());

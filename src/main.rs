@@ -6,6 +6,7 @@ mod bridge;
 mod bwrap;
 mod channel;
 mod cli;
+mod cow;
 mod discarded;
 mod doctor;
 mod dryrun;
@@ -162,6 +163,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         Command::Stop { name, now } => return live::stop::stop(&name, now),
         Command::Signal { name, sig } => return live::client::signal(&name, sig),
         Command::Exec { name, cmd } => return live::exec::run(&name, &cmd),
+        Command::Cow(c) => return cow_command(c),
     };
     sandbox(&args, record, sink)
 }
@@ -183,7 +185,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         live::check_name(n)?;
     }
     let generated = args.name.is_none();
-    let name = args.name.clone().unwrap_or_else(|| live::generated_name(&cmd));
+    let mut name = args.name.clone().unwrap_or_else(|| live::generated_name(&cmd));
     record.name(&name);
     record.context().argv = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     record.context().command = payload_args::lossy(&cmd);
@@ -211,6 +213,18 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         Some(f) => f,
         None => launch::Bwrap::find()?,
     };
+    // SPEC W1: the kept directory before bwrap's command line, which hides the state
+    // directory once it exists (W5).
+    let cow = match (args.cow || policy.cow) && !args.dry_run {
+        true => {
+            if generated {
+                name = cow::store::free_name(name, || live::generated_name(&cmd));
+                record.name(&name);
+            }
+            Some(cow::prepare(&name, &policy.target, record.context().command.clone())?)
+        }
+        false => None,
+    };
     let argv = launch::command_line(&policy, mode, args.jobs, runtime.as_deref(), &found)?;
     let limits = bounds::Limits {
         max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
@@ -221,6 +235,9 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     let Some(begun) = begun else {
         let mut extra: Vec<(&str, Vec<String>)> = vec![("payload", payload_args::lossy(&cmd))];
         extra.extend(net.iter().map(|n| ("pasta", n.dry_run_line())));
+        if args.cow || policy.cow {
+            extra.push(("cow", cow::dry_run_line(&policy.target, &name)));
+        }
         let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
         let text = with_protection(with_bounds(text, &limits, args.json), &protection, args.json);
         return print(with_name(text, &name, args.json));
@@ -231,10 +248,11 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         }
     }
     let cmd_text = payload_args::lossy(&cmd).join(" ");
+    let shown_mode = cow::mode_word(mode.word(), cow.is_some()); // `snug ps` shows `--cow` (W1)
     let jobs = args.jobs;
     let control = move || {
         let bind = if generated { live::server::Server::bind_generated } else { live::server::Server::bind };
-        runtime.map(|dir| bind(&dir, &name, &cmd_text, mode.word(), jobs)).transpose()
+        runtime.map(|dir| bind(&dir, &name, &cmd_text, shown_mode, jobs)).transpose()
     };
     let watch = std::rc::Rc::new(std::cell::RefCell::new(discarded::Watch::new(&policy)));
     let seen = watch.clone();
@@ -250,8 +268,15 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         net.as_mut().map(|n| n.attach(init)).transpose()
     });
     let env = policy::with_raw_values(&policy.env, &raw_env);
-    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits, hold: policy.net };
-    let outcome = launch::run(&plan, begun, on_init, record, (control, jobs))?;
+    let plan =
+        launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits, hold: policy.net, cow: cow.as_ref() };
+    let outcome = launch::run(&plan, begun, on_init, record, (control, jobs));
+    // SPEC W2: whatever ended the run, what it kept aside is said (nothing kept: nothing said).
+    if let Some((line, value)) = cow.as_ref().and_then(cow::finish) {
+        log::say!("snug: {line}");
+        record.changes(value);
+    }
+    let outcome = outcome?;
     if let Some(summary) = watch.borrow().summary() {
         log::say!("snug: {}", summary.line(&policy.home));
         record.discarded(summary);
@@ -360,6 +385,24 @@ fn with_bounds(text: String, limits: &bounds::Limits, json: bool) -> String {
     };
     map.insert("bounds".into(), value);
     serde_json::to_string_pretty(&map).unwrap_or(text) + "\n"
+}
+
+/// `snug diff|apply|discard` (SPEC W3, W4).
+fn cow_command(c: cli::cow::CowCommand) -> anyhow::Result<Outcome> {
+    use cli::cow::CowCommand as C;
+    match c {
+        C::List => print(cow::diff::list()),
+        C::Names => print(cow::diff::names()),
+        C::Diff { name, stat, paths } => print(cow::diff::show(&name, stat, &paths)?),
+        C::Apply { name, paths, partial, force, unprotect } => {
+            let ask = cow::apply::Ask { name: &name, paths: &paths, partial, force, unprotect: &unprotect };
+            Ok(Outcome::Status(cow::apply::apply(&ask)? << 8))
+        }
+        C::Discard { name } => {
+            cow::store::remove(&cow::store::find(&name)?)?;
+            print(format!("discarded {}\n", name))
+        }
+    }
 }
 
 fn print(text: String) -> anyhow::Result<Outcome> {

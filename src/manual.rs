@@ -23,7 +23,7 @@ pub fn completions(shell: clap_complete::Shell) -> String {
 /// Wraps clap's `_snug`: its own answers for the words that name profiles and runs, with
 /// bash's fallback to file and host names turned off there (`compopt`, bash(1)).
 const BASH_DYNAMIC: &str = r#"
-# Profile names after -p, live run names after stop/signal/exec (snug asked at completion time).
+# Profile names after -p, live run names after stop/signal/exec, kept runs after diff/apply/discard.
 _snug_dynamic() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" snug="${COMP_WORDS[0]}"
     if [[ $prev == -p || $prev == --profile ]]; then
@@ -32,14 +32,15 @@ _snug_dynamic() {
         return 0
     fi
     case "${COMP_WORDS[1]}" in
-        stop|signal|exec)
-            local i operands=0
+        stop|signal|exec|diff|apply|discard)
+            local i operands=0 list=ps
+            [[ ${COMP_WORDS[1]} == @(diff|apply|discard) ]] && list=diff
             for ((i = 2; i < COMP_CWORD; i++)); do
                 [[ ${COMP_WORDS[i]} == -* ]] || operands=$((operands + 1))
             done
             if [[ $operands == 0 && $cur != -* ]]; then
                 compopt +o default +o bashdefault 2>/dev/null
-                COMPREPLY=($(compgen -W "$("$snug" ps --names 2>/dev/null)" -- "$cur"))
+                COMPREPLY=($(compgen -W "$("$snug" $list --names 2>/dev/null)" -- "$cur"))
                 return 0
             fi
             ;;
@@ -50,9 +51,10 @@ complete -F _snug_dynamic -o bashdefault -o default snug
 "#;
 
 const FISH_DYNAMIC: &str = r#"
-# Profile names after -p, live run names after stop/signal/exec (snug asked at completion time).
+# Profile names after -p, live run names after stop/signal/exec, kept runs after diff/apply/discard.
 complete -c snug -s p -l profile -x -a '(snug profile list --names 2>/dev/null)'
 complete -c snug -n '__fish_seen_subcommand_from stop signal exec; and test (count (commandline -opc)) -eq 2' -x -a '(snug ps --names 2>/dev/null)'
+complete -c snug -n '__fish_seen_subcommand_from diff apply discard; and test (count (commandline -opc)) -eq 2' -x -a '(snug diff --names 2>/dev/null)'
 "#;
 
 /// Every man page: snug(1), then one per subcommand (snug-ps(1), snug-profile-list(1), …),
@@ -173,6 +175,9 @@ The SHA-256 and a copy of each allowed .snug.toml.
 .TP
 \fI$XDG_RUNTIME_DIR/snug/NAME.sock\fR (root: \fI/run/snug/\fR)
 The control socket of each live run (\fBsnug ps\fR, \fBstop\fR, \fBsignal\fR, \fBexec\fR).
+.TP
+\fI$XDG_STATE_HOME/snug/cow/NAME/\fR (default \fI~/.local/state/snug/cow/\fR)
+What a \fB\-\-cow\fR run kept aside (\fBsnug diff\fR, \fBapply\fR, \fBdiscard\fR).
 .SH EXAMPLES
 .TP
 \fBsnug \-\- make test\fR

@@ -24,15 +24,13 @@ mod show;
 #[cfg(test)]
 mod tests;
 mod values;
-
 pub use show::show;
 #[cfg(test)]
 pub(crate) use show::show_in;
 
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-use serde::Serialize;
 
 use crate::error::{failure, POLICY, USAGE};
 use crate::host::{host_env, passwd_home, Entry, Host, RealHost};
@@ -121,6 +119,8 @@ pub struct Policy {
     pub unprotect: Vec<PathBuf>,
     /// Mounts that keep the protected paths read-only (SPEC P8, [`crate::protect`]), after `mounts`.
     pub protected: Vec<Mount>,
+    /// DIR through a copy-on-write overlay (`cow` in a profile, `--cow`; SPEC W1).
+    pub cow: bool,
 }
 
 impl Policy {
@@ -215,8 +215,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
 
     let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
-    let mut net = false;
-    let mut allow_userns = false;
+    let (mut net, mut allow_userns, mut cow) = (false, false, false);
     let (mut max_procs, mut memory): (Option<u64>, Option<u64>) = (None, None);
     let mut create: Vec<PathBuf> = Vec::new();
     // `NAME+` entries: prepended to NAME with `:`, first profile first, so profiles combine.
@@ -262,9 +261,8 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         if p.host_view {
             sys_host_view(p, host, &mut mounts);
         }
-        net |= p.net;
         passed(p, &req.host_env, host, &mut env, &mut mounts);
-        allow_userns |= p.allow_userns;
+        (net, allow_userns, cow) = (net | p.net, allow_userns | p.allow_userns, cow | p.cow);
         for (k, raw) in &p.env {
             if k.is_empty() || k.contains(['=', '\0']) || raw.contains('\0') {
                 return Err(bad(p, "env", k, "not a valid environment entry"));
@@ -311,6 +309,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         allow_userns,
         unprotect,
         protected: Vec::new(),
+        cow,
     })
 }
 

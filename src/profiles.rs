@@ -107,6 +107,9 @@ pub struct Profile {
     pub allow_userns: bool,
     /// `memory`: a memory bound as written (`512M`); the smallest of all profiles applies.
     pub memory: Option<String>,
+    /// `cow`: DIR is shown through a copy-on-write overlay (SPEC W1); on when any profile
+    /// in effect says so.
+    pub cow: bool,
     /// Builtins only: variables passed with the caller's value when the caller has one; a
     /// value that is an absolute path to something on the host is also shown read-only
     /// there (`@net`'s proxy and CA variables, [`NET_VARS`]).
@@ -135,6 +138,7 @@ impl Profile {
             max_procs: None,
             allow_userns: false,
             memory: None,
+            cow: false,
             pass: Vec::new(),
             create_rw: false,
             unprotect: Vec::new(),

@@ -71,6 +71,8 @@ pub struct RunRecord {
     error: Option<String>,
     /// What the payload wrote where the sandbox discards it (SPEC O8), when anything.
     discarded: Option<crate::discarded::Summary>,
+    /// What a `--cow` run kept aside (SPEC W2), when anything.
+    changes: Option<serde_json::Value>,
     /// Wall-clock time of [`RunRecord::new`], for `started_at`.
     wall_start: std::time::SystemTime,
     /// The command, DIR, bounds and usage (O5).
@@ -107,6 +109,7 @@ impl RunRecord {
             end: None,
             error: None,
             discarded: None,
+            changes: None,
             wall_start: std::time::SystemTime::now(),
             context: Context::default(),
             hits: crate::bounds::Hits::default(),
@@ -257,6 +260,11 @@ impl RunRecord {
         self.discarded = Some(summary);
     }
 
+    /// What a `--cow` run kept aside (the report's `changes`, W2).
+    pub fn changes(&mut self, changes: serde_json::Value) {
+        self.changes = Some(changes);
+    }
+
     /// The report's context to fill in: command, DIR, bounds, usage (O5).
     pub fn context(&mut self) -> &mut Context {
         &mut self.context
@@ -301,6 +309,6 @@ fn count_pinned(init: &Pinned) -> Option<u32> {
 mod context;
 mod json;
 mod reason;
-pub use context::Context;
+pub use context::{rfc3339, Context};
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@
 pub mod exec_client;
 pub mod init;
 pub mod orders;
+pub mod protect;
 pub mod supervisor;
 pub mod types;
 

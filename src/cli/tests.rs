@@ -111,3 +111,29 @@ fn p6_o7_allow_no_project_manpage_dir_names() {
     assert_eq!(p(&["ps", "--names"]), Some(Command::Ps { json: false, names: true }));
     assert!(usage_error(&["-v", "allow"]).contains("./allow"));
 }
+
+/// W1, W3, W4: `--cow` is a run's option; `diff`, `apply`, `discard` parse into their
+/// commands, and a DIR spelt like one needs a path.
+#[test]
+fn w3_cow_flag_and_subcommands() {
+    assert!(run(&["--cow", "--", "true"]).cow);
+    assert!(!run(&["--", "true"]).cow);
+    let cmd = |args: &[&str]| parse_from(std::iter::once("snug").chain(args.iter().copied())).unwrap();
+    assert_eq!(cmd(&["diff"]), Command::Cow(cow::CowCommand::List));
+    assert_eq!(
+        cmd(&["diff", "x", "--stat", "a/b"]),
+        Command::Cow(cow::CowCommand::Diff { name: "x".into(), stat: true, paths: vec!["a/b".into()] })
+    );
+    assert_eq!(
+        cmd(&["apply", "x", "p", "--partial", "--unprotect", ".envrc"]),
+        Command::Cow(cow::CowCommand::Apply {
+            name: "x".into(),
+            paths: vec!["p".into()],
+            partial: true,
+            force: false,
+            unprotect: vec![".envrc".into()],
+        })
+    );
+    assert_eq!(cmd(&["discard", "x"]), Command::Cow(cow::CowCommand::Discard { name: "x".into() }));
+    assert!(usage_error(&["-v", "discard"]).contains("./discard"));
+}

@@ -60,3 +60,20 @@ pub(super) fn usage_line(rendered: &str) -> String {
     let text = text.strip_prefix("error: ").unwrap_or(&text);
     format!("{text} (see snug --help)")
 }
+
+/// `snug signal NAME SIG`: SIG by name or number, one a run can relay.
+pub(super) fn signal(name: String, sig: &str) -> anyhow::Result<super::Command> {
+    let Some(n) = crate::signals::parse(sig) else {
+        return Err(failure(USAGE, format!("unknown signal {sig:?} (examples: TERM, SIGUSR1, 15, RTMIN+2)")));
+    };
+    // L2: a run relays what G6 relays; KILL and STOP cannot be caught, so its snug
+    // never receives them as a signal to pass on (it would drop them and say ok).
+    if n == libc::SIGKILL {
+        return Err(failure(USAGE, format!("KILL cannot be relayed: use snug stop --now {name}")));
+    }
+    if n == libc::SIGSTOP {
+        let hint = "use TSTP, which stops the sandbox with its snug";
+        return Err(failure(USAGE, format!("STOP cannot be relayed: {hint} (snug signal {name} TSTP)")));
+    }
+    Ok(super::Command::Signal { name, sig: n })
+}

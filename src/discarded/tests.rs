@@ -20,6 +20,7 @@ fn policy(home: &Path) -> Policy {
         allow_userns: false,
         unprotect: Vec::new(),
         protected: Vec::new(),
+        cow: false,
     }
 }
 

@@ -32,6 +32,9 @@ struct ProfileFile {
     /// Protected paths the payload may write (SPEC P8).
     #[serde(default)]
     unprotect: Vec<String>,
+    /// SPEC W1: DIR through a copy-on-write overlay.
+    #[serde(default)]
+    cow: bool,
     /// Only in a project's `.snug.toml` (SPEC P6): more profiles to add, as `-p`.
     profiles: Option<Vec<String>>,
 }
@@ -87,6 +90,7 @@ fn parse_any(name: &str, file: &Path, text: &str) -> anyhow::Result<(Profile, Op
         create_rw: false,
         allow_userns: parsed.allow_userns,
         unprotect: parsed.unprotect,
+        cow: parsed.cow,
     };
     Ok((profile, parsed.profiles))
 }

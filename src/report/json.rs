@@ -81,6 +81,7 @@ impl RunRecord {
                 total: ms(end - self.start),
             },
             discarded: self.discarded.as_ref(),
+            changes: self.changes.as_ref(),
         };
         // Strings, numbers and options only: serialising cannot fail.
         let mut text = serde_json::to_string(&out).unwrap_or_default();
@@ -107,6 +108,8 @@ struct ReportOut<'a> {
     durations_ms: Durations,
     /// SPEC O8: what the payload wrote where the sandbox discards it; null when nothing.
     discarded: Option<&'a crate::discarded::Summary>,
+    /// SPEC W2: what a `--cow` run kept aside; null when nothing or no `--cow`.
+    changes: Option<&'a serde_json::Value>,
     command: &'a [String],
     argv: &'a [String],
     dir: Option<std::borrow::Cow<'a, str>>,

@@ -1,0 +1,212 @@
+//! Copy-on-write DIR (SPEC W1–W6): with `--cow` (or `cow = true`) the payload sees DIR
+//! read-write through an overlay whose lower layer is DIR and whose upper layer is kept under
+//! the user's state directory; nothing reaches DIR until `snug apply`.
+
+pub mod apply;
+pub mod changes;
+pub mod diff;
+pub mod mount;
+pub mod store;
+
+use crate::error::{failure, UNAVAILABLE};
+use rustix::time::ClockId;
+use std::path::{Path, PathBuf};
+use store::Kept;
+
+/// A `--cow` run: its kept directory and what nest mounts.
+pub struct Run {
+    /// `STATE/cow/NAME`.
+    pub kept: Kept,
+    /// DIR, canonical: the lower layer and the mount point.
+    pub dir: PathBuf,
+    /// As root (`redirect_dir=on`) or as a user (`userxattr`).
+    pub root: bool,
+}
+
+impl Run {
+    /// Wait until the coarse clock the kernel stamps most ctimes with
+    /// (`CLOCK_REALTIME_COARSE`, one tick behind at most) has passed the recorded start, so
+    /// that a host file changed once the overlay is mounted has a ctime after it, and one
+    /// changed before the start has one before it (SPEC W4's conflicts). Started early in
+    /// the run's start-up, this rarely waits at all.
+    pub fn settle(&self) {
+        let started = self.kept.meta.as_ref().map_or(0, |m| m.started_ns);
+        while now_ns(ClockId::RealtimeCoarse) < started {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
+    /// The overlay's mount data ([`mount::options`]).
+    pub fn options(&self) -> String {
+        mount::options(&self.dir, &self.kept.upper(), &self.kept.work(), self.root)
+    }
+}
+
+/// What `--dry-run` says of `--cow`: the overlay's layers, as a mount(8) command line.
+pub fn dry_run_line(dir: &Path, name: &str) -> Vec<String> {
+    let kept = store::base().map(|b| b.join(name)).unwrap_or_else(|_| PathBuf::from("STATE/snug/cow").join(name));
+    let root = rustix::process::geteuid().is_root();
+    let data = mount::options(dir, &kept.join("upper"), &kept.join("work"), root);
+    ["mount", "-t", "overlay", "overlay", "-o", &data, &dir.to_string_lossy()].iter().map(|s| s.to_string()).collect()
+}
+
+/// The mode word `snug ps` shows for a run, with `+cow` for a `--cow` run.
+pub fn mode_word(word: &'static str, cow: bool) -> &'static str {
+    match (word, cow) {
+        ("terminal-fg", true) => "terminal-fg+cow",
+        ("terminal-bg", true) => "terminal-bg+cow",
+        ("detached", true) => "detached+cow",
+        (w, _) => w,
+    }
+}
+
+/// `statfs(2)` magic numbers (`linux/magic.h`).
+const OVERLAYFS_SUPER_MAGIC: i64 = 0x794c_7630;
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// Prepare run `name` over DIR `dir`: the state directory checked (not inside DIR, on a
+/// filesystem that holds overlayfs' upper layer) and `STATE/cow/NAME` made. Nothing is
+/// copied: the cost does not depend on DIR's size (SPEC B10).
+///
+/// # Errors
+/// 69 saying which and what to set (`XDG_STATE_HOME`) where the state directory cannot hold
+/// the layer; 64 when changes named `name` are kept already; 71 when it cannot be made.
+pub fn prepare(name: &str, dir: &Path, command: Vec<String>) -> anyhow::Result<Run> {
+    let base = store::base()?;
+    let set = "set XDG_STATE_HOME to a directory outside DIR on a local filesystem (ext4, xfs, btrfs)";
+    if resolved(&base).starts_with(dir) {
+        return Err(failure(
+            UNAVAILABLE,
+            format!(
+                "--cow: the state directory {} is inside DIR, where the payload could rewrite the kept changes: {set}",
+                base.display()
+            ),
+        ));
+    }
+    let os = |e: std::io::Error| {
+        failure(crate::error::OS_ERROR, format!("--cow: {}: {}", base.display(), crate::error::io_text(&e)))
+    };
+    let mut b = std::fs::DirBuilder::new();
+    std::os::unix::fs::DirBuilderExt::mode(b.recursive(true), 0o700);
+    b.create(&base).map_err(os)?;
+    let root = rustix::process::geteuid().is_root();
+    let fs = rustix::fs::statfs(&base).map_err(|e| os(e.into()))?.f_type as i64;
+    let refused = match fs {
+        OVERLAYFS_SUPER_MAGIC => Some("overlayfs, which cannot hold an overlay's upper layer"),
+        // Extended attributes in the user namespace on tmpfs came with Linux 6.6.
+        TMPFS_MAGIC if !root && !kernel_at_least(6, 6) => {
+            Some("tmpfs, which holds no user extended attributes before Linux 6.6")
+        }
+        _ => None,
+    };
+    if let Some(why) = refused {
+        return Err(failure(UNAVAILABLE, format!("--cow: the state directory {} is on {why}: {set}", base.display())));
+    }
+    let started_ns = now_ns(ClockId::Realtime);
+    let started = crate::report::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(started_ns as u64));
+    let meta = store::Meta { dir: dir.to_path_buf(), started, started_ns, command, root };
+    let kept = store::create(&base, name, &meta)?;
+    // The merged view's root is the upper layer's: give it DIR's mode (and, as root, owner).
+    let upper = kept.upper();
+    let synced = std::fs::metadata(dir).and_then(|m| {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        if root {
+            std::os::unix::fs::chown(&upper, Some(m.uid()), Some(m.gid()))?;
+        }
+        std::fs::set_permissions(&upper, std::fs::Permissions::from_mode(m.mode() & 0o7777))
+    });
+    if let Err(e) = synced {
+        let _ = store::remove(&kept);
+        return Err(os(e));
+    }
+    Ok(Run { kept, dir: dir.to_path_buf(), root })
+}
+
+/// For `snug doctor` (SPEC W6): whether `--cow` can mount its overlay here, whether
+/// rename(2) of a directory that existed before the run works in it, and the detail.
+pub fn limits() -> (bool, bool, String) {
+    if rustix::process::geteuid().is_root() {
+        return (true, true, "overlay as root with redirect_dir=on: renaming a directory that existed works".into());
+    }
+    if !kernel_at_least(5, 11) {
+        return (false, false, "needs Linux 5.11 for an overlay in a user namespace (userxattr)".into());
+    }
+    let fuse = crate::bwrap::find_program("fuse-overlayfs")
+        .map_or(String::new(), |p| format!(" ({} is installed but not used)", p.display()));
+    let detail = format!(
+        "overlay with userxattr, which refuses redirect_dir: rename(2) of a directory that existed before the \
+         run fails with EXDEV (mv copies instead; git mv of a directory fails){fuse}"
+    );
+    (true, false, detail)
+}
+
+/// `p` with its longest existing prefix resolved (`realpath(3)`), the rest as written.
+fn resolved(p: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = p.to_path_buf();
+    loop {
+        if let Ok(r) = std::fs::canonicalize(&at) {
+            return rest.iter().rev().fold(r, |acc: PathBuf, c| acc.join(c));
+        }
+        match (at.file_name().map(|n| n.to_os_string()), at.parent()) {
+            (Some(n), Some(parent)) => {
+                rest.push(n);
+                at = parent.to_path_buf();
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
+}
+
+/// The kernel's release is `major.minor` or later (`uname(2)`).
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let u = rustix::system::uname();
+    let r = u.release().to_string_lossy();
+    let mut it = r.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse::<u32>().ok());
+    (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
+}
+
+/// `clock` in ns since the epoch.
+fn now_ns(clock: ClockId) -> u128 {
+    let t = rustix::time::clock_gettime(clock);
+    t.tv_sec as u128 * 1_000_000_000 + t.tv_nsec as u128
+}
+
+/// At the run's end (SPEC W2): the line to print and the report's `changes`, or `None`
+/// (and the kept directory removed) when the payload changed nothing.
+pub fn finish(run: &Run) -> Option<(String, serde_json::Value)> {
+    let changes = match changes::collect(&run.kept.upper(), &run.dir) {
+        Ok(c) => c,
+        Err(e) => {
+            let q = crate::quote::quote(&run.kept.name).into_owned();
+            let line = format!(
+                "--cow: the kept changes {q} could not be read ({}); snug discard {q}",
+                crate::error::one_line(&e)
+            );
+            return Some((line, serde_json::json!({ "name": run.kept.name, "error": crate::error::one_line(&e) })));
+        }
+    };
+    if changes.is_empty() {
+        let _ = store::remove(&run.kept);
+        return None;
+    }
+    let (a, m, d) = changes::counts(&changes);
+    let q = crate::quote::quote(&run.kept.name).into_owned();
+    let line = format!(
+        "DIR kept as it was; the payload's changes are kept aside ({a} added, {m} modified, {d} deleted): \
+         snug diff {q} shows them, snug apply {q} writes them into DIR, snug discard {q} drops them"
+    );
+    const SHOWN: usize = 100;
+    let paths: Vec<serde_json::Value> = changes
+        .iter()
+        .take(SHOWN)
+        .map(|c| serde_json::json!({ "kind": c.kind.word(), "path": c.path.to_string_lossy() }))
+        .collect();
+    let value = serde_json::json!({
+        "name": run.kept.name,
+        "added": a, "modified": m, "deleted": d,
+        "total": changes.len(), "paths": paths,
+        "diff": format!("snug diff {q}"), "apply": format!("snug apply {q}"), "discard": format!("snug discard {q}"),
+    });
+    Some((line, value))
+}

@@ -1,0 +1,267 @@
+//! `snug apply` (SPEC W4): the kept changes written into DIR, never outside it. Every parent
+//! is opened from DIR's descriptor with `openat2(2)` `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`,
+//! so a `..` or a symlink planted in DIR after the run is refused, not followed; each file is
+//! a temporary file in its directory renamed over the old one; deletions come last, deepest
+//! first. A host path changed since the run started (its ctime is later) is a conflict.
+
+use super::changes::{Change, Kind, Node};
+use crate::error::{failure, OS_ERROR};
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+
+/// What `snug apply` was asked.
+pub struct Ask<'a> {
+    /// The kept run.
+    pub name: &'a str,
+    /// Only these paths.
+    pub paths: &'a [PathBuf],
+    /// Apply the rest when something is refused.
+    pub partial: bool,
+    /// Apply over host changes made since the run started.
+    pub force: bool,
+    /// Protected paths that may be written.
+    pub unprotect: &'a [PathBuf],
+}
+
+/// Apply; returns the exit code (0, or 1 when something was refused or failed) after one
+/// `snug: ` line per path not applied.
+///
+/// # Errors
+/// As [`super::diff::load`]; 71 when DIR cannot be opened.
+pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
+    let (kept, dir, all) = super::diff::load(ask.name, ask.paths)?;
+    let started = kept.meta.as_ref().map_or(0, |m| m.started_ns);
+    let beneath = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let root_fd = rustix::fs::openat2(
+        rustix::fs::CWD,
+        &dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )
+    .map_err(|e| failure(OS_ERROR, format!("cannot open DIR {}: {}", dir.display(), std::io::Error::from(e))))?;
+    let unprotect: Vec<PathBuf> = ask.unprotect.iter().map(|p| clean(p, &dir)).collect();
+    let mut refused: Vec<String> = Vec::new();
+    let mut todo: Vec<&Change> = Vec::new();
+    for c in &all {
+        let q = c.path.display();
+        let replaces = matches!(c.kind, Kind::Deleted | Kind::Type);
+        if snug_core::protect::protected(&c.path, replaces) && !unprotect.iter().any(|u| c.path.starts_with(u)) {
+            refused.push(format!("{q}: protected (--unprotect {q} writes it)"));
+            continue;
+        }
+        if let Some(Node::Special(w)) = &c.new {
+            crate::log::say!("snug: apply: {q}: a {w}, not applied");
+            continue;
+        }
+        let parent = match parent_of(root_fd.as_fd(), &c.path, beneath) {
+            Ok(fd) => Some(fd),
+            // A directory this apply makes first (where nothing, or a file, is now): nothing
+            // of the host's there to conflict.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) => None,
+            Err(e) => {
+                refused.push(format!("{q}: {e}"));
+                continue;
+            }
+        };
+        let name = c.path.file_name().unwrap_or_default();
+        if let Some(st) = parent.and_then(|p| rustix::fs::statat(&p, name, AtFlags::SYMLINK_NOFOLLOW).ok()) {
+            let ctime = st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128;
+            if ctime >= started as i128 && !ask.force {
+                refused.push(format!("{q}: changed on the host since the run started (--force writes over it)"));
+                continue;
+            }
+        }
+        todo.push(c);
+    }
+    for line in &refused {
+        crate::log::say!("snug: apply: {line}");
+    }
+    if !refused.is_empty() && !ask.partial {
+        crate::log::say!("snug: apply: nothing written; --partial applies the rest");
+        return Ok(1);
+    }
+    let mut failed = 0usize;
+    let mut applied = 0usize;
+    // Writes in path order (a directory before what it holds), deletions deepest first.
+    let (dels, writes): (Vec<&Change>, Vec<&Change>) = todo.into_iter().partition(|c| c.kind == Kind::Deleted);
+    let mut links = Links::new();
+    for c in writes.iter().chain(dels.iter().rev()) {
+        match write_one(root_fd.as_fd(), c, beneath, &mut links) {
+            Ok(()) => applied += 1,
+            Err(e) => {
+                failed += 1;
+                crate::log::say!("snug: apply: {}: {e}", c.path.display());
+            }
+        }
+    }
+    let q = crate::quote::quote(ask.name).into_owned();
+    let all_done = refused.is_empty() && failed == 0;
+    if all_done && ask.paths.is_empty() {
+        super::store::remove(&kept)?;
+        crate::log::say!("snug: applied {applied} changes to {}; {q} is no longer kept", dir.display());
+    } else {
+        crate::log::say!("snug: applied {applied} changes to {}; the rest stays kept as {q}", dir.display());
+    }
+    Ok(if all_done { 0 } else { 1 })
+}
+
+/// A PATH argument relative to DIR, `.` components dropped.
+fn clean(p: &Path, dir: &Path) -> PathBuf {
+    let p = p.strip_prefix(dir).unwrap_or(p);
+    p.components().filter(|c| matches!(c, Component::Normal(_))).collect()
+}
+
+/// The directory holding `rel`, opened from DIR without leaving it or following a symlink.
+fn parent_of(root: BorrowedFd<'_>, rel: &Path, how: ResolveFlags) -> std::io::Result<OwnedFd> {
+    if !rel.components().all(|c| matches!(c, Component::Normal(_))) || rel.as_os_str().is_empty() {
+        return Err(std::io::Error::other("refused: the path leaves DIR"));
+    }
+    let parent = rel.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let fd = rustix::fs::openat2(root, parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty(), how)
+        .map_err(|e| match e {
+            rustix::io::Errno::LOOP | rustix::io::Errno::XDEV => {
+                std::io::Error::other("refused: a directory on the way is a symlink or leaves DIR")
+            }
+            e => e.into(),
+        })?;
+    Ok(fd)
+}
+
+/// Files applied so far that have other names in the upper layer: (device, inode) of the
+/// kept file → where it was applied, so the payload's hard links stay links in DIR.
+type Links = std::collections::HashMap<(u64, u64), PathBuf>;
+
+/// Write one change.
+fn write_one(root: BorrowedFd<'_>, c: &Change, how: ResolveFlags, links: &mut Links) -> std::io::Result<()> {
+    let parent = parent_of(root, &c.path, how)?;
+    let name = c.path.file_name().unwrap_or_default();
+    if matches!(c.kind, Kind::Deleted | Kind::Type) {
+        remove_at(parent.as_fd(), Path::new(name))?;
+        if c.kind == Kind::Deleted {
+            return Ok(());
+        }
+    }
+    let me_root = rustix::process::geteuid().is_root();
+    let mode = c.mode & 0o777;
+    if c.mode & 0o6000 != 0 {
+        crate::log::say!("snug: apply: {}: set-id bits not applied (mode {:o})", c.path.display(), mode);
+    }
+    let owner = |fd: BorrowedFd<'_>, at: &Path| -> std::io::Result<()> {
+        if me_root {
+            let (u, g) = (rustix::fs::Uid::from_raw(c.owner.0), rustix::fs::Gid::from_raw(c.owner.1));
+            rustix::fs::chownat(fd, at, Some(u), Some(g), AtFlags::SYMLINK_NOFOLLOW)?;
+        }
+        Ok(())
+    };
+    let tmp = format!(".snug-apply.{}.{}", std::process::id(), name.to_string_lossy());
+    match (&c.new, c.kind) {
+        (Some(_), Kind::Mode) => chmod_nofollow(parent.as_fd(), name, mode),
+        (Some(Node::Dir), _) => {
+            match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o700)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            owner(parent.as_fd(), Path::new(name))?;
+            chmod_nofollow(parent.as_fd(), name, mode)
+        }
+        (Some(Node::Symlink(target)), _) => {
+            let _ = rustix::fs::unlinkat(&parent, tmp.as_str(), AtFlags::empty());
+            rustix::fs::symlinkat(target.as_os_str(), &parent, tmp.as_str())?;
+            let done = owner(parent.as_fd(), Path::new(&tmp))
+                .and_then(|()| Ok(rustix::fs::renameat(&parent, tmp.as_str(), &parent, name)?));
+            done.inspect_err(|_| {
+                let _ = rustix::fs::unlinkat(&parent, tmp.as_str(), AtFlags::empty());
+            })
+        }
+        (Some(Node::File), _) => {
+            use std::os::unix::fs::MetadataExt;
+            let src = c.source.as_deref().ok_or_else(|| std::io::Error::other("no source"))?;
+            let m = std::fs::symlink_metadata(src)?;
+            let key = (m.dev(), m.ino());
+            let linked = match links.get(&key).filter(|_| m.nlink() > 1) {
+                Some(first) => {
+                    let from = parent_of(root, first, how)?;
+                    let first_name = first.file_name().unwrap_or_default();
+                    let _ = rustix::fs::unlinkat(&parent, tmp.as_str(), AtFlags::empty());
+                    rustix::fs::linkat(&from, first_name, &parent, tmp.as_str(), AtFlags::empty()).is_ok()
+                }
+                None => false,
+            };
+            let made = if linked { Ok(()) } else { copy_in(parent.as_fd(), &tmp, src, mode, &owner) };
+            if !linked && m.nlink() > 1 {
+                links.insert(key, c.path.clone());
+            }
+            let done = made.and_then(|()| Ok(rustix::fs::renameat(&parent, tmp.as_str(), &parent, name)?));
+            done.inspect_err(|_| {
+                let _ = rustix::fs::unlinkat(&parent, tmp.as_str(), AtFlags::empty());
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `src` (the upper layer's file, opened without following a symlink) copied into a new
+/// `tmp` in `parent`, with its owner (root only) and `mode` (no set-id bits).
+fn copy_in(
+    parent: BorrowedFd<'_>,
+    tmp: &str,
+    src: &Path,
+    mode: u32,
+    owner: &dyn Fn(BorrowedFd<'_>, &Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut from = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(src)?;
+    if !from.metadata()?.is_file() {
+        return Err(std::io::Error::other("the kept file is not a regular file"));
+    }
+    let _ = rustix::fs::unlinkat(parent, tmp, AtFlags::empty());
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(parent, tmp, flags, Mode::from_raw_mode(0o600))?;
+    let mut to = std::fs::File::from(fd);
+    std::io::copy(&mut from, &mut to)?;
+    owner(parent, Path::new(tmp))?;
+    rustix::fs::fchmod(&to, Mode::from_raw_mode(mode))?;
+    Ok(())
+}
+
+/// chmod of `name` in `parent` without following a symlink: an `O_PATH` descriptor of the
+/// node itself, changed through its `/proc/self/fd` entry (fchmodat's `AT_SYMLINK_NOFOLLOW`
+/// needs Linux 6.6's fchmodat2). A symlink's mode means nothing and is left.
+fn chmod_nofollow(parent: BorrowedFd<'_>, name: &std::ffi::OsStr, mode: u32) -> std::io::Result<()> {
+    let fd = rustix::fs::openat(parent, name, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?;
+    if rustix::fs::fstat(&fd)?.st_mode & libc::S_IFMT == libc::S_IFLNK {
+        return Ok(());
+    }
+    std::fs::set_permissions(
+        format!("/proc/self/fd/{}", fd.as_raw_fd()),
+        std::os::unix::fs::PermissionsExt::from_mode(mode),
+    )
+}
+
+/// Remove `name` in `parent`, a directory with all it holds, never following a symlink.
+fn remove_at(parent: BorrowedFd<'_>, name: &Path) -> std::io::Result<()> {
+    let st = match rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(rustix::io::Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        return Ok(rustix::fs::unlinkat(parent, name, AtFlags::empty())?);
+    }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let dir = rustix::fs::openat(parent, name, flags, Mode::empty())?;
+    let mut entries = Vec::new();
+    for e in rustix::fs::Dir::read_from(&dir)? {
+        let e = e?;
+        let n = e.file_name().to_bytes();
+        if n != b"." && n != b".." {
+            entries.push(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(n).to_os_string());
+        }
+    }
+    for n in entries {
+        remove_at(dir.as_fd(), Path::new(&n))?;
+    }
+    Ok(rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?)
+}

@@ -1,0 +1,187 @@
+//! `snug diff` (SPEC W3): the kept runs, or every change of one, as a list (`--stat`) or
+//! as unified diffs (diff(1) for text files; binary files, symlinks, types and modes as
+//! one line each). Nothing is left out without a word.
+
+use super::changes::{self, Change, Kind, Node};
+use super::store::{self, Kept};
+use crate::error::{failure, USAGE};
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+/// `snug diff`: one line per kept run (name, DIR, start, counts).
+pub fn list() -> String {
+    let kept = store::list();
+    if kept.is_empty() {
+        return "no kept changes\n".to_string();
+    }
+    let mut out = String::new();
+    for k in kept {
+        let Some(meta) = &k.meta else {
+            let _ = writeln!(out, "{}\t(no record: snug discard {})", k.name, crate::quote::quote(&k.name));
+            continue;
+        };
+        let counts = match changes::collect(&k.upper(), &meta.dir) {
+            Ok(c) => {
+                let (a, m, d) = changes::counts(&c);
+                format!("{a} added, {m} modified, {d} deleted")
+            }
+            Err(e) => crate::error::one_line(&e),
+        };
+        let gone = if meta.dir.is_dir() { "" } else { " (DIR is gone)" };
+        let _ = writeln!(out, "{}\t{}{gone}\t{}\t{counts}", k.name, meta.dir.display(), meta.started);
+    }
+    out
+}
+
+/// `snug diff --names`: the kept runs' names, for completion.
+pub fn names() -> String {
+    store::list().into_iter().map(|k| k.name + "\n").collect()
+}
+
+/// A kept run, its DIR and its changes, those under `paths` only when any are given.
+///
+/// # Errors
+/// 64 for an unknown name or a PATH outside DIR; the walk's errors.
+pub fn load(name: &str, paths: &[PathBuf]) -> anyhow::Result<(Kept, PathBuf, Vec<Change>)> {
+    let kept = store::find(name)?;
+    let Some(meta) = kept.meta.clone() else {
+        return Err(failure(USAGE, format!("{name}: its record is missing; snug discard {name}")));
+    };
+    let wanted: Vec<PathBuf> = paths.iter().map(|p| relative(p, &meta.dir)).collect::<anyhow::Result<_>>()?;
+    let mut all = changes::collect(&kept.upper(), &meta.dir)?;
+    if !wanted.is_empty() {
+        all.retain(|c| wanted.iter().any(|w| c.path.starts_with(w)));
+    }
+    Ok((kept, meta.dir, all))
+}
+
+/// A PATH argument relative to DIR: relative as given, or absolute below DIR.
+fn relative(p: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    let rel = if p.is_absolute() { p.strip_prefix(dir).map(Path::to_path_buf).ok() } else { Some(p.to_path_buf()) };
+    let rel = rel.filter(|r| r.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)));
+    let Some(rel) = rel else {
+        return Err(failure(USAGE, format!("{}: not a path inside {}", p.display(), dir.display())));
+    };
+    Ok(rel.components().filter(|c| matches!(c, Component::Normal(_))).collect())
+}
+
+/// One `--stat` line: letter, path (a `/` after a directory), what it became.
+pub fn stat_line(c: &Change) -> String {
+    let mut line = format!("{} {}", c.kind.letter(), c.path.display());
+    let node = c.new.as_ref().or(c.old.as_ref());
+    if node == Some(&Node::Dir) {
+        line.push('/');
+    }
+    if let Some(Node::Symlink(t)) = &c.new {
+        let _ = write!(line, " -> {}", t.to_string_lossy());
+    }
+    match c.kind {
+        Kind::Type => {
+            let (o, n) = (c.old.as_ref().map_or("?", Node::word), c.new.as_ref().map_or("?", Node::word));
+            let _ = write!(line, " ({o} -> {n})");
+        }
+        Kind::Mode | Kind::Modified if c.old_mode != c.mode && c.old.is_some() => {
+            let _ = write!(line, " (mode {:o} -> {:o})", c.old_mode, c.mode);
+        }
+        _ => {}
+    }
+    if let Some(Node::Special(w)) = &c.new {
+        let _ = write!(line, " ({w})");
+    }
+    if c.mode & 0o6000 != 0 {
+        line.push_str(" (set-id)");
+    }
+    if snug_core::protect::protected(&c.path, matches!(c.kind, Kind::Deleted | Kind::Type)) {
+        line.push_str(" [protected]");
+    }
+    line
+}
+
+/// `snug diff NAME [--stat] [PATH...]`.
+///
+/// # Errors
+/// As [`load`].
+pub fn show(name: &str, stat: bool, paths: &[PathBuf]) -> anyhow::Result<String> {
+    let (_, dir, all) = load(name, paths)?;
+    let mut out = String::new();
+    for c in &all {
+        if stat {
+            out.push_str(&stat_line(c));
+            out.push('\n');
+            continue;
+        }
+        unified(c, &dir, &mut out);
+    }
+    if stat {
+        let (a, m, d) = changes::counts(&all);
+        let _ = writeln!(out, "{} changes: {a} added, {m} modified, {d} deleted", all.len());
+    }
+    Ok(out)
+}
+
+/// A file's bytes when it is a regular file of text (no NUL in it); `None` for binary.
+fn text_of(p: &Path) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(p).ok()?;
+    (!bytes.contains(&0)).then_some(bytes)
+}
+
+/// The change as `diff -u` would show it, with git's header lines for the rest.
+fn unified(c: &Change, dir: &Path, out: &mut String) {
+    let p = c.path.display();
+    let _ = writeln!(out, "diff --snug a/{p} b/{p}");
+    let old_file = (c.old == Some(Node::File)).then(|| dir.join(&c.path));
+    let new_file = (c.new == Some(Node::File)).then(|| c.source.clone()).flatten();
+    match c.kind {
+        Kind::Added => {
+            let _ = writeln!(out, "new {} mode {:o}", c.new.as_ref().map_or("?", Node::word), c.mode);
+        }
+        Kind::Deleted => {
+            let _ = writeln!(out, "deleted {}", c.old.as_ref().map_or("?", Node::word));
+        }
+        Kind::Type => {
+            let (o, n) = (c.old.as_ref().map_or("?", Node::word), c.new.as_ref().map_or("?", Node::word));
+            let _ = writeln!(out, "type {o} -> {n}");
+        }
+        Kind::Mode | Kind::Modified if c.old_mode != c.mode => {
+            let _ = writeln!(out, "old mode {:o}\nnew mode {:o}", c.old_mode, c.mode);
+        }
+        _ => {}
+    }
+    if let Some(Node::Symlink(t)) = &c.old {
+        if !matches!(c.kind, Kind::Mode) {
+            let _ = writeln!(out, "-symlink -> {}", t.to_string_lossy());
+        }
+    }
+    if let Some(Node::Symlink(t)) = &c.new {
+        let _ = writeln!(out, "+symlink -> {}", t.to_string_lossy());
+    }
+    if let Some(Node::Special(w)) = &c.new {
+        let _ = writeln!(out, "+{w} (snug apply does not write it)");
+    }
+    if c.kind == Kind::Mode || (old_file.is_none() && new_file.is_none()) {
+        return;
+    }
+    let none = PathBuf::from("/dev/null");
+    let (a, b) = (old_file.clone().unwrap_or(none.clone()), new_file.clone().unwrap_or(none));
+    let binary = [&old_file, &new_file].iter().any(|f| f.as_ref().is_some_and(|f| text_of(f).is_none()));
+    if binary {
+        let _ = writeln!(out, "Binary files a/{p} and b/{p} differ");
+        return;
+    }
+    let (la, lb) = (format!("a/{p}"), format!("b/{p}"));
+    let run = std::process::Command::new("diff")
+        .args(["-u", "--label", &la, "--label", &lb])
+        .arg(&a)
+        .arg(&b)
+        .stdin(std::process::Stdio::null())
+        .output();
+    match run {
+        Ok(o) if o.status.code().is_some_and(|c| c <= 1) => out.push_str(&String::from_utf8_lossy(&o.stdout)),
+        Ok(o) => {
+            let _ = writeln!(out, "(diff failed: {})", String::from_utf8_lossy(&o.stderr).trim());
+        }
+        Err(e) => {
+            let _ = writeln!(out, "(diff(1) could not run: {e})");
+        }
+    }
+}

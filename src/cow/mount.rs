@@ -1,0 +1,105 @@
+//! The overlay itself (SPEC W1): mounted at DIR in nest's own mount namespace, after nest set
+//! it up and before bwrap has its options, so bwrap's bind of DIR shows the merged view and
+//! the host's DIR is the lower layer, never written. Debian 12's bwrap 0.8 has no
+//! `--overlay`; a helper joins nest's namespaces (`setns(2)` on nest's pidfd) and mounts
+//! there, so nothing of it is left on the host once the sandbox is gone.
+
+use crate::error::{failure, UNAVAILABLE};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::path::Path;
+
+/// `overlay(5)`'s mount data for lower `dir`, `upper` and `work`. As root, `redirect_dir=on`
+/// makes rename(2) of a directory that existed before work (SPEC W6). As a user the kernel
+/// needs `userxattr` (Linux 5.11+, `Documentation/filesystems/overlayfs.rst`), and then
+/// refuses `redirect_dir`: such a rename fails with EXDEV.
+pub fn options(dir: &Path, upper: &Path, work: &Path, root: bool) -> String {
+    let mut out = format!("lowerdir={},upperdir={},workdir={}", esc(dir), esc(upper), esc(work));
+    out.push_str(if root { ",redirect_dir=on" } else { ",userxattr" });
+    out
+}
+
+/// A path as overlayfs' option parser reads it: `,` `:` and `\` escaped with `\`.
+fn esc(p: &Path) -> String {
+    let mut out = String::new();
+    for c in p.to_string_lossy().chars() {
+        if matches!(c, ',' | ':' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Mount the overlay `data` ([`options`]) at `dir` in the user and mount namespaces of the
+/// process `nest` pins (root: its mount namespace only). A forked helper does it:
+/// `setns(2)` needs a single-threaded caller. Between the fork and `_exit` it makes only
+/// `setns`, `mount` and `_exit` (async-signal-safe).
+///
+/// # Errors
+/// 69 with the kernel's reason and what to set when the kernel refuses (SPEC W1).
+pub fn mount_in(nest: BorrowedFd<'_>, dir: &Path, data: &str, root: bool) -> anyhow::Result<()> {
+    let nul = |_| failure(crate::error::USAGE, format!("{}: the path contains a NUL byte", dir.display()));
+    let target = CString::new(dir.as_os_str().as_encoded_bytes()).map_err(nul)?;
+    let data = CString::new(data).map_err(|_| failure(crate::error::USAGE, "a path contains a NUL byte"))?;
+    let flags = if root { libc::CLONE_NEWNS } else { libc::CLONE_NEWUSER | libc::CLONE_NEWNS };
+    let pidfd = nest.as_raw_fd();
+    // SAFETY: the child runs only setns, mount and _exit on integers and on the two C strings
+    // built above, and never returns.
+    let cloned = unsafe { crate::sys::process::clone3(0) };
+    let cloned =
+        cloned.map_err(|e| failure(crate::error::OS_ERROR, format!("cannot start the overlay's helper: {e}")))?;
+    let crate::sys::process::Cloned::Parent { pidfd: child, .. } = cloned else {
+        // SAFETY: raw system calls on integers and on NUL-terminated strings that outlive them.
+        unsafe {
+            if libc::setns(pidfd, flags) != 0 {
+                libc::_exit(128 + *libc::__errno_location());
+            }
+            let kind = c"overlay".as_ptr();
+            if libc::mount(kind, target.as_ptr(), kind, 0, data.as_ptr().cast()) != 0 {
+                libc::_exit(*libc::__errno_location());
+            }
+            libc::_exit(0)
+        }
+    };
+    let code = wait(&child)?;
+    if code == 0 {
+        return Ok(());
+    }
+    let (what, errno) = if code >= 128 { ("join the sandbox's namespaces", code - 128) } else { ("mount", code) };
+    let why = crate::error::strerror(errno);
+    Err(failure(
+        UNAVAILABLE,
+        format!(
+            "--cow: cannot {what} the overlay on {}: {why}; the kept changes need a local filesystem \
+             (ext4, xfs, btrfs): set XDG_STATE_HOME to a directory on one",
+            dir.display()
+        ),
+    ))
+}
+
+/// The helper's exit code (`waitid(2)` on its pidfd).
+fn wait(child: &std::os::fd::OwnedFd) -> anyhow::Result<i32> {
+    use rustix::process::{waitid, WaitId, WaitIdOptions};
+    loop {
+        match waitid(WaitId::PidFd(std::os::fd::AsFd::as_fd(child)), WaitIdOptions::EXITED) {
+            Ok(Some(st)) => return Ok(st.exit_status().unwrap_or(libc::EIO)),
+            Ok(None) => continue,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(failure(crate::error::OS_ERROR, format!("waitid: {e}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// W1: commas and colons in a path do not split overlayfs' options.
+    #[test]
+    fn w1_options_escape_the_separators() {
+        let o = options(Path::new("/a,b:c"), Path::new("/u"), Path::new("/w"), false);
+        assert_eq!(o, "lowerdir=/a\\,b\\:c,upperdir=/u,workdir=/w,userxattr");
+        assert!(options(Path::new("/a"), Path::new("/u"), Path::new("/w"), true).ends_with(",redirect_dir=on"));
+    }
+}

@@ -1,0 +1,147 @@
+//! W4: `snug apply` refuses what changed on the host since the run started, what would
+//! leave DIR or follow a symlink, protected paths, and what it never writes (device nodes,
+//! FIFOs, set-id bits), each with its name.
+
+use super::{code, each, ready_then_wait, tree, wait_for, Case, LIMIT};
+use crate::common::{start, Who};
+use std::os::unix::fs::PermissionsExt;
+
+/// A host file changed mid-run is refused by name with exit 1 and nothing written;
+/// `--partial` writes the rest; `--force` writes over it. Without the ctime check, apply
+/// wrote both and exited 0.
+#[test]
+fn w4_conflicts_refused_then_partial_then_force() {
+    each(&|who| {
+        let c = Case::new(who);
+        c.seed("a", "a0\n");
+        c.seed("b", "b0\n");
+        let script = format!("echo a1 > a; echo b1 > b; {}", ready_then_wait());
+        let run = start(&mut c.cow("w4c", &script));
+        wait_for(&c.side().join("ready"));
+        std::fs::write(c.dir().join("a"), "host\n").unwrap();
+        std::fs::write(c.side().join("go"), "").unwrap();
+        assert_eq!(code(&run.finish(LIMIT)), 0);
+        let out = c.run(&["apply", "w4c"]);
+        assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
+        assert!(out.err.contains("snug: apply: a: changed on the host"), "{who:?}: {}", out.err);
+        assert!(!out.err.contains("apply: b:"), "{who:?}: {}", out.err);
+        assert_eq!(std::fs::read_to_string(c.dir().join("b")).unwrap(), "b0\n", "{who:?}: written without --partial");
+        let out = c.run(&["apply", "w4c", "--partial"]);
+        assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
+        assert_eq!(std::fs::read_to_string(c.dir().join("b")).unwrap(), "b1\n", "{who:?}: --partial");
+        assert_eq!(std::fs::read_to_string(c.dir().join("a")).unwrap(), "host\n", "{who:?}: --partial wrote a");
+        let out = c.run(&["apply", "w4c", "--force"]);
+        assert_eq!(code(&out), 0, "{who:?}: {}", out.err);
+        assert_eq!(std::fs::read_to_string(c.dir().join("a")).unwrap(), "a1\n", "{who:?}: --force");
+    });
+}
+
+/// A symlinked parent planted in DIR after the run is refused, and nothing is written where
+/// it points, also with `--force`, which replaces the planted symlinks instead of following
+/// them (a target keeps its content). Positive control: `cp` through the planted parent
+/// writes where it points; with parents opened by plain path (no `RESOLVE_*` flags), apply
+/// wrote through it and exited 0.
+#[test]
+fn w4_apply_never_follows_a_planted_symlink() {
+    each(&|who| {
+        let c = Case::new(who);
+        c.seed("sub/keep", "k\n");
+        let out = c.cow("w4s", "echo payload > sub/f; echo payload > top").output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let elsewhere = crate::common::workdir(who);
+        let victim = elsewhere.path().join("victim");
+        std::fs::write(&victim, "victim\n").unwrap();
+        c.own(elsewhere.path());
+        std::fs::rename(c.dir().join("sub"), c.dir().join("sub.real")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), c.dir().join("sub")).unwrap();
+        std::os::unix::fs::symlink(&victim, c.dir().join("top")).unwrap();
+        // Control: a write through the path resolves the planted symlink.
+        let ctl = std::process::Command::new("cp").arg(&victim).arg(c.dir().join("sub/ctl")).status();
+        assert!(ctl.unwrap().success() && elsewhere.path().join("ctl").exists(), "control");
+        let out = c.run(&["apply", "w4s"]);
+        assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
+        assert!(out.err.contains("sub/f: refused"), "{who:?}: {}", out.err);
+        let out = c.run(&["apply", "w4s", "--force", "--partial"]);
+        assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
+        assert!(out.err.contains("sub/f: refused"), "{who:?}: {}", out.err);
+        assert!(!elsewhere.path().join("f").exists(), "{who:?}: written through the planted symlink");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim\n", "{who:?}: followed top");
+        assert_eq!(std::fs::read_to_string(c.dir().join("top")).unwrap(), "payload\n");
+        assert!(std::fs::symlink_metadata(c.dir().join("top")).unwrap().is_file());
+    });
+}
+
+/// A hand-made redirect in the upper layer that climbs out of DIR (`..`) is refused by
+/// `diff` and `apply`, and nothing is written.
+#[test]
+fn w4_hand_made_upper_path_with_dotdot_refused() {
+    each(&|who| {
+        let c = Case::new(who);
+        c.seed("a", "a\n");
+        let out = c.cow("w4r", "mkdir evil; echo x > evil/f; echo b > a").output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let evil = c.kept().join("w4r/upper/evil");
+        let attr = if who == Who::Root { "trusted.overlay.redirect" } else { "user.overlay.redirect" };
+        let set = format!("import os; os.setxattr({:?}, {attr:?}, b'/../../etc')", evil.to_str().unwrap());
+        let mut py = crate::common::cmd_as(who, c.dir(), "/usr/bin/python3", &["-c", &set]);
+        assert!(py.status().unwrap().success(), "{who:?}: setxattr");
+        let before = tree(c.dir());
+        let d = c.run(&["diff", "w4r", "--stat"]);
+        assert_ne!(code(&d), 0, "{who:?}: {}", d.out);
+        assert!(d.err.contains("outside DIR"), "{who:?}: {}", d.err);
+        let a = c.run(&["apply", "w4r", "--force", "--partial"]);
+        assert_ne!(code(&a), 0, "{who:?}: {}", a.err);
+        assert!(a.err.contains("outside DIR"), "{who:?}: {}", a.err);
+        assert_eq!(tree(c.dir()), before, "{who:?}: apply wrote something");
+    });
+}
+
+/// FIFOs are not applied and set-id bits are dropped, each with a line; as root a device
+/// node put in the upper layer by hand is not applied either.
+#[test]
+fn w4_fifos_devices_and_set_id_bits_not_applied() {
+    each(&|who| {
+        let c = Case::new(who);
+        let out = c.cow("w4f", "mkfifo pipe; echo s > suid; chmod 4755 suid; echo ok > plain").output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        if who == Who::Root {
+            let dev = c.kept().join("w4f/upper/null");
+            assert!(std::process::Command::new("mknod").arg(&dev).args(["c", "1", "3"]).status().unwrap().success());
+        }
+        let out = c.run(&["apply", "w4f"]);
+        assert_eq!(code(&out), 0, "{who:?}: {}", out.err);
+        assert!(out.err.contains("pipe: a FIFO, not applied"), "{who:?}: {}", out.err);
+        assert!(out.err.contains("suid: set-id bits not applied"), "{who:?}: {}", out.err);
+        assert!(!c.dir().join("pipe").exists(), "{who:?}: FIFO applied");
+        let mode = std::fs::metadata(c.dir().join("suid")).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o755, "{who:?}");
+        assert_eq!(std::fs::read_to_string(c.dir().join("plain")).unwrap(), "ok\n");
+        if who == Who::Root {
+            assert!(out.err.contains("null: a device node, not applied"), "{}", out.err);
+            assert!(!c.dir().join("null").exists());
+        }
+    });
+}
+
+/// Protected paths are marked by `diff` and refused by `apply` (exit 1, nothing
+/// written) unless `--unprotect` names them.
+#[test]
+fn w4_protected_paths_need_unprotect() {
+    each(&|who| {
+        let c = Case::new(who);
+        c.seed(".git/hooks/.keep", "");
+        let out =
+            c.cow("w4p", "echo evil > .envrc; echo evil > .git/hooks/pre-commit; echo ok > plain").output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let stat = c.run(&["diff", "w4p", "--stat"]);
+        assert!(stat.out.contains("A .envrc [protected]"), "{who:?}: {}", stat.out);
+        let out = c.run(&["apply", "w4p"]);
+        assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
+        assert!(out.err.contains(".git/hooks/pre-commit: protected"), "{who:?}: {}", out.err);
+        assert!(!c.dir().join("plain").exists() && !c.dir().join(".envrc").exists(), "{who:?}");
+        let out = c.run(&["apply", "w4p", "--unprotect", ".envrc", "--partial"]);
+        assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
+        assert!(c.dir().join(".envrc").exists() && c.dir().join("plain").exists(), "{who:?}: {}", out.err);
+        assert!(!c.dir().join(".git/hooks/pre-commit").exists(), "{who:?}: hook written");
+    });
+}
