@@ -50,6 +50,14 @@ pub fn dry_run_line(dir: &Path, name: &str) -> Vec<String> {
     ["mount", "-t", "overlay", "overlay", "-o", &data, &dir.to_string_lossy()].iter().map(|s| s.to_string()).collect()
 }
 
+/// `policy` without its writable binds at or below DIR: what the protected paths are
+/// planned for in a `--cow` run, whose DIR the overlay keeps unwritten.
+pub fn outside(policy: &crate::policy::Policy) -> crate::policy::Policy {
+    let mut p = policy.clone();
+    p.mounts.retain(|m| !(m.kind == crate::policy::MountKind::Rw && m.dest.starts_with(&policy.target)));
+    p
+}
+
 /// The mode word `snug ps` shows for a run, with `+cow` for a `--cow` run.
 pub fn mode_word(word: &'static str, cow: bool) -> &'static str {
     match (word, cow) {
@@ -58,6 +66,46 @@ pub fn mode_word(word: &'static str, cow: bool) -> &'static str {
         ("detached", true) => "detached+cow",
         (w, _) => w,
     }
+}
+
+/// [`prepare`] for the run named `name`, which is drawn again when `generated` and changes
+/// are kept under it ([`store::free_name`]; the record learns the new name).
+///
+/// # Errors
+/// As [`prepare`].
+pub fn start(
+    name: &mut String,
+    generated: bool,
+    dir: &Path,
+    record: &mut crate::report::RunRecord,
+    draw: impl Fn() -> String,
+) -> anyhow::Result<Run> {
+    if generated {
+        *name = store::free_name(std::mem::take(name), draw);
+        record.name(name);
+    }
+    prepare(name, dir, record.context().command.clone())
+}
+
+/// `snug diff|apply|discard` (SPEC W3, W4): what to print on stdout and the exit code.
+///
+/// # Errors
+/// Their errors: an unknown name, a PATH outside DIR, an unreadable kept change.
+pub fn command(c: crate::cli::cow::CowCommand) -> anyhow::Result<(String, i32)> {
+    use crate::cli::cow::CowCommand as C;
+    Ok(match c {
+        C::List => (diff::list(), 0),
+        C::Names => (diff::names(), 0),
+        C::Diff { name, stat, paths } => (diff::show(&name, stat, &paths)?, 0),
+        C::Apply { name, paths, partial, force, unprotect } => {
+            let ask = apply::Ask { name: &name, paths: &paths, partial, force, unprotect: &unprotect };
+            (String::new(), apply::apply(&ask)?)
+        }
+        C::Discard { name } => {
+            store::remove(&store::find(&name)?)?;
+            (format!("discarded {name}\n"), 0)
+        }
+    })
 }
 
 /// `statfs(2)` magic numbers (`linux/magic.h`).

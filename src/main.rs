@@ -163,7 +163,10 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         Command::Stop { name, now } => return live::stop::stop(&name, now),
         Command::Signal { name, sig } => return live::client::signal(&name, sig),
         Command::Exec { name, cmd } => return live::exec::run(&name, &cmd),
-        Command::Cow(c) => return cow_command(c),
+        Command::Cow(c) => {
+            let (text, code) = cow::command(c)?;
+            return print(text).map(|_| Outcome::Status(code << 8));
+        }
     };
     sandbox(&args, record, sink)
 }
@@ -201,7 +204,13 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     let Resolved { mut policy, request, raw_env, net } = resolve(args, &cmd, &name, record)?;
     // P8: the protected paths, bound after the policy's mounts; the guard undoes the
     // placeholders and moves aside what the payload made where git reads, also on an error.
-    let mut protection = protect::plan(&policy)?;
+    // With --cow, DIR's protected paths are kept aside like the rest and `snug apply` writes
+    // them only when told (W4): nothing of P8's is made in DIR, which stays as it was (W1).
+    let cow_on = args.cow || policy.cow;
+    let mut protection = match cow_on {
+        true => protect::plan(&cow::outside(&policy))?,
+        false => protect::plan(&policy)?,
+    };
     let _guard = match args.dry_run {
         true => None,
         false => Some(protect::placeholder::prepare(&mut protection, &name)?),
@@ -215,14 +224,8 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // SPEC W1: the kept directory before bwrap's command line, which hides the state
     // directory once it exists (W5).
-    let cow = match (args.cow || policy.cow) && !args.dry_run {
-        true => {
-            if generated {
-                name = cow::store::free_name(name, || live::generated_name(&cmd));
-                record.name(&name);
-            }
-            Some(cow::prepare(&name, &policy.target, record.context().command.clone())?)
-        }
+    let cow = match cow_on && !args.dry_run {
+        true => Some(cow::start(&mut name, generated, &policy.target, record, || live::generated_name(&cmd))?),
         false => None,
     };
     let argv = launch::command_line(&policy, mode, args.jobs, runtime.as_deref(), &found)?;
@@ -385,24 +388,6 @@ fn with_bounds(text: String, limits: &bounds::Limits, json: bool) -> String {
     };
     map.insert("bounds".into(), value);
     serde_json::to_string_pretty(&map).unwrap_or(text) + "\n"
-}
-
-/// `snug diff|apply|discard` (SPEC W3, W4).
-fn cow_command(c: cli::cow::CowCommand) -> anyhow::Result<Outcome> {
-    use cli::cow::CowCommand as C;
-    match c {
-        C::List => print(cow::diff::list()),
-        C::Names => print(cow::diff::names()),
-        C::Diff { name, stat, paths } => print(cow::diff::show(&name, stat, &paths)?),
-        C::Apply { name, paths, partial, force, unprotect } => {
-            let ask = cow::apply::Ask { name: &name, paths: &paths, partial, force, unprotect: &unprotect };
-            Ok(Outcome::Status(cow::apply::apply(&ask)? << 8))
-        }
-        C::Discard { name } => {
-            cow::store::remove(&cow::store::find(&name)?)?;
-            print(format!("discarded {}\n", name))
-        }
-    }
 }
 
 fn print(text: String) -> anyhow::Result<Outcome> {
