@@ -25,6 +25,7 @@ fn policy(dir: &Path, extra: Vec<Mount>) -> Policy {
         allow_userns: false,
         unprotect: vec![],
         protected: vec![],
+        cow: false,
     }
 }
 
