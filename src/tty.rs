@@ -77,13 +77,22 @@ impl CallerTty {
     /// `termios(3)`), except that the signal keys of the sandbox's terminal (`pty`: ISIG,
     /// VINTR, VQUIT, VSUSP, NOFLSH) stay signal keys here. So ^C, ^\ and ^Z reach snug's job
     /// (and snug, which passes them on to the pty) without snug reading a byte, and keys the
-    /// payload does not wait for stay unread (T2, T14).
+    /// payload does not wait for stay unread (T2, T14). The pty's output flow control (IXON,
+    /// IXANY, VSTART, VSTOP) stays too: ^S pauses the caller's terminal itself at once, and
+    /// snug's writes to it then wait (back-pressure), whether or not the payload reads (T15).
     fn bridged(&self, saved: &Termios, pty: Option<&Termios>) -> Termios {
-        use rustix::termios::{LocalModes as L, SpecialCodeIndex as I};
+        use rustix::termios::{InputModes as In, LocalModes as L, SpecialCodeIndex as I};
         let mut raw = saved.clone();
         raw.make_raw();
         if self.keep_opost {
             raw.output_modes |= termios::OutputModes::OPOST;
+        }
+        raw.input_modes -= In::IXANY;
+        if let Some(p) = pty.or(Some(saved)).filter(|p| p.input_modes.contains(In::IXON)) {
+            raw.input_modes |= p.input_modes & (In::IXON | In::IXANY);
+            for i in [I::VSTART, I::VSTOP] {
+                raw.special_codes[i] = p.special_codes[i];
+            }
         }
         if let Some(p) = pty.filter(|p| p.local_modes.contains(L::ISIG)) {
             raw.local_modes |= L::ISIG | (p.local_modes & L::NOFLSH);

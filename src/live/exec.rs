@@ -172,7 +172,7 @@ fn relay(
             }
         }
         for ev in events {
-            if let Some(end) = carry_out(&mut client, ev, sock, bridge.as_deref_mut()) {
+            if let Some(end) = carry_out(&mut client, ev, sock, signals, bridge.as_deref_mut()) {
                 return match end {
                     End::Status(status) => Ok(Outcome::Status(status.to_raw())),
                     End::Signal(sig) => Ok(Outcome::Signal(sig.raw())),
@@ -189,6 +189,7 @@ fn carry_out(
     client: &mut Client,
     ev: Event,
     sock: &OwnedFd,
+    signals: &SignalFd,
     mut bridge: Option<&mut crate::bridge::Bridge>,
 ) -> Option<End> {
     let mut todo = client.on(ev);
@@ -218,7 +219,7 @@ fn carry_out(
                 (Effect::Flush, Some(b)) => b.flush(),
                 (Effect::Stopped, Some(b)) => b.stopped(),
                 (Effect::ClosePty, Some(b)) => b.close_pty(),
-                (Effect::Drain, Some(b)) => b.drain(),
+                (Effect::Drain, Some(b)) => b.drain(&mut Ending(signals)),
                 // The terminal's effects without a terminal: nothing to do.
                 (_, None) => {}
             }
@@ -234,5 +235,23 @@ fn exec_failed(e: i32, cmd: &[OsString]) -> anyhow::Error {
         libc::ENOENT => failure(NOT_FOUND, format!("{what}: not found in the sandbox")),
         libc::EINVAL => failure(INTERNAL, format!("{what}: the sandbox refused the request")),
         _ => failure(NOT_EXECUTABLE, format!("{what}: {}", crate::error::strerror(e))),
+    }
+}
+
+/// The final drain ends on an INT, TERM or HUP as well as with the last byte (T14).
+struct Ending<'a>(&'a SignalFd);
+
+impl crate::bridge::Watch for Ending<'_> {
+    fn fds(&self) -> Vec<libc::pollfd> {
+        vec![libc::pollfd { fd: self.0.raw(), events: libc::POLLIN, revents: 0 }]
+    }
+
+    fn ends(&mut self, ready: &[libc::pollfd]) -> bool {
+        let mut end = false;
+        while ready[0].revents != 0 {
+            let Some(got) = self.0.read() else { break };
+            end |= matches!(got.sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP);
+        }
+        end
     }
 }
