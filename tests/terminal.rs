@@ -20,6 +20,8 @@ mod common;
 mod handback;
 #[path = "terminal/jobs.rs"]
 mod jobs;
+#[path = "terminal/keys.rs"]
+mod keys;
 #[path = "terminal/old_kernel.rs"]
 mod old_kernel;
 #[path = "terminal/output.rs"]
@@ -29,6 +31,8 @@ mod pty;
 mod signals;
 #[path = "terminal/tty.rs"]
 mod tty;
+#[path = "terminal/winch.rs"]
+mod winch;
 
 pub use common::is_root;
 pub use pty::rows::{
