@@ -27,6 +27,8 @@ mod old_kernel;
 #[path = "terminal/output.rs"]
 mod output;
 mod pty;
+#[path = "terminal/shared.rs"]
+mod shared;
 #[path = "terminal/signals.rs"]
 mod signals;
 #[path = "terminal/tty.rs"]

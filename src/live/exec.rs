@@ -76,7 +76,10 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
         .map_err(|e| failure(OS_ERROR, format!("{name}: cannot hand CMD to the sandbox: {e}")))?;
     drop(fds);
     // CMD holds the slave now; the master reads EIO once CMD's side is all closed.
-    let mut bridge = tty.zip(pty).map(|(t, p)| crate::bridge::Bridge::new(t, p.master));
+    let mut bridge = tty.zip(pty).map(|(mut t, p)| {
+        t.share(&super::own_dir()); // one record for snugs sharing the terminal (T16)
+        crate::bridge::Bridge::new(t, p.master)
+    });
     if let Some(b) = bridge.as_mut() {
         if mask & 0b011 == 0b011 {
             b.set_input(true);
