@@ -80,8 +80,12 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
         t.share(&super::own_dir()); // one record for snugs sharing the terminal (T16)
         crate::bridge::Bridge::new(t, p.master)
     });
+    // Without a deferred hand-over of its own, exec takes the caller's terminal at the start
+    // (in front only) when CMD's stdin or stdout is its pty: `snug exec NAME -- sh -c 'read
+    // x' >file` gets the line typed. Keys still move only when CMD would take them (T15), so
+    // a pager beside it in a pipeline keeps its own.
     if let Some(b) = bridge.as_mut() {
-        if mask & 0b011 == 0b011 {
+        if mask & 0b011 != 0 {
             b.set_input(true);
         }
     }
