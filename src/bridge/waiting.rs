@@ -114,6 +114,17 @@ pub fn group_waits(group: i32, session: Option<i32>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// T15: a group with a process lives; the group of a child that was reaped does not.
+    #[test]
+    fn t15_a_group_lives_while_it_has_a_process() {
+        let mut child = std::process::Command::new("true").process_group(0).spawn().expect("true");
+        let group = child.id() as i32;
+        let _ = child.wait();
+        assert!(!group_lives(group));
+        assert!(group_lives(rustix::process::getpgrp().as_raw_nonzero().get()));
+    }
 
     /// T14: a process blocked reading a terminal waits; one reading a pipe, or sleeping, does
     /// not.

@@ -255,9 +255,10 @@ impl crate::bridge::Watch for Ending<'_> {
 
     fn ends(&mut self, ready: &[libc::pollfd]) -> bool {
         let mut end = false;
-        while ready[0].revents != 0 {
-            let Some(got) = self.0.read() else { break };
-            end |= matches!(got.sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP);
+        if ready[0].revents != 0 {
+            while let Some(got) = self.0.read() {
+                end |= matches!(got.sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP);
+            }
         }
         end
     }
