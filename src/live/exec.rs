@@ -81,11 +81,13 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
         crate::bridge::Bridge::new(t, p.master)
     });
     // Without a deferred hand-over of its own, exec takes the caller's terminal at the start
-    // (in front only) when CMD's stdin or stdout is its pty: `snug exec NAME -- sh -c 'read
-    // x' >file` gets the line typed. Keys still move only when CMD would take them (T15), so
-    // a pager beside it in a pipeline keeps its own.
+    // (in front only) when both CMD's stdin and stdout are its pty, or its stdin is and its
+    // stdout is no pipe: `snug exec NAME -- sh -c 'read x' >file` gets the line typed, while
+    // in `snug exec NAME -- cmd | less` the pager keeps the terminal's settings to itself.
+    let piped = rustix::fs::fstat(rustix::stdio::stdout())
+        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo);
     if let Some(b) = bridge.as_mut() {
-        if mask & 0b011 != 0 {
+        if mask & 0b011 == 0b011 || (mask & 1 != 0 && !piped) {
             b.set_input(true);
         }
     }
