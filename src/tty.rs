@@ -50,7 +50,7 @@ impl CallerTty {
     /// Keep this terminal's shared record (T16, [`shared`]) in `dir`, this user's runtime
     /// directory; a directory that is not private to this user is not used.
     pub fn share(&mut self, dir: &Path) {
-        self.record = shared::Record::at(dir, self.fd.as_fd());
+        self.record = shared::Record::at(dir);
     }
 
     /// Which of fds 0–2 are this terminal (bit n for fd n).

@@ -12,13 +12,13 @@
 //! raw hands it the raw settings of the one that took it last; and a setting nobody in the
 //! record made (another program changed it) is never restored over (T7).
 //!
-//! The record is `tty-RDEV` in this user's runtime directory (private, hidden from every
+//! The record is `tty-TTYNR` in this user's runtime directory (private, hidden from every
 //! sandbox), locked with `flock(2)` for each step; a holder is a pid and its start time
 //! (`proc_pid_stat(5)`, field 22), so a dead snug's entry is dropped. Snugs of other users
 //! keep records of their own.
 
 use crate::keeper::{encode, ENCODED};
-use rustix::fd::{AsFd, BorrowedFd};
+use rustix::fd::AsFd;
 use rustix::fs::{FlockOperation, Mode, OFlags};
 use rustix::termios::Termios;
 use std::os::unix::fs::MetadataExt;
@@ -81,14 +81,17 @@ pub struct Record {
 }
 
 impl Record {
-    /// The record of terminal `tty` in `dir`, a private directory of this user's (a real
-    /// directory it owns that nobody else may write to); `None` otherwise.
-    pub fn at(dir: &Path, tty: BorrowedFd<'_>) -> Option<Record> {
+    /// The record of snug's controlling terminal in `dir`, a private directory of this user's
+    /// (a real directory it owns that nobody else may write to); `None` otherwise.
+    pub fn at(dir: &Path) -> Option<Record> {
         let uid = rustix::process::geteuid().as_raw();
         let private =
             std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0);
-        let rdev = rustix::fs::fstat(tty).ok()?.st_rdev;
-        private.then(|| Record { path: dir.join(format!("tty-{rdev:x}")) })
+        // Not `fstat` of snug's `/dev/tty` description: that has the node's own number (5, 0)
+        // whatever the terminal; `tty_nr` names the terminal itself (`proc_pid_stat(5)`).
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let nr: u64 = stat.rsplit_once(')')?.1.split_whitespace().nth(4)?.parse().ok()?;
+        (private && nr != 0).then(|| Record { path: dir.join(format!("tty-{nr:x}")) })
     }
 
     /// Run `step` on the record, locked; what it leaves is written back. `None` when the
