@@ -48,8 +48,12 @@ fn thread_waits(pid: u32, tid: &str) -> Option<bool> {
     Some(WAITS.contains(&nr) && holds_terminal(pid))
 }
 
-/// Whether any thread of `pid` waits; `None` when none could be told.
+/// Whether any thread of `pid` waits; `None` when none could be told. A zombie does not
+/// (its `/proc` files can no longer be read, which would count as "cannot tell").
 fn process_waits(pid: u32) -> Option<bool> {
+    if zombie(pid) {
+        return Some(false);
+    }
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut known = None;
     for t in tasks.flatten() {
@@ -70,9 +74,19 @@ fn pgrp(pid: u32) -> Option<u32> {
 
 /// Whether process group `group` (a host pid) has a process at all (`kill(2)` with signal
 /// 0 to the group: ESRCH when it has none; EPERM means it has one snug may not signal).
+/// A group whose leader is a zombie (the payload just exited, init has not reaped it yet)
+/// counts as gone: the keys are the caller's shell's. The leader of a shell's pipeline is
+/// reaped by that shell at once, so its pager waits at most one recheck for its keys.
 pub fn group_lives(group: i32) -> bool {
     let Some(pid) = rustix::process::Pid::from_raw(group) else { return false };
-    !matches!(rustix::process::test_kill_process_group(pid), Err(rustix::io::Errno::SRCH))
+    !matches!(rustix::process::test_kill_process_group(pid), Err(rustix::io::Errno::SRCH)) && !zombie(group as u32)
+}
+
+/// Whether `pid` is a zombie (`/proc/PID/stat` state Z or X); false when it is gone.
+fn zombie(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
+    matches!(state, Some("Z" | "X"))
 }
 
 /// Whether a process of group `group` waits for input: its leader first (the usual reader,
