@@ -48,7 +48,7 @@ sh "$(dirname "$0")/line.sh" "$1" - "$3"
 stty "$old" </dev/tty
 """
 
-WINCH = r"""import fcntl, os, signal, struct, sys, termios
+WINCH = r"""import fcntl, os, signal, struct, termios
 fd = os.open("/dev/tty", os.O_RDONLY)
 def size():
     r, c = struct.unpack("hhhh", fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8))[:2]
@@ -57,9 +57,9 @@ n = 0
 def winch(*_):
     global n
     n += 1
-    sys.stderr.write(f"winch{n}={size()};\n")
+    os.write(2, f"winch{n}={size()};\n".encode())
 signal.signal(signal.SIGWINCH, winch)
-sys.stderr.write("winch-ready\n")
+os.write(2, b"winch-ready\n")
 while n < 5:
     signal.pause()
 """

@@ -11,8 +11,10 @@ use crate::{caller, parallel, snug_line};
 
 /// Reports the size of its controlling terminal (`/dev/tty`, opened read-only: an open and
 /// TIOCGWINSZ work from the background) on stderr at each SIGWINCH and SIGCONT; ends after
-/// the fifth SIGWINCH.
-const WINCH: &str = r#"import fcntl, os, signal, struct, sys, termios
+/// the fifth SIGWINCH. `os.write`, not `sys.stderr`: a handler that wrote to Python's buffered
+/// stderr while a resize or a stop had interrupted a write there ended the payload with
+/// "reentrant call".
+const WINCH: &str = r#"import fcntl, os, signal, struct, termios
 fd = os.open("/dev/tty", os.O_RDONLY)
 def size():
     r, c = struct.unpack("hhhh", fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8))[:2]
@@ -21,10 +23,10 @@ n = 0
 def winch(*_):
     global n
     n += 1
-    sys.stderr.write(f"winch{n}={size()};\n")
+    os.write(2, f"winch{n}={size()};\n".encode())
 signal.signal(signal.SIGWINCH, winch)
-signal.signal(signal.SIGCONT, lambda *_: sys.stderr.write(f"cont={size()};\n"))
-sys.stderr.write(f"winch-ready={size()};\n")
+signal.signal(signal.SIGCONT, lambda *_: os.write(2, f"cont={size()};\n".encode()))
+os.write(2, f"winch-ready={size()};\n".encode())
 while n < 5:
     signal.pause()
 "#;
