@@ -69,8 +69,8 @@ fn t17_every_resize_reaches_the_payload_in_every_topology() {
 
 /// T17 with T5: resized while stopped (^Z), the payload has the new size at `fg`, deferred
 /// (`</dev/null`) and handed over (stdin and stdout the terminal). Positive control: against
-/// the old build the deferred payload printed nothing after `fg`, root and user: "expected
-/// \"cont=90x30;\" within 12 s".
+/// the old build the deferred payload said "cont=80x24;" after `fg`, root and user (the size
+/// from before the stop).
 #[test]
 fn t17_resized_while_stopped_the_payload_has_the_new_size_at_fg() {
     let row = |who: Who| {
