@@ -7,21 +7,20 @@
 use crate::tty::CallerTty;
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::io::Errno;
-use rustix::termios::{self, LocalModes, SpecialCodeIndex};
+use rustix::termios::{self, LocalModes};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 mod drain;
+pub use drain::Watch;
+mod keys;
 mod waiting;
 
-/// How often snug looks again whether the payload waits for keys that are pending.
+/// How often snug looks again whether keys that are pending are taken now (see `keys`).
 const RECHECK: Duration = Duration::from_millis(10);
 
 /// Bytes read at once, each way: 64 KiB (docs/design.md, "The pty model").
 const CHUNK: usize = 64 << 10;
-/// Longest the final drain may take (T14): a caller's terminal that never takes output (^S)
-/// must not keep a finished run alive.
-const DRAIN: Duration = Duration::from_secs(2);
 
 /// What the bridge saw that the supervisor acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,33 +97,6 @@ impl Bridge {
     /// When the supervisor's poll should wake to look at held keys again.
     pub fn deadline(&self) -> Option<Instant> {
         self.held
-    }
-
-    /// A key the caller's terminal turned into `sig` (ISIG, mirrored from the pty) while snug
-    /// copies keys: the pty gets that key, so its line discipline signals its foreground group
-    /// with the payload's own settings (T2). False when the pty has no such key.
-    pub fn send_key(&mut self, sig: i32) -> bool {
-        let Some(key) = self.key_for(sig) else { return false };
-        self.to_master.insert(0, key);
-        self.write_master();
-        true
-    }
-
-    /// Whether the pty makes `sig` from a key of its own (ISIG, and VINTR, VQUIT or VSUSP set),
-    /// so that [`Bridge::send_key`] can type it.
-    pub fn has_key(&self, sig: i32) -> bool {
-        self.key_for(sig).is_some()
-    }
-
-    fn key_for(&self, sig: i32) -> Option<u8> {
-        let index = match sig {
-            libc::SIGINT => SpecialCodeIndex::VINTR,
-            libc::SIGQUIT => SpecialCodeIndex::VQUIT,
-            libc::SIGTSTP => SpecialCodeIndex::VSUSP,
-            _ => return None,
-        };
-        let t = self.pty_settings().filter(|t| t.local_modes.contains(LocalModes::ISIG))?;
-        Some(t.special_codes[index]).filter(|k| *k != 0)
     }
 
     /// Copy keys from now on (true) or leave the caller's terminal unread (false). The
@@ -304,79 +276,6 @@ impl Bridge {
             }
             Err(Errno::AGAIN | Errno::INTR) => {}
             Err(_) => self.hang_up(events),
-        }
-    }
-
-    /// Keys are pending: copy them if the pty's foreground waits for input, else leave them
-    /// in the caller's terminal and look again in [`RECHECK`]. A pty with no foreground group
-    /// (its session leader, `snug exec`'s CMD, has exited: `tcgetpgrp(3)` answers 0) or no
-    /// master any more (every slave closed) has nobody to read them: they are the caller's
-    /// shell's (T14).
-    fn offer_keys(&mut self, events: &mut Vec<Event>) {
-        let front = self.master.as_ref().and_then(|m| termios::tcgetpgrp(m).ok());
-        let waits = front.is_some_and(|g| waiting::foreground_waits(g.as_raw_nonzero().get() as u32));
-        if waits {
-            if let Some(t) = self.pty_settings() {
-                self.tty.mirror(&t);
-            }
-            self.read_tty(events);
-        } else {
-            self.held = Some(Instant::now() + RECHECK);
-        }
-    }
-
-    fn read_tty(&mut self, events: &mut Vec<Event>) {
-        match rustix::io::read(self.tty.fd(), &mut self.scratch[..]) {
-            Ok(n) if n > 0 => {
-                let keys = self.scratch[..n].to_vec();
-                self.keys(&keys, events);
-                self.to_master = keys;
-            }
-            Err(Errno::AGAIN | Errno::INTR) => {}
-            // EIO from the background (SIGTTIN is blocked): the job left the front, not a
-            // hangup; stop reading until snug hands the terminal over again.
-            Err(Errno::IO) if !self.tty.in_front() => self.input = false,
-            _ => self.hang_up(events),
-        }
-    }
-
-    fn write_master(&mut self) {
-        let Some(m) = &self.master else {
-            self.to_master.clear();
-            return;
-        };
-        match rustix::io::write(m, &self.to_master) {
-            Ok(n) => {
-                self.to_master.drain(..n);
-            }
-            Err(Errno::AGAIN | Errno::INTR) => {}
-            Err(_) => self.to_master.clear(),
-        }
-    }
-
-    /// The signals the pty's line discipline makes of `keys` (`termios(3)`: ISIG, VINTR,
-    /// VQUIT; VLNEXT under ICANON and IEXTEN quotes the next key).
-    fn keys(&mut self, keys: &[u8], events: &mut Vec<Event>) {
-        let Some(t) = self.master.as_ref().and_then(|m| termios::tcgetattr(m).ok()) else { return };
-        let lm = t.local_modes;
-        if !lm.contains(LocalModes::ISIG) {
-            return;
-        }
-        let cc = |i: SpecialCodeIndex| Some(t.special_codes[i]).filter(|c| *c != 0);
-        let (intr, quit, lnext) =
-            (cc(SpecialCodeIndex::VINTR), cc(SpecialCodeIndex::VQUIT), cc(SpecialCodeIndex::VLNEXT));
-        let quoting = lm.contains(LocalModes::ICANON) && lm.contains(LocalModes::IEXTEN);
-        for &k in keys {
-            if std::mem::take(&mut self.lnext) {
-                continue;
-            }
-            if Some(k) == intr {
-                events.push(Event::Typed(libc::SIGINT));
-            } else if Some(k) == quit {
-                events.push(Event::Typed(libc::SIGQUIT));
-            } else if quoting && Some(k) == lnext {
-                self.lnext = true;
-            }
         }
     }
 

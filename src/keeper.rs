@@ -29,7 +29,7 @@ const CC: [I; 17] = [
     I::VEOL2,
 ];
 /// Bytes of one encoded setting: four flag words and the control characters.
-const ENCODED: usize = 16 + CC.len();
+pub const ENCODED: usize = 16 + CC.len();
 /// One message: a tag (`R` raw, `C` cooked), the saved and the raw settings.
 const MESSAGE: usize = 1 + 2 * ENCODED;
 
@@ -45,6 +45,20 @@ pub fn encode(t: &Termios) -> [u8; ENCODED] {
         out[16 + i] = t.special_codes[*c];
     }
     out
+}
+
+/// `t` with the flags and control characters of `from` (an [`encode`]d setting; speeds and
+/// line discipline stay `t`'s).
+pub fn decode_onto(t: &mut Termios, from: &[u8; ENCODED]) {
+    use rustix::termios::{ControlModes, InputModes, LocalModes, OutputModes};
+    let word = |i: usize| u32::from_le_bytes([from[4 * i], from[4 * i + 1], from[4 * i + 2], from[4 * i + 3]]);
+    t.input_modes = InputModes::from_bits_retain(word(0) as _);
+    t.output_modes = OutputModes::from_bits_retain(word(1) as _);
+    t.control_modes = ControlModes::from_bits_retain(word(2) as _);
+    t.local_modes = LocalModes::from_bits_retain(word(3) as _);
+    for (i, c) in CC.iter().enumerate() {
+        t.special_codes[*c] = from[16 + i];
+    }
 }
 
 /// snug's end of the keeper's pipe; dropping it (or snug's death) lets the keeper restore

@@ -211,7 +211,10 @@ pub fn run(
     attempt.give_options(&with_console(options, pty.as_ref()));
     log!("mode: {}", mode.describe());
     let Attempt { nest, ours, .. } = attempt;
-    let bridge = tty.zip(pty).map(|(tty, pty)| crate::bridge::Bridge::new(tty, pty.master));
+    let bridge = tty.zip(pty).map(|(mut tty, pty)| {
+        tty.share(&crate::live::own_dir()); // one record for snugs sharing the terminal (T16)
+        crate::bridge::Bridge::new(tty, pty.master)
+    });
     crate::bounds::sweep(); // while bwrap sets the sandbox up (SPEC B1)
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
     let (outcome, filled) = Supervisor::new(mode, nest, ours, signals, name, on_init)

@@ -20,6 +20,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Instant;
 
 mod decode;
+mod drain;
 mod effects;
 mod ending;
 mod live;
@@ -84,6 +85,8 @@ pub struct Supervisor {
     record: RunRecord,
     /// The run's control socket (SPEC L1, L5), polled with the rest.
     control: Option<crate::live::server::Server>,
+    /// The final drain's state (T14).
+    draining: drain::Draining,
 }
 
 impl Supervisor {
@@ -112,6 +115,7 @@ impl Supervisor {
             pasta: None,
             record: RunRecord::default(),
             control: None,
+            draining: drain::Draining::default(),
         }
     }
 
@@ -141,9 +145,7 @@ impl Supervisor {
         log!("bwrap reaped");
         // Every sandbox process is gone: the pty's last bytes, then the caller's own settings
         // back before snug says anything or dies of a signal (T7, T14).
-        if let Some(b) = self.bridge.as_mut() {
-            b.drain();
-        }
+        self.drain();
         let end = self.core.finish();
         let outcome = self.outcome(end);
         self.finish_control(&outcome);

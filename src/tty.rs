@@ -17,6 +17,9 @@
 
 use crate::log::log;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+
+mod shared;
 use rustix::fs::{Mode, OFlags};
 use rustix::termios::{self, OptionalActions, Termios, Winsize};
 
@@ -29,6 +32,8 @@ pub struct CallerTty {
     /// caller's pipeline, snug's own `snug: ` lines) still get their newlines translated.
     keep_opost: bool,
     keeper: Option<crate::keeper::Keeper>,
+    /// The record the snugs sharing this terminal agree on (T16), once [`CallerTty::share`]d.
+    record: Option<shared::Record>,
 }
 
 impl CallerTty {
@@ -39,7 +44,13 @@ impl CallerTty {
         let flags = OFlags::RDWR | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = rustix::fs::open("/dev/tty", flags, Mode::empty()).ok()?;
         let keep_opost = !is_it(rustix::stdio::stdout());
-        Some(CallerTty { fd, raw: None, keep_opost, keeper: None })
+        Some(CallerTty { fd, raw: None, keep_opost, keeper: None, record: None })
+    }
+
+    /// Keep this terminal's shared record (T16, [`shared`]) in `dir`, this user's runtime
+    /// directory; a directory that is not private to this user is not used.
+    pub fn share(&mut self, dir: &Path) {
+        self.record = shared::Record::at(dir);
     }
 
     /// Which of fds 0–2 are this terminal (bit n for fd n).
@@ -77,13 +88,22 @@ impl CallerTty {
     /// `termios(3)`), except that the signal keys of the sandbox's terminal (`pty`: ISIG,
     /// VINTR, VQUIT, VSUSP, NOFLSH) stay signal keys here. So ^C, ^\ and ^Z reach snug's job
     /// (and snug, which passes them on to the pty) without snug reading a byte, and keys the
-    /// payload does not wait for stay unread (T2, T14).
+    /// payload does not wait for stay unread (T2, T14). The pty's output flow control (IXON,
+    /// IXANY, VSTART, VSTOP) stays too: ^S pauses the caller's terminal itself at once, and
+    /// snug's writes to it then wait (back-pressure), whether or not the payload reads (T15).
     fn bridged(&self, saved: &Termios, pty: Option<&Termios>) -> Termios {
-        use rustix::termios::{LocalModes as L, SpecialCodeIndex as I};
+        use rustix::termios::{InputModes as In, LocalModes as L, SpecialCodeIndex as I};
         let mut raw = saved.clone();
         raw.make_raw();
         if self.keep_opost {
             raw.output_modes |= termios::OutputModes::OPOST;
+        }
+        raw.input_modes -= In::IXANY;
+        if let Some(p) = pty.or(Some(saved)).filter(|p| p.input_modes.contains(In::IXON)) {
+            raw.input_modes |= p.input_modes & (In::IXON | In::IXANY);
+            for i in [I::VSTART, I::VSTOP] {
+                raw.special_codes[i] = p.special_codes[i];
+            }
         }
         if let Some(p) = pty.filter(|p| p.local_modes.contains(L::ISIG)) {
             raw.local_modes |= L::ISIG | (p.local_modes & L::NOFLSH);
@@ -108,6 +128,9 @@ impl CallerTty {
             if let Some(k) = &self.keeper {
                 k.raw(&saved, &want);
             }
+            if let Some(r) = &self.record {
+                r.with(|c| c.hold(&want));
+            }
             self.raw = Some((saved, want));
         }
     }
@@ -124,27 +147,52 @@ impl CallerTty {
             }
             return true;
         }
-        let Some(saved) = self.settings() else { return false };
-        if !self.in_front() {
+        if self.settings().is_none() || !self.in_front() {
             return false; // a background job never changes the caller's terminal (T8)
         }
-        let raw = self.bridged(&saved, pty);
         if self.keeper.is_none() {
             self.keeper = crate::keeper::Keeper::start(self.fd.as_fd());
             log!("terminal keeper started (restores the terminal if snug is killed, T7)");
         }
-        if termios::tcsetattr(&self.fd, OptionalActions::Drain, &raw).is_err() {
-            return false;
-        }
-        // What the kernel kept (it may drop flags it does not support): that is what the
-        // keeper and the restore compare with.
-        let raw = self.settings().unwrap_or(raw);
+        let Some((saved, raw)) = self.take(pty) else { return false };
         if let Some(k) = &self.keeper {
             k.raw(&saved, &raw);
         }
         log!("caller's terminal: raw");
         self.raw = Some((saved, raw));
         true
+    }
+
+    /// Save the caller's settings and set [`CallerTty::bridged`] ones (TCSADRAIN: output the
+    /// caller queued is written in the old settings), under the shared record: found in the
+    /// raw settings of another snug that holds the terminal, the caller's settings are the
+    /// record's (T16). The saved and the raw settings, as the kernel kept them (it may drop
+    /// flags it does not support): that is what the keeper and the restore compare with.
+    fn take(&self, pty: Option<&Termios>) -> Option<(Termios, Termios)> {
+        let step = |mut c: Option<&mut shared::Content>| {
+            let now = self.settings()?;
+            let mut saved = now.clone();
+            match c.as_deref_mut() {
+                Some(c) if c.others_raw(&now) => {
+                    if let Some(o) = &c.original {
+                        crate::keeper::decode_onto(&mut saved, o);
+                    }
+                }
+                Some(c) => c.original = Some(crate::keeper::encode(&now)),
+                None => {}
+            }
+            let raw = self.bridged(&saved, pty);
+            termios::tcsetattr(&self.fd, OptionalActions::Drain, &raw).ok()?;
+            let raw = self.settings().unwrap_or(raw);
+            if let Some(c) = c {
+                c.hold(&raw);
+            }
+            Some((saved, raw))
+        };
+        match &self.record {
+            Some(r) => r.with(|c| step(Some(c))).unwrap_or_else(|| step(None)),
+            None => step(None),
+        }
     }
 
     /// The caller's settings back, if snug's raw settings are still in place (a program that
@@ -155,8 +203,23 @@ impl CallerTty {
         if let Some(k) = &self.keeper {
             k.cooked();
         }
-        if self.settings().is_some_and(|now| same(&now, &raw)) {
-            let _ = termios::tcsetattr(&self.fd, OptionalActions::Drain, &saved);
+        // Another snug still holding the terminal raw gets its raw settings back rather
+        // than the caller's (T16).
+        let give = |c: Option<&mut shared::Content>| {
+            let mut to = saved.clone();
+            if let Some(c) = c {
+                c.release();
+                if let Some(last) = c.holders.last() {
+                    crate::keeper::decode_onto(&mut to, &last.raw);
+                }
+            }
+            if self.settings().is_some_and(|now| same(&now, &raw)) {
+                let _ = termios::tcsetattr(&self.fd, OptionalActions::Drain, &to);
+            }
+        };
+        match &self.record {
+            Some(r) => r.with(|c| give(Some(c))).unwrap_or_else(|| give(None)),
+            None => give(None),
         }
         log!("caller's terminal: cooked (its own settings back)");
     }

@@ -24,6 +24,8 @@ mod stop;
 mod stopped;
 #[path = "live/tty.rs"]
 mod tty;
+#[path = "live/tty_exec_io.rs"]
+mod tty_exec_io;
 
 use common::{marker, snug_cmd, spawn_own_group, until, Who};
 use std::path::{Path, PathBuf};

@@ -20,15 +20,21 @@ mod common;
 mod handback;
 #[path = "terminal/jobs.rs"]
 mod jobs;
+#[path = "terminal/keys.rs"]
+mod keys;
 #[path = "terminal/old_kernel.rs"]
 mod old_kernel;
 #[path = "terminal/output.rs"]
 mod output;
 mod pty;
+#[path = "terminal/shared.rs"]
+mod shared;
 #[path = "terminal/signals.rs"]
 mod signals;
 #[path = "terminal/tty.rs"]
 mod tty;
+#[path = "terminal/winch.rs"]
+mod winch;
 
 pub use common::is_root;
 pub use pty::rows::{

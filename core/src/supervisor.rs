@@ -213,7 +213,8 @@ impl<E> Supervisor<E> {
         }
         let by_terminal = origin == Origin::Terminal;
         if sig == Signal::WINCH && by_terminal && self.cfg.terminal {
-            return fx.extend([Effect::Resize, Effect::Note(Note::WindowCopied)]);
+            fx.extend([Effect::Resize, Effect::Note(Note::WindowCopied)]);
+            return self.winch_deferred(fx);
         }
         let action = relay::decide(sig, by_terminal, self.cfg.terminal, self.grace.is_some());
         fx.push(Effect::Decided { sig, origin, action });

@@ -1,11 +1,6 @@
-//! Whether the sandbox terminal's foreground waits for input (SPEC T14): snug moves keys from
-//! the caller's terminal to the pty only then, so that keys typed while the payload never
-//! reads (typeahead during `snug -- sleep 2`, or right after its last output) stay in the
-//! caller's terminal for the caller's shell, as they would without snug. A process waits when
-//! it is blocked reading a terminal, or in a poll of any kind while it holds one
-//! (`/proc/PID/syscall`, `proc(5)`); the
-//! signal keys do not wait for that, the caller's terminal makes them (see
-//! [`crate::tty::CallerTty::mirror`]).
+//! Whether a process of the sandbox terminal's foreground group waits for input, for the
+//! canonical-mode half of the key rule ([`super::keys`]): blocked reading a terminal, or in a
+//! poll of any kind while it holds one (`/proc/PID/syscall`, `proc(5)`).
 
 /// System calls that read one descriptor, their first argument (x86-64 and aarch64 numbers):
 /// waiting for input when that descriptor is a terminal.
@@ -36,8 +31,8 @@ fn holds_terminal(pid: u32) -> bool {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
     fds.flatten().filter_map(|f| f.file_name().to_str()?.parse().ok()).any(|fd| is_terminal(pid, fd))
 }
-/// Most processes of the foreground group looked at, from its leader down.
-const MOST: usize = 64;
+/// Most sandbox processes looked at for one key: a bound on its cost.
+const MOST: usize = 256;
 
 /// What a thread is doing: `Some(true)` blocked in a waiting call, `Some(false)` running or
 /// in another call, `None` when it cannot be told (no permission, gone).
@@ -53,8 +48,12 @@ fn thread_waits(pid: u32, tid: &str) -> Option<bool> {
     Some(WAITS.contains(&nr) && holds_terminal(pid))
 }
 
-/// Whether any thread of `pid` waits; `None` when none could be told.
+/// Whether any thread of `pid` waits; `None` when none could be told. A zombie does not
+/// (its `/proc` files can no longer be read, which would count as "cannot tell").
 fn process_waits(pid: u32) -> Option<bool> {
+    if zombie(pid) {
+        return Some(false);
+    }
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut known = None;
     for t in tasks.flatten() {
@@ -73,38 +72,54 @@ fn pgrp(pid: u32) -> Option<u32> {
     stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()
 }
 
-/// Whether a process of group `group` (host pid of its leader) waits for input: the leader
-/// first, then its descendants in the same group (`/proc/PID/task/TID/children`), at most
-/// [`MOST`]. Unknown (no permission to tell) counts as waiting: snug then copies keys as
-/// they come; a group whose leader is gone does not.
-pub fn foreground_waits(group: u32) -> bool {
-    // A group whose leader is gone or a zombie (the payload just exited) has nobody to read: the keys
-    // are the caller's shell's.
-    let stat = std::fs::read_to_string(format!("/proc/{group}/stat")).unwrap_or_default();
+/// Whether process group `group` (a host pid) has a process at all (`kill(2)` with signal
+/// 0 to the group: ESRCH when it has none; EPERM means it has one snug may not signal).
+/// A group whose leader is a zombie (the payload just exited, init has not reaped it yet)
+/// counts as gone: the keys are the caller's shell's. The leader of a shell's pipeline is
+/// reaped by that shell at once, so its pager waits at most one recheck for its keys.
+pub fn group_lives(group: i32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(group) else { return false };
+    !matches!(rustix::process::test_kill_process_group(pid), Err(rustix::io::Errno::SRCH)) && !zombie(group as u32)
+}
+
+/// Whether `pid` is a zombie (`/proc/PID/stat` state Z or X); false when it is gone.
+fn zombie(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
-    if state.is_none_or(|s| s == "Z" || s == "X") {
-        return false;
-    }
-    let mut todo = vec![group];
-    let mut seen = 0;
+    matches!(state, Some("Z" | "X"))
+}
+
+/// Whether a process of group `group` waits for input: its leader first (the usual reader,
+/// and the cheapest look), then every process of the pty's session under its leader
+/// `session` (host pid) that is in the group, at most [`MOST`]. A group of which nothing
+/// could be told (no permission) counts as waiting: snug then copies keys as they come.
+pub fn group_waits(group: i32, session: Option<i32>) -> bool {
+    let group = group as u32;
     let mut told = false;
+    match process_waits(group) {
+        Some(true) => return true,
+        Some(false) => told = true,
+        None => {}
+    }
+    let mut todo: Vec<u32> = session.map(|s| s as u32).into_iter().collect();
+    let mut seen = 0;
     while let Some(pid) = todo.pop() {
         seen += 1;
         if seen > MOST {
             break;
         }
-        match process_waits(pid) {
-            Some(true) => return true,
-            Some(false) => told = true,
-            None => {}
+        if pid != group && pgrp(pid) == Some(group) {
+            match process_waits(pid) {
+                Some(true) => return true,
+                Some(false) => told = true,
+                None => {}
+            }
         }
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
         for t in tasks.flatten() {
             let path = format!("/proc/{pid}/task/{}/children", t.file_name().to_string_lossy());
             let kids = std::fs::read_to_string(path).unwrap_or_default();
-            todo.extend(
-                kids.split_whitespace().filter_map(|k| k.parse::<u32>().ok()).filter(|k| pgrp(*k) == Some(group)),
-            );
+            todo.extend(kids.split_whitespace().filter_map(|k| k.parse::<u32>().ok()));
         }
     }
     !told
@@ -113,6 +128,17 @@ pub fn foreground_waits(group: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// T15: a group with a process lives; the group of a child that was reaped does not.
+    #[test]
+    fn t15_a_group_lives_while_it_has_a_process() {
+        let mut child = std::process::Command::new("true").process_group(0).spawn().expect("true");
+        let group = child.id() as i32;
+        let _ = child.wait();
+        assert!(!group_lives(group));
+        assert!(group_lives(rustix::process::getpgrp().as_raw_nonzero().get()));
+    }
 
     /// T14: a process blocked reading a terminal waits; one reading a pipe, or sleeping, does
     /// not.

@@ -76,9 +76,18 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
         .map_err(|e| failure(OS_ERROR, format!("{name}: cannot hand CMD to the sandbox: {e}")))?;
     drop(fds);
     // CMD holds the slave now; the master reads EIO once CMD's side is all closed.
-    let mut bridge = tty.zip(pty).map(|(t, p)| crate::bridge::Bridge::new(t, p.master));
+    let mut bridge = tty.zip(pty).map(|(mut t, p)| {
+        t.share(&super::own_dir()); // one record for snugs sharing the terminal (T16)
+        crate::bridge::Bridge::new(t, p.master)
+    });
+    // Without a deferred hand-over of its own, exec takes the caller's terminal at the start
+    // (in front only) when both CMD's stdin and stdout are its pty, or its stdin is and its
+    // stdout is no pipe: `snug exec NAME -- sh -c 'read x' >file` gets the line typed, while
+    // in `snug exec NAME -- cmd | less` the pager keeps the terminal's settings to itself.
+    let piped = rustix::fs::fstat(rustix::stdio::stdout())
+        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo);
     if let Some(b) = bridge.as_mut() {
-        if mask & 0b011 == 0b011 {
+        if mask & 0b011 == 0b011 || (mask & 1 != 0 && !piped) {
             b.set_input(true);
         }
     }
@@ -172,7 +181,7 @@ fn relay(
             }
         }
         for ev in events {
-            if let Some(end) = carry_out(&mut client, ev, sock, bridge.as_deref_mut()) {
+            if let Some(end) = carry_out(&mut client, ev, sock, signals, bridge.as_deref_mut()) {
                 return match end {
                     End::Status(status) => Ok(Outcome::Status(status.to_raw())),
                     End::Signal(sig) => Ok(Outcome::Signal(sig.raw())),
@@ -189,6 +198,7 @@ fn carry_out(
     client: &mut Client,
     ev: Event,
     sock: &OwnedFd,
+    signals: &SignalFd,
     mut bridge: Option<&mut crate::bridge::Bridge>,
 ) -> Option<End> {
     let mut todo = client.on(ev);
@@ -218,7 +228,7 @@ fn carry_out(
                 (Effect::Flush, Some(b)) => b.flush(),
                 (Effect::Stopped, Some(b)) => b.stopped(),
                 (Effect::ClosePty, Some(b)) => b.close_pty(),
-                (Effect::Drain, Some(b)) => b.drain(),
+                (Effect::Drain, Some(b)) => b.drain(&mut Ending(signals)),
                 // The terminal's effects without a terminal: nothing to do.
                 (_, None) => {}
             }
@@ -234,5 +244,24 @@ fn exec_failed(e: i32, cmd: &[OsString]) -> anyhow::Error {
         libc::ENOENT => failure(NOT_FOUND, format!("{what}: not found in the sandbox")),
         libc::EINVAL => failure(INTERNAL, format!("{what}: the sandbox refused the request")),
         _ => failure(NOT_EXECUTABLE, format!("{what}: {}", crate::error::strerror(e))),
+    }
+}
+
+/// The final drain ends on an INT, TERM or HUP as well as with the last byte (T14).
+struct Ending<'a>(&'a SignalFd);
+
+impl crate::bridge::Watch for Ending<'_> {
+    fn fds(&self) -> Vec<libc::pollfd> {
+        vec![libc::pollfd { fd: self.0.raw(), events: libc::POLLIN, revents: 0 }]
+    }
+
+    fn ends(&mut self, ready: &[libc::pollfd]) -> bool {
+        let mut end = false;
+        if ready[0].revents != 0 {
+            while let Some(got) = self.0.read() {
+                end |= matches!(got.sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP);
+            }
+        }
+        end
     }
 }

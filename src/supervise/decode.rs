@@ -79,6 +79,9 @@ impl Supervisor {
 
     /// A signal from snug's signalfd, or one a control client asked for (L2).
     pub(super) fn on_delivered(&mut self, got: Delivered) {
+        if self.draining.on {
+            return self.drain_signal(got.sig);
+        }
         let origin = if got.by_terminal() {
             Origin::Terminal
         } else if got.pid == std::process::id() {

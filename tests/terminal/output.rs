@@ -112,3 +112,74 @@ fn t14_a_terminal_that_reads_nothing_holds_the_payload_back() {
     };
     parallel(&row, &[]);
 }
+
+/// Lines the paused payload writes: `seq 1 12000`, about 60 KB (73 KB with the pty's CR LF),
+/// less than snug's bridge and the sandbox's pty hold together, so it writes them all and
+/// exits while the caller's terminal is paused.
+const PAUSED: u32 = 12_000;
+
+/// Start the paused row's payload at `t`: it waits for the go file, then writes [`PAUSED`]
+/// lines and exits. Returns once keys reach it, with ^S typed and the go file written, the
+/// moment of ^S and snug's pid, after the sandbox has ended.
+fn paused_run(t: &mut crate::pty::Term, dir: &Path) -> (Instant, i32) {
+    let m = marker();
+    let body = format!("echo paused-ready\nwhile [ ! -e \"$1\" ]; do sleep 0.01; done\nseq 1 {PAUSED}\n");
+    let s = scripts::write(dir, "paused.sh", &body);
+    let go = dir.join(format!("go-{m}"));
+    t.line(&snug_line(&format!("sh {s} {} {m}", go.display())));
+    t.expect("paused-ready");
+    crate::in_front(t, &format!("sh {s}"));
+    let bwrap = t.pid_of(&bwrap_path());
+    let snug = t.snug_pid();
+    t.send("\x13");
+    let paused = Instant::now();
+    std::fs::write(&go, "").expect("write the go file");
+    if !t.until(Duration::from_secs(10), || !Path::new(&format!("/proc/{bwrap}")).exists()) {
+        t.fail("the sandbox did not end while paused");
+    }
+    (paused, snug)
+}
+
+/// T14: the caller's terminal paused with ^S for 5 s while the payload writes about 60 KB and
+/// exits: after ^Q every line arrives, in order, before the prompt, and snug exits 0.
+/// Positive control: against snug whose drain gave up after 2 s, root and user: "snug ended
+/// while the caller's terminal was paused".
+#[test]
+fn t14_output_paused_for_5_s_arrives_to_the_last_byte_after_ctrl_q() {
+    let row = |who: Who| {
+        let (mut t, dir) = caller(who, "T14 paused 5 s");
+        let (paused, snug) = paused_run(&mut t, dir.path());
+        t.sleep(Duration::from_secs(5).saturating_sub(paused.elapsed())); // the row: paused 5 s
+        if !Path::new(&format!("/proc/{snug}")).exists() {
+            t.fail("snug ended while the caller's terminal was paused");
+        }
+        t.send("\x11");
+        t.expect(PROMPT);
+        let rc = t.rc();
+        let text = t.text();
+        let shown: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        if shown != (1..=PAUSED).collect::<Vec<_>>() {
+            t.fail(&format!("{} of {PAUSED} lines shown", shown.len()));
+        }
+        assert_eq!(rc, 0, "{who:?}: snug's status");
+    };
+    parallel(&row, &[]);
+}
+
+/// T14: a TERM ends the drain of a paused terminal: snug exits within 3 s of it, without
+/// waiting for ^Q. Regression guard for the drain without a time limit (the old drain ended
+/// after 2 s by itself).
+#[test]
+fn t14_a_term_ends_the_drain_of_a_paused_terminal() {
+    let row = |who: Who| {
+        let (mut t, dir) = caller(who, "T14 TERM while draining");
+        let (_, snug) = paused_run(&mut t, dir.path());
+        crate::common::kill(snug as u32, libc::SIGTERM);
+        if !t.until(Duration::from_secs(3), || !Path::new(&format!("/proc/{snug}")).exists()) {
+            t.fail("snug still drains 3 s after a TERM");
+        }
+        t.send("\x11");
+        t.expect(PROMPT);
+    };
+    parallel(&row, &[]);
+}

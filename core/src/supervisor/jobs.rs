@@ -150,8 +150,19 @@ impl<E> Supervisor<E> {
                     fx.push(Effect::Order(Order::Front(false)));
                 }
             }
+            // Not handed over: the size as it is now, and the payload's group told (T17).
+            fx.push(Effect::Resize);
+            self.winch_deferred(fx);
         }
         continue_sandbox(how, fx);
+    }
+
+    /// While init holds the pty's foreground (deferred), the kernel's SIGWINCH for a new size
+    /// reaches init's group, not the payload's: init sends it on to the payload's group (T17).
+    pub(super) fn winch_deferred(&self, fx: &mut Vec<Effect>) {
+        if !self.job.handed && self.started() {
+            fx.push(Effect::Order(Order::Key(Signal::WINCH)));
+        }
     }
 
     /// snug's job is in front: raw first; the rest once the terminal answered ([`Self::raw`]).

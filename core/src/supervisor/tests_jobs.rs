@@ -138,6 +138,8 @@ fn t5_payload_stop_stops_the_job_fg_and_bg_continue_it() {
                     decided(Signal::CONT, PID, Action::Resume),
                     Effect::Cooked,
                     order(Order::Front(false)),
+                    Effect::Resize,
+                    order(Order::Key(Signal::WINCH)),
                     Effect::ContinueInit,
                     order(Order::Continue(Resume::Job)),
                 ],
@@ -263,5 +265,36 @@ fn t5_a_stop_that_is_not_a_read_before_the_hand_over_stops_the_job() {
     script(
         &mut sup,
         vec![(0, stopped(Signal::TTIN), vec![Effect::Cooked, Effect::StopSelf { sig: Signal::TTIN, group: true }])],
+    );
+}
+
+/// T17: a new window size reaches the payload's group in every topology. Handed over, the
+/// pty's own SIGWINCH does it; deferred (init holds the pty's foreground), init is told to
+/// send it on; continued in front without a hand-over, the size is copied and told too.
+/// Fails with `winch_deferred` doing nothing (steps 0 and 1 of the deferred run).
+#[test]
+fn t17_the_window_size_reaches_the_payload_also_when_deferred() {
+    let winch = |tty| Event::Signal { sig: Signal::WINCH, origin: Origin::Terminal, tty };
+    let copied = [Effect::Resize, Effect::Note(Note::WindowCopied)];
+    let mut handed = running(TERMINAL);
+    script(&mut handed, vec![(0, winch(COPYING), copied.to_vec())]);
+    let mut deferred = running(Config { immediate: false, ..TERMINAL });
+    let told = [copied.as_slice(), &[order(Order::Key(Signal::WINCH))]].concat();
+    script(
+        &mut deferred,
+        vec![
+            (0, winch(FRONT), told),
+            (
+                1,
+                Event::Signal { sig: Signal::CONT, origin: PID, tty: FRONT },
+                vec![
+                    decided(Signal::CONT, PID, Action::Resume),
+                    Effect::Resize,
+                    order(Order::Key(Signal::WINCH)),
+                    Effect::ContinueInit,
+                    order(Order::Continue(Resume::All)),
+                ],
+            ),
+        ],
     );
 }

@@ -1,0 +1,139 @@
+//! When keys move from the caller's terminal to the sandbox's pty (SPEC T14, T15).
+//!
+//! The rule: a key moves as soon as a program in the sandbox would get it without snug, and
+//! stays in the caller's terminal otherwise.
+//! - The sandbox's terminal is in non-canonical mode (ICANON off): the payload set it up to
+//!   take keys one by one (an editor, a pager, a game, a TUI, a loop that polls for a key
+//!   between sleeps with O_NONBLOCK, `poll`/`select` or `FIONREAD`), so keys go at once,
+//!   whatever it is doing at that moment.
+//! - In canonical mode: while any process of the pty's foreground group (not only its leader:
+//!   the pager at the end of a shell's pipeline) is blocked reading a terminal, or waiting in
+//!   `poll`/`select`/`epoll` with a terminal open ([`waiting`](super::waiting)).
+//! - Nobody in the pty's foreground group (it is empty, or the pty has none) or no pty any
+//!   more: the keys are the caller's shell's.
+//!
+//! Why: a key given to the pty cannot be taken back, and without snug a key typed while the
+//! foreground never reads (during `snug -- sleep 2`, after the payload's last output) is read
+//! by the caller's shell afterwards. Holding keys costs a program that asked for them nothing
+//! except in the one case snug cannot tell from a program that never reads: canonical mode
+//! with non-blocking checks between sleeps (such a program gets a key only if it happens to
+//! be waiting in a `poll` when snug looks, every [`RECHECK`](super::RECHECK)). README's limits
+//! say so.
+//!
+//! The flow-control keys (^S, ^Q) never wait: the caller's terminal keeps the pty's IXON and
+//! acts on them itself ([`crate::tty::CallerTty::mirror`]).
+
+use super::{waiting, Bridge, Event, RECHECK};
+use rustix::io::Errno;
+use rustix::termios::{self, LocalModes, SpecialCodeIndex};
+use std::time::Instant;
+
+impl Bridge {
+    /// A key the caller's terminal turned into `sig` (ISIG, mirrored from the pty) while snug
+    /// copies keys: the pty gets that key, so its line discipline signals its foreground group
+    /// with the payload's own settings (T2). False when the pty has no such key.
+    pub fn send_key(&mut self, sig: i32) -> bool {
+        let Some(key) = self.key_for(sig) else { return false };
+        self.to_master.insert(0, key);
+        self.write_master();
+        true
+    }
+
+    /// Whether the pty makes `sig` from a key of its own (ISIG, and VINTR, VQUIT or VSUSP set),
+    /// so that [`Bridge::send_key`] can type it.
+    pub fn has_key(&self, sig: i32) -> bool {
+        self.key_for(sig).is_some()
+    }
+
+    fn key_for(&self, sig: i32) -> Option<u8> {
+        let index = match sig {
+            libc::SIGINT => SpecialCodeIndex::VINTR,
+            libc::SIGQUIT => SpecialCodeIndex::VQUIT,
+            libc::SIGTSTP => SpecialCodeIndex::VSUSP,
+            _ => return None,
+        };
+        let t = self.pty_settings().filter(|t| t.local_modes.contains(LocalModes::ISIG))?;
+        Some(t.special_codes[index]).filter(|k| *k != 0)
+    }
+
+    /// Keys are pending: copy them if the module's rule says a program takes them now, else
+    /// leave them in the caller's terminal and look again in [`RECHECK`].
+    pub(super) fn offer_keys(&mut self, events: &mut Vec<Event>) {
+        let Some(m) = &self.master else {
+            self.held = Some(Instant::now() + RECHECK);
+            return;
+        };
+        let settings = termios::tcgetattr(m).ok();
+        let front = termios::tcgetpgrp(m).ok().map(|g| g.as_raw_nonzero().get());
+        let takes = front.is_some_and(|group| {
+            if !waiting::group_lives(group) {
+                return false;
+            }
+            let canonical = settings.as_ref().is_none_or(|t| t.local_modes.contains(LocalModes::ICANON));
+            !canonical || waiting::group_waits(group, crate::sys::fd::tty_session(m).ok())
+        });
+        if takes {
+            if let Some(t) = settings {
+                self.tty.mirror(&t);
+            }
+            self.read_tty(events);
+        } else {
+            self.held = Some(Instant::now() + RECHECK);
+        }
+    }
+
+    fn read_tty(&mut self, events: &mut Vec<Event>) {
+        match rustix::io::read(self.tty.fd(), &mut self.scratch[..]) {
+            Ok(n) if n > 0 => {
+                let keys = self.scratch[..n].to_vec();
+                self.keys(&keys, events);
+                self.to_master = keys;
+            }
+            Err(Errno::AGAIN | Errno::INTR) => {}
+            // EIO from the background (SIGTTIN is blocked): the job left the front, not a
+            // hangup; stop reading until snug hands the terminal over again.
+            Err(Errno::IO) if !self.tty.in_front() => self.input = false,
+            _ => self.hang_up(events),
+        }
+    }
+
+    pub(super) fn write_master(&mut self) {
+        let Some(m) = &self.master else {
+            self.to_master.clear();
+            return;
+        };
+        match rustix::io::write(m, &self.to_master) {
+            Ok(n) => {
+                self.to_master.drain(..n);
+            }
+            Err(Errno::AGAIN | Errno::INTR) => {}
+            Err(_) => self.to_master.clear(),
+        }
+    }
+
+    /// The signals the pty's line discipline makes of `keys` (`termios(3)`: ISIG, VINTR,
+    /// VQUIT; VLNEXT under ICANON and IEXTEN quotes the next key).
+    fn keys(&mut self, keys: &[u8], events: &mut Vec<Event>) {
+        let Some(t) = self.pty_settings() else { return };
+        let lm = t.local_modes;
+        if !lm.contains(LocalModes::ISIG) {
+            return;
+        }
+        let cc = |i: SpecialCodeIndex| Some(t.special_codes[i]).filter(|c| *c != 0);
+        let (intr, quit, lnext) =
+            (cc(SpecialCodeIndex::VINTR), cc(SpecialCodeIndex::VQUIT), cc(SpecialCodeIndex::VLNEXT));
+        let quoting = lm.contains(LocalModes::ICANON) && lm.contains(LocalModes::IEXTEN);
+        for &k in keys {
+            if std::mem::take(&mut self.lnext) {
+                continue;
+            }
+            if Some(k) == intr {
+                events.push(Event::Typed(libc::SIGINT));
+            } else if Some(k) == quit {
+                events.push(Event::Typed(libc::SIGQUIT));
+            } else if quoting && Some(k) == lnext {
+                self.lnext = true;
+            }
+        }
+    }
+}
