@@ -19,6 +19,7 @@ pub mod program;
 pub use caller::create_missing;
 use caller::passed;
 mod grants;
+mod net_allow;
 pub use grants::{check_env_entry, raw_values, with_raw_values, Grants};
 mod show;
 #[cfg(test)]
@@ -102,6 +103,9 @@ pub struct Policy {
     pub env: Vec<(String, String)>,
     /// `@net` asked for a network (SPEC N1); otherwise loopback only.
     pub net: bool,
+    /// `net_allow` patterns of the profiles (SPEC N5), each with the profile that gave it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub net_allow: Vec<(String, String)>,
     /// DIR, canonical: writable under the defaults, and the payload's cwd.
     pub target: PathBuf,
     /// The caller's $HOME (normalised), the same path inside.
@@ -215,7 +219,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
 
     let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
-    let mut net = false;
+    let (mut net, mut net_allow) = (false, Vec::new());
     let mut allow_userns = false;
     let (mut max_procs, mut memory): (Option<u64>, Option<u64>) = (None, None);
     let mut create: Vec<PathBuf> = Vec::new();
@@ -263,6 +267,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
             sys_host_view(p, host, &mut mounts);
         }
         net |= p.net;
+        net_allow::add(p, &mut net_allow).map_err(|(raw, why)| bad(p, "net_allow", &raw, &why))?;
         passed(p, &req.host_env, host, &mut env, &mut mounts);
         allow_userns |= p.allow_userns;
         for (k, raw) in &p.env {
@@ -303,6 +308,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         mounts: mounts.into_values().collect(),
         env: environment(&req.host_env, &vars.home, env, prepend),
         net,
+        net_allow,
         target: vars.target,
         home,
         max_procs,

@@ -32,6 +32,8 @@ struct ProfileFile {
     /// Protected paths the payload may write (SPEC P8).
     #[serde(default)]
     unprotect: Vec<String>,
+    #[serde(default)]
+    net_allow: Vec<String>,
     /// Only in a project's `.snug.toml` (SPEC P6): more profiles to add, as `-p`.
     profiles: Option<Vec<String>>,
 }
@@ -81,6 +83,7 @@ fn parse_any(name: &str, file: &Path, text: &str) -> anyhow::Result<(Profile, Op
         env: parsed.env,
         host_view: false,
         net: false,
+        net_allow: parsed.net_allow,
         max_procs: parsed.max_procs,
         memory: parsed.memory,
         pass: Vec::new(),

@@ -81,6 +81,7 @@ impl RunRecord {
                 total: ms(end - self.start),
             },
             discarded: self.discarded.as_ref(),
+            network: self.network.as_ref().map(super::network::section),
         };
         // Strings, numbers and options only: serialising cannot fail.
         let mut text = serde_json::to_string(&out).unwrap_or_default();
@@ -107,6 +108,8 @@ struct ReportOut<'a> {
     durations_ms: Durations,
     /// SPEC O8: what the payload wrote where the sandbox discards it; null when nothing.
     discarded: Option<&'a crate::discarded::Summary>,
+    /// SPEC N7: the decisions of a network of snug's own; null without `--net-allow`.
+    network: Option<super::network::NetworkOut>,
     command: &'a [String],
     argv: &'a [String],
     dir: Option<std::borrow::Cow<'a, str>>,
