@@ -285,11 +285,11 @@ unsafe fn send_fd(sock: RawFd, index: u32, fd: RawFd) {
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = space.as_mut_ptr().cast();
-        msg.msg_controllen = libc::CMSG_SPACE(4) as usize;
+        msg.msg_controllen = libc::CMSG_SPACE(4) as _;
         let c = libc::CMSG_FIRSTHDR(&msg);
         (*c).cmsg_level = libc::SOL_SOCKET;
         (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(4) as usize;
+        (*c).cmsg_len = libc::CMSG_LEN(4) as _;
         std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
         libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL);
         libc::close(fd);
