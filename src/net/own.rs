@@ -36,8 +36,9 @@ pub use serve::Served;
 
 const HOSTS: &str = "/etc/hosts";
 /// The sandbox's /etc/hosts with a network of snug's own.
+/// The sandbox's hostname (`snug`, bwrap's `--hostname`) is its own loopback, as on a host.
 const HOSTS_TEXT: &str = "# snug --net-allow: names resolve through snug's resolver\n\
-                          127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+                          127.0.0.1\tlocalhost\n127.0.1.1\tsnug\n::1\tlocalhost ip6-localhost ip6-loopback\n";
 
 /// The plan of a network of snug's own for one run.
 #[derive(Debug)]

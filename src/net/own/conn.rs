@@ -85,6 +85,8 @@ pub struct Conn {
     pub subject: String,
     /// The host-side address, once connected.
     pub upstream: Option<SocketAddr>,
+    /// The payload asked an IPv6 address: the host side tries IPv6 first too.
+    pub v6: bool,
     /// Where it is.
     pub state: State,
 }

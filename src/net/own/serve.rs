@@ -173,7 +173,7 @@ impl Served {
             if self.resolver.ask(id, &name, port).is_err() {
                 return self.refuse(fd, subject, Reason::NoAddress);
             }
-            let conn = Conn { inside: fd, subject, upstream: None, state: State::Resolving };
+            let conn = Conn { inside: fd, subject, upstream: None, v6: ip.is_ipv6(), state: State::Resolving };
             self.conns.insert(id, conn);
             return;
         }
@@ -181,7 +181,7 @@ impl Served {
         if !self.allowed.addr_allowed(ip, port) {
             return self.refuse(fd, subject, Reason::AddressNotAllowed);
         }
-        let mut conn = Conn { inside: fd, subject, upstream: None, state: State::Resolving };
+        let mut conn = Conn { inside: fd, subject, upstream: None, v6: ip.is_ipv6(), state: State::Resolving };
         let turn = conn.connect(vec![dest]);
         self.conns.insert(id, conn);
         self.after(id, turn);
@@ -191,7 +191,7 @@ impl Served {
         for (id, addrs) in self.resolver.answers() {
             let Some(c) = self.conns.get_mut(&id) else { continue };
             let mut first_refusal = None;
-            let ok: Vec<SocketAddr> = addrs
+            let mut ok: Vec<SocketAddr> = addrs
                 .into_iter()
                 .map(unmapped)
                 .filter(|a| match check::refused(a.ip(), &self.own, &self.allowed) {
@@ -202,6 +202,8 @@ impl Served {
                     None => true,
                 })
                 .collect();
+            // The family the payload asked first, then the other (stable: the resolver's order).
+            ok.sort_by_key(|a| a.is_ipv6() != c.v6);
             let turn = if ok.is_empty() {
                 let why = first_refusal.unwrap_or(Reason::NoAddress);
                 let c = self.conns.remove(&id).map(|c| (c.inside, c.subject));
