@@ -18,6 +18,9 @@ mod own_lab;
 #[path = "net_allow/matrix.rs"]
 mod matrix;
 
+#[path = "net_allow/escape.rs"]
+mod escape;
+
 use std::time::Duration;
 
 use common::*;

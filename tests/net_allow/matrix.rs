@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::common::*;
+use crate::escape::give;
 use crate::lab::{file, which};
 use crate::own_lab::{OwnLab, HTTP_PY, PROBE_PY};
 
@@ -145,13 +146,5 @@ fn n5_matrix_every_client_reaches_allowed_hosts_only() {
             assert!(ms <= 50.0, "{who:?} {label}: failed after {ms} ms: {line}");
         }
         assert!(o.err.contains("snug: refused ") && o.err.contains("other.example (name not allowed)"), "{who:?}: {}", o.err);
-    }
-}
-
-/// Hand `dir` to the unprivileged user (its files too).
-fn give(who: Who, dir: &Path) {
-    if who == Who::User {
-        let (uid, gid) = test_user();
-        let _ = std::process::Command::new("chown").arg("-R").arg(format!("{uid}:{gid}")).arg(dir).status();
     }
 }
