@@ -21,6 +21,9 @@ mod matrix;
 #[path = "net_allow/escape.rs"]
 mod escape;
 
+#[path = "net_allow/lifecycle.rs"]
+mod lifecycle;
+
 use std::time::Duration;
 
 use common::*;

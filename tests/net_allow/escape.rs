@@ -57,7 +57,7 @@ else:
 /// the refusals are snug's. DNS to 192.0.2.53, 127.0.0.53 and ::1 is answered from the
 /// address asked (the source checked), allowed names only.
 #[test]
-fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused() {
+fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
     let Some(lab) = OwnLab::new(2, HOSTS) else { return };
     let host_ns = lab.host.clone();
     let _ = std::process::Command::new("ip").args(["-n", &host_ns, "addr", "add", "169.254.169.254/32", "dev", "lo"]).status();
