@@ -106,19 +106,22 @@ impl fmt::Display for Decision {
 }
 
 /// Counts of what was decided, per subject: the report's network section and the line at
-/// the end. Bounded: past [`Tally::MAX_SUBJECTS`] distinct subjects, further ones are
-/// counted under one `others` entry.
+/// the end. Bounded: past [`Tally::MAX_SUBJECTS`] distinct allowed subjects, and as many
+/// refused ones, further ones are counted under `others` (so many allowed names never crowd
+/// a refusal out).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
     /// (subject, refusal reason or `None` for allowed) → (count, bytes out, bytes in).
     pub entries: BTreeMap<(String, Option<Reason>), (u64, u64, u64)>,
     /// Entries folded into `others` once the map was full.
     pub others: u64,
+    /// Distinct refused subjects kept.
+    refused_kept: usize,
 }
 
 impl Tally {
     /// Distinct (subject, verdict) pairs kept; the rest are counted only.
-    pub const MAX_SUBJECTS: usize = 4096;
+    pub const MAX_SUBJECTS: usize = 1024;
 
     /// Count `d`.
     pub fn add(&mut self, d: &Decision) {
@@ -127,9 +130,13 @@ impl Tally {
             Verdict::Refused(r) => Some(r),
         };
         let key = (d.subject.clone(), reason);
-        if !self.entries.contains_key(&key) && self.entries.len() >= Self::MAX_SUBJECTS {
-            self.others += 1;
-            return;
+        if !self.entries.contains_key(&key) {
+            let kept = if reason.is_some() { self.refused_kept } else { self.entries.len() - self.refused_kept };
+            if kept >= Self::MAX_SUBJECTS {
+                self.others += 1;
+                return;
+            }
+            self.refused_kept += usize::from(reason.is_some());
         }
         let e = self.entries.entry(key).or_default();
         e.0 += 1;
@@ -200,5 +207,12 @@ mod tests {
         }
         assert_eq!(t.entries.len(), Tally::MAX_SUBJECTS);
         assert_eq!(t.others, 10);
+        for i in 0..Tally::MAX_SUBJECTS + 10 {
+            t.add(&d(&format!("a{i}.example"), Verdict::Allowed));
+        }
+        t.add(&d("n0.example", Verdict::Refused(Reason::NameNotAllowed)));
+        assert_eq!(t.entries.len(), 2 * Tally::MAX_SUBJECTS);
+        assert_eq!(t.others, 20);
+        assert_eq!(t.refusals(), Tally::MAX_SUBJECTS as u64 + 1);
     }
 }

@@ -65,7 +65,10 @@ pub fn answer(query: &[u8], allowed: &Allowed, pool: &mut Pool) -> Option<(Vec<u
         decision = Some(decide(Verdict::Allowed));
     } else {
         r.set_response_code(ResponseCode::ServFail);
-        decision = Some(decide(Verdict::Refused(Reason::TooManyNames)));
+        // One subject for all of them: the tally counts them together.
+        let mut d = decide(Verdict::Refused(Reason::TooManyNames));
+        d.subject = "names past the bound".into();
+        decision = Some(d);
     }
     Some((r.to_vec().ok()?, decision))
 }

@@ -148,7 +148,7 @@ impl Served {
             let Ok(dest) = dest else { continue };
             let dns = self.listeners[i].want.port == 53 && dest.port() == 53;
             if self.conns.len() + self.dns.len() >= MAX_CONNS {
-                self.refuse(fd, shown(&dest, None), Reason::TooManyConnections);
+                self.refuse(fd, "connections past the bound".into(), Reason::TooManyConnections);
                 continue;
             }
             if dns {
@@ -177,7 +177,7 @@ impl Served {
             self.conns.insert(id, conn);
             return;
         }
-        let subject = shown(&dest, None);
+        let subject = dest.to_string();
         if !self.allowed.addr_allowed(ip, port) {
             return self.refuse(fd, subject, Reason::AddressNotAllowed);
         }
@@ -268,13 +268,5 @@ fn unmapped(a: SocketAddr) -> SocketAddr {
             None => a,
         },
         a => a,
-    }
-}
-
-/// `ADDR:PORT` or `[ADDR]:PORT`, or `NAME:PORT` when the address is a name's.
-fn shown(a: &SocketAddr, name: Option<&str>) -> String {
-    match name {
-        Some(n) => format!("{n}:{}", a.port()),
-        None => a.to_string(),
     }
 }
