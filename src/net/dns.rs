@@ -83,7 +83,8 @@ pub(super) fn write_private(stem: &str, text: &str) -> Result<PathBuf> {
             Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
         }
     }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no free name"))).with_context(|| format!("creating a {stem} file for the sandbox"))
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
+        .with_context(|| format!("creating a {stem} file for the sandbox"))
 }
 
 /// The sandbox's resolv.conf for a host resolv.conf `host`, or `None` when the host's own

@@ -57,22 +57,46 @@ fn n5_bounds_on_connections_and_names_are_counted() {
         give(who, dir.path());
         let report = dir.path().join("report.json");
         let r = report.to_string_lossy().into_owned();
-        let args = ["--report", &r, "--net-allow", "pkgs.example", "--net-allow", "*.bulk.example", "--", "python3", "load.py"];
+        let args = [
+            "--report",
+            &r,
+            "--net-allow",
+            "pkgs.example",
+            "--net-allow",
+            "*.bulk.example",
+            "--",
+            "python3",
+            "load.py",
+        ];
         let o = run_bounded(&mut lab.snug(who, dir.path(), &args), Duration::from_secs(300));
         let num = |key: &str| -> i64 {
-            o.out.lines().find_map(|l| l.strip_prefix(&format!("{key} "))).and_then(|n| n.trim().parse().ok()).unwrap_or(-1)
+            o.out
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{key} ")))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(-1)
         };
         let answered = num("answered");
         assert!((900..=1024).contains(&answered), "{who:?}: {answered} answered: {}\n{}", o.out, o.err);
         // pkgs.example holds one of the 65,536 addresses already.
         assert_eq!(num("servfail"), 70_000 - 65_535, "{who:?}: {}\n{}", o.out, o.err);
         assert!(o.out.contains("after HTTP/1.0 200"), "{who:?}: {}", o.out);
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_default()).unwrap_or_default();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_default()).unwrap_or_default();
         let count = |subject: &str| {
-            v["network"]["decisions"].as_array().into_iter().flatten().find(|d| d["subject"] == subject).and_then(|d| d["count"].as_i64())
+            v["network"]["decisions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|d| d["subject"] == subject)
+                .and_then(|d| d["count"].as_i64())
         };
         assert_eq!(count("connections past the bound"), Some(2000 - answered), "{who:?}: {}", o.err);
         assert_eq!(count("names past the bound"), Some(70_000 - 65_535), "{who:?}: {}", o.err);
-        assert!(o.err.contains("connections past the bound (more than 1024 connections at once)"), "{who:?}: {}", o.err);
+        assert!(
+            o.err.contains("connections past the bound (more than 1024 connections at once)"),
+            "{who:?}: {}",
+            o.err
+        );
     }
 }

@@ -60,7 +60,9 @@ else:
 fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
     let Some(lab) = OwnLab::new(2, HOSTS) else { return };
     let host_ns = lab.host.clone();
-    let _ = std::process::Command::new("ip").args(["-n", &host_ns, "addr", "add", "169.254.169.254/32", "dev", "lo"]).status();
+    let _ = std::process::Command::new("ip")
+        .args(["-n", &host_ns, "addr", "add", "169.254.169.254/32", "dev", "lo"])
+        .status();
     let _loop = lab.serve_host(HTTP_PY, &["127.0.0.1", "80", "hostloop"]);
     let _meta = lab.serve_host(HTTP_PY, &["169.254.169.254", "80", "meta"]);
     let _self = lab.serve_host(HTTP_PY, &[HOST4, "80", "hostself"]);
@@ -87,9 +89,12 @@ fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
         let mut script = format!("python3 probe.py {} {HOST4}:80 pkgs.example:80\n", targets.join(" "));
         script += "python3 clients.py udp pkgs.example:9999\n";
         for server in ["192.0.2.53", "127.0.0.53", "::1"] {
-            script += &format!("python3 clients.py dns {server} pkgs.example\npython3 clients.py dns {server} evil.example\n");
+            script += &format!(
+                "python3 clients.py dns {server} pkgs.example\npython3 clients.py dns {server} evil.example\n"
+            );
         }
-        let mut args: Vec<String> = ["--report", &report.to_string_lossy(), "-v"].iter().map(|s| s.to_string()).collect();
+        let mut args: Vec<String> =
+            ["--report", &report.to_string_lossy(), "-v"].iter().map(|s| s.to_string()).collect();
         for t in ["loop.example", "meta.example", "self.example", "pkgs.example", "pkgs.example:9999"] {
             args.extend(["--net-allow".to_string(), t.to_string()]);
         }
@@ -99,7 +104,11 @@ fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
         let out = &o.out;
         for t in targets.iter().map(|t| t.to_string()).chain([format!("{HOST4}:80")]) {
             let line = out.lines().find(|l| l.starts_with(&format!("{t} "))).unwrap_or_default();
-            assert!(line.contains(" fail 104") || line.contains(" fail 111"), "{who:?} {t} not refused: {out}\n{}", o.err);
+            assert!(
+                line.contains(" fail 104") || line.contains(" fail 111"),
+                "{who:?} {t} not refused: {out}\n{}",
+                o.err
+            );
         }
         assert!(out.contains("pkgs.example:80 ok hello pkgs"), "{who:?}: {out}\n{}", o.err);
         assert!(out.contains("udp fail 111"), "{who:?}: UDP: {out}");
@@ -122,13 +131,25 @@ fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
         assert!(allowed.is_some_and(|d| d["bytes_in"].as_u64() > Some(0)), "{who:?}: {text}");
         // N7: once each on stderr, with counts; each decision under -v with a timestamp.
         let line = o.err.lines().find(|l| l.starts_with("snug: refused ")).unwrap_or_default();
-        for s in ["loop.example:80 (resolves to loopback)", "evil.example (name not allowed) ×", "--net-allow NAME allows one"] {
+        for s in [
+            "loop.example:80 (resolves to loopback)",
+            "evil.example (name not allowed) ×",
+            "--net-allow NAME allows one",
+        ] {
             assert!(line.contains(s), "{who:?}: {s} not in {line}");
         }
         assert_eq!(line.matches("evil.example").count(), 1, "{who:?}: {line}");
         let verbose = o.err.lines().filter(|l| l.starts_with("snug: [") && l.contains(" ms] net: "));
-        assert!(verbose.clone().any(|l| l.contains("tcp meta.example:80: refused (resolves to a metadata address)")), "{who:?}: {}", o.err);
-        assert!(verbose.clone().any(|l| l.contains("tcp pkgs.example:80 via 203.0.113.1:80: allowed")), "{who:?}: {}", o.err);
+        assert!(
+            verbose.clone().any(|l| l.contains("tcp meta.example:80: refused (resolves to a metadata address)")),
+            "{who:?}: {}",
+            o.err
+        );
+        assert!(
+            verbose.clone().any(|l| l.contains("tcp pkgs.example:80 via 203.0.113.1:80: allowed")),
+            "{who:?}: {}",
+            o.err
+        );
     }
 
     // An explicit address pattern names the host's own address back in.
@@ -136,7 +157,10 @@ fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
     let dir = workdir(who);
     file(dir.path(), "probe.py", PROBE_PY);
     let addr = format!("{HOST4}:80");
-    let o = run_bounded(&mut lab.snug(who, dir.path(), &["--net-allow", &addr, "--", "python3", "probe.py", &addr]), Duration::from_secs(30));
+    let o = run_bounded(
+        &mut lab.snug(who, dir.path(), &["--net-allow", &addr, "--", "python3", "probe.py", &addr]),
+        Duration::from_secs(30),
+    );
     assert!(o.out.contains("ok hello hostself"), "{}{}", o.out, o.err);
 }
 

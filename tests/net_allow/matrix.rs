@@ -100,7 +100,8 @@ fn n5_matrix_every_client_reaches_allowed_hosts_only() {
         eprintln!("the JVM row is skipped: no JDK (java and javac) installed");
     }
 
-    let probe = [crate::lab::python(), "-c".into(), PROBE_PY.into(), "other.example:80".into(), "203.0.113.2:80".into()];
+    let probe =
+        [crate::lab::python(), "-c".into(), PROBE_PY.into(), "other.example:80".into(), "203.0.113.2:80".into()];
     let o = run_bounded(&mut lab.on_host(&probe), std::time::Duration::from_secs(20));
     assert_eq!(o.out.matches(" ok hello other").count(), 2, "control without snug: {}{}", o.out, o.err);
 
@@ -110,7 +111,8 @@ fn n5_matrix_every_client_reaches_allowed_hosts_only() {
             file(dir.path(), name, text);
         }
         give(who, dir.path());
-        let args = ["--net-allow", "pkgs.example", "--net-allow", "git.example:80", "--net-allow", "v6only.example:8080"];
+        let args =
+            ["--net-allow", "pkgs.example", "--net-allow", "git.example:80", "--net-allow", "v6only.example:8080"];
         let mut all: Vec<&str> = args.to_vec();
         if java {
             all.extend(JAVA_CONF.iter().filter(|p| Path::new(p).exists()).flat_map(|p| ["--ro", p]));
@@ -145,6 +147,10 @@ fn n5_matrix_every_client_reaches_allowed_hosts_only() {
             let ms: f64 = words.get(4).and_then(|m| m.parse().ok()).unwrap_or(f64::MAX);
             assert!(ms <= 50.0, "{who:?} {label}: failed after {ms} ms: {line}");
         }
-        assert!(o.err.contains("snug: refused ") && o.err.contains("other.example (name not allowed)"), "{who:?}: {}", o.err);
+        assert!(
+            o.err.contains("snug: refused ") && o.err.contains("other.example (name not allowed)"),
+            "{who:?}: {}",
+            o.err
+        );
     }
 }

@@ -187,8 +187,7 @@ impl Allowed {
 
     /// Every port some pattern allows, ascending: where snug listens.
     pub fn ports(&self) -> Vec<u16> {
-        let set: BTreeSet<u16> =
-            self.patterns.iter().flat_map(|p| p.ports.iter().flat_map(|&(a, b)| a..=b)).collect();
+        let set: BTreeSet<u16> = self.patterns.iter().flat_map(|p| p.ports.iter().flat_map(|&(a, b)| a..=b)).collect();
         set.into_iter().collect()
     }
 
@@ -217,7 +216,9 @@ impl Allowed {
 fn name_matches(host: &Host, name: &str) -> bool {
     match host {
         Host::Name(n) => n == name,
-        Host::Below(n) => name.len() > n.len() + 1 && name.ends_with(n.as_str()) && name[..name.len() - n.len()].ends_with('.'),
+        Host::Below(n) => {
+            name.len() > n.len() + 1 && name.ends_with(n.as_str()) && name[..name.len() - n.len()].ends_with('.')
+        }
         Host::Net(..) => false,
     }
 }

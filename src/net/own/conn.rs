@@ -111,7 +111,11 @@ impl Conn {
             State::Open { out, up, down } => {
                 let want = |p: &Pipe, reading: bool| {
                     if reading {
-                        if p.empty() && !p.eof { libc::POLLIN } else { 0 }
+                        if p.empty() && !p.eof {
+                            libc::POLLIN
+                        } else {
+                            0
+                        }
                     } else if !p.empty() {
                         libc::POLLOUT
                     } else {

@@ -39,14 +39,8 @@ pub fn answer(query: &[u8], allowed: &Allowed, pool: &mut Pool) -> Option<(Vec<u
     }
     let question = &q.queries()[0];
     let name = question.name().to_ascii().trim_end_matches('.').to_ascii_lowercase();
-    let decide = |verdict| Decision {
-        kind: "dns",
-        subject: name.clone(),
-        upstream: None,
-        verdict,
-        sent: 0,
-        received: 0,
-    };
+    let decide =
+        |verdict| Decision { kind: "dns", subject: name.clone(), upstream: None, verdict, sent: 0, received: 0 };
     let decision;
     if !allowed.name_allowed(&name) {
         r.set_response_code(ResponseCode::NXDomain);

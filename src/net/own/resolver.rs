@@ -57,15 +57,17 @@ impl Resolver {
         let ask_rx = Arc::new(Mutex::new(ask_rx));
         for i in 0..THREADS {
             let (rx, tx, w) = (ask_rx.clone(), ans_tx.clone(), w.clone());
-            std::thread::Builder::new().name(format!("snug-resolve-{i}")).stack_size(64 * 1024).spawn(move || loop {
-                let next = rx.lock().map(|rx| rx.recv());
-                let Ok(Ok((id, name, port))) = next else { return };
-                let addrs = (name.as_str(), port).to_socket_addrs().map(|a| a.collect()).unwrap_or_default();
-                if tx.send((id, addrs)).is_err() {
-                    return;
-                }
-                let _ = rustix::io::write(&*w, b"!");
-            })?;
+            std::thread::Builder::new().name(format!("snug-resolve-{i}")).stack_size(64 * 1024).spawn(
+                move || loop {
+                    let next = rx.lock().map(|rx| rx.recv());
+                    let Ok(Ok((id, name, port))) = next else { return };
+                    let addrs = (name.as_str(), port).to_socket_addrs().map(|a| a.collect()).unwrap_or_default();
+                    if tx.send((id, addrs)).is_err() {
+                        return;
+                    }
+                    let _ = rustix::io::write(&*w, b"!");
+                },
+            )?;
         }
         self.ask = Some(ask_tx);
         self.answers = Some(ans_rx);

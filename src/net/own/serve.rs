@@ -126,8 +126,22 @@ impl Served {
         }
     }
 
-    fn decide(&mut self, kind: &'static str, subject: String, upstream: Option<SocketAddr>, verdict: Verdict, bytes: (u64, u64)) {
-        let d = Decision { kind, subject, upstream: upstream.map(|u| u.to_string()), verdict, sent: bytes.0, received: bytes.1 };
+    fn decide(
+        &mut self,
+        kind: &'static str,
+        subject: String,
+        upstream: Option<SocketAddr>,
+        verdict: Verdict,
+        bytes: (u64, u64),
+    ) {
+        let d = Decision {
+            kind,
+            subject,
+            upstream: upstream.map(|u| u.to_string()),
+            verdict,
+            sent: bytes.0,
+            received: bytes.1,
+        };
         log!("net: {d}");
         self.tally.add(&d);
     }

@@ -109,9 +109,7 @@ pub fn make(init: &Pinned, wants: &[Want]) -> Result<Vec<Made>> {
             drop((pidfd, net, owner));
             made
         }
-        Err(e) => {
-            Err(failure(OS_ERROR, format!("cannot start the network's helper: {}", crate::error::io_text(&e))))
-        }
+        Err(e) => Err(failure(OS_ERROR, format!("cannot start the network's helper: {}", crate::error::io_text(&e)))),
     }
 }
 
@@ -127,7 +125,8 @@ fn collect(ours: &OwnedFd, wants: &[Want]) -> Result<Vec<Made>> {
             Got::Empty => continue,
             Got::Closed | Got::TooLong => break,
             Got::Packet(bytes, mut fds) => {
-                let word = |i: usize| bytes.get(i * 4..i * 4 + 4).map(|b| u32::from_ne_bytes(b.try_into().unwrap_or([0; 4])));
+                let word =
+                    |i: usize| bytes.get(i * 4..i * 4 + 4).map(|b| u32::from_ne_bytes(b.try_into().unwrap_or([0; 4])));
                 match (word(0), word(1), word(2)) {
                     (Some(ERROR), Some(step), Some(errno)) => return Err(step_failure(step, errno as i32)),
                     (Some(i), _, _) if (i as usize) < wants.len() && fds.len() == 1 => {
@@ -166,7 +165,13 @@ fn same_ns(fd: &OwnedFd, path: &str) -> bool {
 ///
 /// # Safety
 /// Only in the child of a fork; async-signal-safe calls only.
-unsafe fn child(sock: RawFd, (join_user, owner): (bool, RawFd), net: RawFd, routes: &[[u8; 36]; 2], wants: &[Want]) -> ! {
+unsafe fn child(
+    sock: RawFd,
+    (join_user, owner): (bool, RawFd),
+    net: RawFd,
+    routes: &[[u8; 36]; 2],
+    wants: &[Want],
+) -> ! {
     // SAFETY: raw system calls on integers and this process's own memory (see `make`).
     unsafe {
         let fail = |step: u32, errno: i32| -> ! {
@@ -215,7 +220,14 @@ unsafe fn netlink_ask(nl: RawFd, m: &[u8; 36]) -> i32 {
     unsafe {
         let mut to: libc::sockaddr_nl = std::mem::zeroed();
         to.nl_family = libc::AF_NETLINK as u16;
-        let sent = libc::sendto(nl, m.as_ptr().cast(), m.len(), 0, (&to as *const libc::sockaddr_nl).cast(), size_of_val(&to) as u32);
+        let sent = libc::sendto(
+            nl,
+            m.as_ptr().cast(),
+            m.len(),
+            0,
+            (&to as *const libc::sockaddr_nl).cast(),
+            size_of_val(&to) as u32,
+        );
         if sent < 0 {
             return nestproc::errno();
         }
