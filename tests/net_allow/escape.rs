@@ -25,7 +25,8 @@ while True:
 
 /// `udp HOST:PORT`: one datagram on a connected socket, `ok` with the echo or `fail ERRNO`;
 /// `dns SERVER NAME`: an A question sent to SERVER:53, prints the answer's source address,
-/// its response code and the first address in it.
+/// its response code and the first address in it; `dnstcp` the same over TCP (source
+/// `SERVER/tcp`).
 const CLIENTS_PY: &str = r#"
 import socket, struct, sys
 if sys.argv[1] == "udp":
@@ -40,9 +41,13 @@ else:
     fam = socket.AF_INET6 if ":" in server else socket.AF_INET
     q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
     q += b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack(">HH", 1, 1)
-    s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(3); s.sendto(q, (server, 53))
     try:
-        r, src = s.recvfrom(4096)
+        if sys.argv[1] == "dnstcp":
+            s = socket.create_connection((server, 53), timeout=3); s.sendall(struct.pack(">H", len(q)) + q)
+            f = s.makefile("rb"); n = struct.unpack(">H", f.read(2))[0]; r = f.read(n); src = (server + "/tcp",)
+        else:
+            s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(3); s.sendto(q, (server, 53))
+            r, src = s.recvfrom(4096)
     except OSError as e:
         print("dns", server, name, "fail", e); sys.exit()
     rcode = r[3] & 15; an = struct.unpack(">H", r[6:8])[0]
@@ -55,7 +60,8 @@ else:
 /// an explicit address pattern names the host's own address back in. Control: the same probe
 /// without snug, in the same namespace, reaches each of those servers (and the UDP echo), so
 /// the refusals are snug's. DNS to 192.0.2.53, 127.0.0.53 and ::1 is answered from the
-/// address asked (the source checked), allowed names only.
+/// address asked (the source checked), allowed names only: with the reply sent without
+/// `IP_PKTINFO`, the answer to 127.0.0.53 came from 127.0.0.1 and this row failed.
 #[test]
 fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
     let Some(lab) = OwnLab::new(2, HOSTS) else { return };
@@ -88,6 +94,8 @@ fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
         let report = dir.path().join("report.json");
         let mut script = format!("python3 probe.py {} {HOST4}:80 pkgs.example:80\n", targets.join(" "));
         script += "python3 clients.py udp pkgs.example:9999\n";
+        script +=
+            "python3 clients.py dnstcp 192.0.2.53 pkgs.example\npython3 clients.py dnstcp 192.0.2.53 evil.example\n";
         for server in ["192.0.2.53", "127.0.0.53", "::1"] {
             script += &format!(
                 "python3 clients.py dns {server} pkgs.example\npython3 clients.py dns {server} evil.example\n"
@@ -117,6 +125,11 @@ fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
             let nx = format!("dns {server} evil.example from {server} rcode 3");
             assert!(out.contains(&ok) && out.contains(&nx), "{who:?} {server}: {out}");
         }
+        let tcp = [
+            "dns 192.0.2.53 pkgs.example from 192.0.2.53/tcp rcode 0",
+            "dns 192.0.2.53 evil.example from 192.0.2.53/tcp rcode 3",
+        ];
+        assert!(tcp.iter().all(|t| out.contains(t)), "{who:?}: DNS over TCP: {out}");
         let text = std::fs::read_to_string(&report).unwrap_or_default();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
         let decisions = v["network"]["decisions"].as_array().cloned().unwrap_or_default();
