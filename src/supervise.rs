@@ -1,6 +1,7 @@
 //! Supervise: one poll loop on snug's signalfd, the init channel, bwrap's pidfd and stderr,
-//! with the grace as the poll timeout from a monotonic deadline. No threads, no sleeps: snug
-//! is blocked in the kernel while the payload runs (SPEC B5).
+//! with the grace as the poll timeout from a monotonic deadline. No threads (but the resolver
+//! threads of a network of snug's own, [`crate::net::own`]), no sleeps: snug is blocked in
+//! the kernel while the payload runs (SPEC B5).
 //!
 //! The loop decides nothing: it decodes what the kernel, init and the bridge said into
 //! [`snug_core::supervisor::Event`]s ([`decode`]), asks the run's state
