@@ -75,6 +75,7 @@ fn n5_flag_and_key_checks() {
     assert!(shown.contains("pkgs.example:22 ports 22"), "{shown}");
     let o = run_args(&["-n", "--net-allow", "*.cdn.example"]);
     assert!(o.out.contains("*.cdn.example ports 443,80") && o.out.contains("listening on tcp 22,80,443"), "{}", o.out);
+    assert!(o.out.contains("network:  snug's own"), "{}", o.out);
 
     std::fs::write(dir.path().join(".snug.toml"), "net_allow = [\"bad name\"]\n").expect("write");
     let _ = run_args(&["allow", "."]);
