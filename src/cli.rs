@@ -109,6 +109,8 @@ pub struct RunArgs {
     pub allow_userns: bool,
     /// `--cow`: DIR through a copy-on-write overlay (SPEC W1).
     pub cow: bool,
+    /// `--net-allow PATTERN`, repeatable (SPEC N5).
+    pub net_allow: Vec<String>,
 }
 
 pub use crate::policy::Grants;
@@ -180,6 +182,10 @@ struct Cli {
     allow_userns: bool,
     #[command(flatten)]
     cow: cow::CowFlag,
+    /// A network of snug's own reaching only PATTERN (repeatable): NAME, *.NAME, ADDR or CIDR,
+    /// each with :PORT or :PORT-PORT [default: 443 and 80]
+    #[arg(long, value_name = "PATTERN")]
+    net_allow: Vec<String>,
     /// The writable directory and the payload's working directory [default: .]
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -365,7 +371,9 @@ where
     for entry in &cli.env {
         crate::policy::check_env_entry(entry)?;
     }
+    let net_allow = crate::net::own::from_command_line(cli.net_allow, &cli.profiles)?;
     Ok(Command::Run(Box::new(RunArgs {
+        net_allow,
         profiles: cli.profiles,
         no_defaults: cli.no_defaults,
         dry_run: cli.dry_run,

@@ -27,7 +27,12 @@ fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
     let _ = writeln!(out, "mode:     {}", mode.describe());
     let _ = writeln!(out, "profiles: {}", policy.profiles.join(" "));
     let _ = writeln!(out, "dir:      {}", quote(&policy.target.to_string_lossy()));
-    let net = if policy.net { "pasta (@net)" } else { "none (loopback only)" };
+    let own = extra.iter().any(|(name, _)| *name == "net-allow");
+    let net = match (policy.net, own) {
+        (true, _) => "pasta (@net)",
+        (false, true) => "snug's own: only what --net-allow names (below)",
+        (false, false) => "none (loopback only)",
+    };
     let _ = writeln!(out, "network:  {net}");
     let _ = writeln!(out, "userns:   {}", userns(policy, argv));
     out.push_str("mounts:\n");

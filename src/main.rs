@@ -201,7 +201,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // Before the policy: a missing bwrap is 69 whatever else is wrong (R4).
     let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
-    let Resolved { mut policy, request, raw_env, net } = resolve(args, &cmd, &name, record)?;
+    let Resolved { mut policy, request, raw_env, net, own } = resolve(args, &cmd, &name, record)?;
     // P8: the protected paths, bound after the policy's mounts; the guard undoes the
     // placeholders and moves aside what the payload made where git reads, also on an error.
     // With --cow, DIR's protected paths are kept aside like the rest and `snug apply` writes
@@ -241,6 +241,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         if args.cow || policy.cow {
             extra.push(("cow", cow::dry_run_line(&policy.target, &name)));
         }
+        extra.extend(own.iter().map(|o| ("net-allow", o.dry_run_lines())));
         let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
         let text = with_protection(with_bounds(text, &limits, args.json), &protection, args.json);
         return print(with_name(text, &name, args.json));
@@ -259,7 +260,8 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     let watch = std::rc::Rc::new(std::cell::RefCell::new(discarded::Watch::new(&policy)));
     let seen = watch.clone();
-    let mut net = net;
+    let (mut net, mut own) = (net, own);
+    let hold = net.is_some() || own.is_some();
     let on_init: supervise::OnInit = Box::new(move |init| {
         // As init says hello: its root is the sandbox's (O8); the payload may run already,
         // so the watch resolves its directories inside that root, through no symlink.
@@ -268,11 +270,13 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         if init.exited() {
             w.close();
         }
-        net.as_mut().map(|n| n.attach(init)).transpose()
+        if let Some(o) = own.as_mut() {
+            return o.attach(init).map(|s| Some(net::Attached::Own(Box::new(s))));
+        }
+        net.as_mut().map(|n| n.attach(init).map(net::Attached::Pasta)).transpose()
     });
     let env = policy::with_raw_values(&policy.env, &raw_env);
-    let plan =
-        launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits, hold: policy.net, cow: cow.as_ref() };
+    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits, hold, cow: cow.as_ref() };
     let outcome = launch::run(&plan, begun, on_init, record, (control, jobs));
     // SPEC W2: whatever ended the run, what it kept aside is said (nothing kept: nothing said).
     if let Some((line, value)) = cow.as_ref().and_then(cow::finish) {
@@ -280,6 +284,9 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         record.changes(value);
     }
     let outcome = outcome?;
+    if let Some(line) = record.network_line() {
+        log::say!("snug: {line}");
+    }
     if let Some(summary) = watch.borrow().summary() {
         log::say!("snug: {}", summary.line(&policy.home));
         record.discarded(summary);
@@ -303,6 +310,8 @@ struct Resolved {
     /// `-e NAME` values that are not text, passed as the caller's bytes (R7).
     raw_env: Vec<(String, std::ffi::OsString)>,
     net: Option<net::Net>,
+    /// A network of snug's own (`--net-allow`, N5).
+    own: Option<net::own::Own>,
 }
 
 /// Profiles, the project's file and the grants into one policy, with the prompt's variables
@@ -335,6 +344,10 @@ fn resolve(
         log::say!("snug: {line}");
     }
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
+    let own = match net::own::allowed_for(&policy, &args.net_allow)? {
+        Some(allowed) => Some(net::own::Own::plan(&mut policy, allowed, args.dry_run)?),
+        None => None,
+    };
     if args.default_shell() {
         // The shell's prompt says it is in a sandbox and which run (O8); a profile's own wins.
         let root = rustix::process::geteuid().is_root();
@@ -349,7 +362,7 @@ fn resolve(
             log::say!("snug: {note}");
         }
     }
-    Ok(Resolved { policy, request, raw_env, net })
+    Ok(Resolved { policy, request, raw_env, net, own })
 }
 
 /// The dry-run plan with the run's name (SPEC L1).

@@ -36,6 +36,7 @@
 
 mod dad;
 mod dns;
+pub mod own;
 pub mod pasta;
 
 use std::path::{Path, PathBuf};
@@ -46,6 +47,15 @@ use crate::error::{failure, UNAVAILABLE};
 use crate::pidfd::Pinned;
 use crate::policy::Policy;
 pub use pasta::Pasta;
+
+/// The network a sandbox got once init was up: pasta's (`-p @net`) or snug's own
+/// (`--net-allow`), which the supervisor serves.
+pub enum Attached {
+    /// pasta, stopped when the sandbox ends (N2).
+    Pasta(Pasta),
+    /// snug's own, served from the supervisor's poll loop (N5).
+    Own(Box<own::Served>),
+}
 
 /// The Debian package that ships pasta (SPEC N4).
 pub const PACKAGE: &str = "passt";

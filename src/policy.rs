@@ -19,6 +19,7 @@ pub mod program;
 pub use caller::create_missing;
 use caller::passed;
 mod grants;
+mod net_allow;
 pub use grants::{check_env_entry, raw_values, with_raw_values, Grants};
 mod show;
 #[cfg(test)]
@@ -100,6 +101,9 @@ pub struct Policy {
     pub env: Vec<(String, String)>,
     /// `@net` asked for a network (SPEC N1); otherwise loopback only.
     pub net: bool,
+    /// `net_allow` patterns of the profiles (SPEC N5), each with the profile that gave it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub net_allow: Vec<(String, String)>,
     /// DIR, canonical: writable under the defaults, and the payload's cwd.
     pub target: PathBuf,
     /// The caller's $HOME (normalised), the same path inside.
@@ -216,6 +220,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
     let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
     let (mut net, mut allow_userns, mut cow) = (false, false, false);
+    let mut net_allow = Vec::new();
     let (mut max_procs, mut memory): (Option<u64>, Option<u64>) = (None, None);
     let mut create: Vec<PathBuf> = Vec::new();
     // `NAME+` entries: prepended to NAME with `:`, first profile first, so profiles combine.
@@ -261,6 +266,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         if p.host_view {
             sys_host_view(p, host, &mut mounts);
         }
+        net_allow::add(p, &mut net_allow).map_err(|(raw, why)| bad(p, "net_allow", &raw, &why))?;
         passed(p, &req.host_env, host, &mut env, &mut mounts);
         (net, allow_userns, cow) = (net | p.net, allow_userns | p.allow_userns, cow | p.cow);
         for (k, raw) in &p.env {
@@ -301,6 +307,7 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
         mounts: mounts.into_values().collect(),
         env: environment(&req.host_env, &vars.home, env, prepend),
         net,
+        net_allow,
         target: vars.target,
         home,
         max_procs,

@@ -100,6 +100,8 @@ pub struct Profile {
     pub host_view: bool,
     /// `@net` only: the sandbox gets a network (SPEC N1).
     pub net: bool,
+    /// `net_allow`: patterns for a network of snug's own (SPEC N5), as `--net-allow`.
+    pub net_allow: Vec<String>,
     /// `max_procs`: a process cap (SPEC K5); the smallest of all profiles applies.
     pub max_procs: Option<u64>,
     /// `allow_userns`: the payload may create user namespaces of its own (SPEC X2); on when
@@ -135,6 +137,7 @@ impl Profile {
             env: BTreeMap::new(),
             host_view: false,
             net: false,
+            net_allow: Vec::new(),
             max_procs: None,
             allow_userns: false,
             memory: None,

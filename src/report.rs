@@ -78,6 +78,8 @@ pub struct RunRecord {
     /// The command, DIR, bounds and usage (O5).
     context: Context,
     hits: crate::bounds::Hits,
+    /// The decisions of a network of snug's own (SPEC N7), with `--net-allow`.
+    network: Option<snug_core::net_allow::Tally>,
 }
 
 impl Default for RunRecord {
@@ -113,6 +115,7 @@ impl RunRecord {
             wall_start: std::time::SystemTime::now(),
             context: Context::default(),
             hits: crate::bounds::Hits::default(),
+            network: None,
         }
     }
 
@@ -265,6 +268,16 @@ impl RunRecord {
         self.changes = Some(changes);
     }
 
+    /// The network's decisions, counted (the report's `network`, N7).
+    pub fn network(&mut self, tally: snug_core::net_allow::Tally) {
+        self.network = Some(tally);
+    }
+
+    /// The stderr line naming each refusal once (N7), when anything was refused.
+    pub fn network_line(&self) -> Option<String> {
+        self.network.as_ref().and_then(|t| t.line())
+    }
+
     /// The report's context to fill in: command, DIR, bounds, usage (O5).
     pub fn context(&mut self) -> &mut Context {
         &mut self.context
@@ -308,6 +321,7 @@ fn count_pinned(init: &Pinned) -> Option<u32> {
 
 mod context;
 mod json;
+mod network;
 mod reason;
 pub use context::{rfc3339, Context};
 #[cfg(test)]

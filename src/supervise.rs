@@ -1,6 +1,7 @@
 //! Supervise: one poll loop on snug's signalfd, the init channel, bwrap's pidfd and stderr,
-//! with the grace as the poll timeout from a monotonic deadline. No threads, no sleeps: snug
-//! is blocked in the kernel while the payload runs (SPEC B5).
+//! with the grace as the poll timeout from a monotonic deadline. No threads (but the resolver
+//! threads of a network of snug's own, [`crate::net::own`]), no sleeps: snug is blocked in
+//! the kernel while the payload runs (SPEC B5).
 //!
 //! The loop decides nothing: it decodes what the kernel, init and the bridge said into
 //! [`snug_core::supervisor::Event`]s ([`decode`]), asks the run's state
@@ -33,7 +34,7 @@ type Core = snug_core::supervisor::Supervisor<anyhow::Error>;
 
 /// Called once init is up, with init pinned; starts the network before the payload (N3) and
 /// hands over pasta, which the supervisor stops when the sandbox ends (N2).
-pub type OnInit = Box<dyn FnMut(&Pinned) -> anyhow::Result<Option<crate::net::Pasta>>>;
+pub type OnInit = Box<dyn FnMut(&Pinned) -> anyhow::Result<Option<crate::net::Attached>>>;
 
 /// Where each descriptor sits in the poll set; the control socket's follow (SPEC L1).
 mod slot {
@@ -81,6 +82,8 @@ pub struct Supervisor {
     payload: Option<Pinned>,
     /// pasta with `@net`, once attached.
     pasta: Option<crate::net::Pasta>,
+    /// The network of snug's own with `--net-allow`, once made (N5).
+    own_net: Option<Box<crate::net::own::Served>>,
     /// What happened, for `--report` (O5).
     record: RunRecord,
     /// The run's control socket (SPEC L1, L5), polled with the rest.
@@ -113,6 +116,7 @@ impl Supervisor {
             init: None,
             payload: None,
             pasta: None,
+            own_net: None,
             record: RunRecord::default(),
             control: None,
             draining: drain::Draining::default(),
@@ -140,6 +144,10 @@ impl Supervisor {
         log!("the outer namespace is gone");
         if let Some(mut pasta) = self.pasta.take() {
             pasta.stop();
+        }
+        if let Some(own) = self.own_net.take() {
+            // Its connections close with it, however they stand (N8).
+            self.record.network(own.tally.clone());
         }
         self.bwrap.reap();
         log!("bwrap reaped");
@@ -183,6 +191,10 @@ impl Supervisor {
             fds[slot::MASTER] = master;
         }
         let control_at = self.control_fds(&mut fds);
+        let own_at = fds.len();
+        if let Some(own) = self.own_net.as_mut() {
+            own.poll_fds(&mut fds);
+        }
         if crate::fdpoll::poll_raw(&mut fds, timeout).is_err() {
             return false; // EINTR
         }
@@ -210,8 +222,11 @@ impl Supervisor {
                 self.on_bridge(e);
             }
         }
+        if let Some(own) = self.own_net.as_mut() {
+            own.on_ready(&fds[own_at..]);
+        }
         self.on(Event::Tick);
-        self.on_control(&fds[control_at..]);
+        self.on_control(&fds[control_at..own_at]);
         if fds[slot::BWRAP].revents != 0 || self.core.torn_down() {
             self.read_reports(); // what init said before it went
             while self.bwrap_err.is_some() {

@@ -6,6 +6,7 @@
 
 pub mod exec_client;
 pub mod init;
+pub mod net_allow;
 pub mod orders;
 pub mod protect;
 pub mod supervisor;

@@ -12,6 +12,7 @@ fn policy(home: &Path) -> Policy {
         ],
         env: Vec::new(),
         net: false,
+        net_allow: Vec::new(),
         target: PathBuf::from("/"),
         home: home.to_path_buf(),
         max_procs: None,

@@ -48,7 +48,7 @@ impl Resolv {
             mount.src = Some(PathBuf::from(format!("<copy naming {FORWARD_V4}>")));
             return Ok(Some(Resolv { file: None }));
         }
-        let path = write_private(&text)?;
+        let path = write_private("resolv", &text)?;
         mount.src = Some(path.clone());
         Ok(Some(Resolv { file: Some(path) }))
     }
@@ -69,11 +69,11 @@ impl Drop for Resolv {
 
 /// A new file in the temporary directory holding `text`, world-readable (the sandbox's
 /// user may be mapped to another uid), created exclusively so nothing else can be there.
-fn write_private(text: &str) -> Result<PathBuf> {
+pub(super) fn write_private(stem: &str, text: &str) -> Result<PathBuf> {
     let dir = std::env::temp_dir();
     let mut last = None;
     for n in 0..16 {
-        let path = dir.join(format!("snug-resolv-{}-{n}.conf", std::process::id()));
+        let path = dir.join(format!("snug-{stem}-{}-{n}.conf", std::process::id()));
         match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&path) {
             Ok(mut f) => {
                 f.write_all(text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
@@ -83,7 +83,8 @@ fn write_private(text: &str) -> Result<PathBuf> {
             Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
         }
     }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no free name"))).context("creating a resolv.conf for @net")
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
+        .with_context(|| format!("creating a {stem} file for the sandbox"))
 }
 
 /// The sandbox's resolv.conf for a host resolv.conf `host`, or `None` when the host's own

@@ -89,6 +89,9 @@ pub fn show_in(name: &str, dirs: &[PathBuf], host: &dyn Host, home: &Path, targe
     if p.net {
         out.push_str("  network: pasta\n");
     }
+    for pattern in &p.net_allow {
+        let _ = writeln!(out, "  net-allow {pattern}  (a network of snug's own)");
+    }
     if !p.pass.is_empty() {
         let names = p.pass.join(" ");
         let _ = writeln!(out, "  pass    {names}  (your values when set; a file or directory one names, read-only)");

@@ -35,6 +35,8 @@ struct ProfileFile {
     /// SPEC W1: DIR through a copy-on-write overlay.
     #[serde(default)]
     cow: bool,
+    #[serde(default)]
+    net_allow: Vec<String>,
     /// Only in a project's `.snug.toml` (SPEC P6): more profiles to add, as `-p`.
     profiles: Option<Vec<String>>,
 }
@@ -84,6 +86,7 @@ fn parse_any(name: &str, file: &Path, text: &str) -> anyhow::Result<(Profile, Op
         env: parsed.env,
         host_view: false,
         net: false,
+        net_allow: parsed.net_allow,
         max_procs: parsed.max_procs,
         memory: parsed.memory,
         pass: Vec::new(),

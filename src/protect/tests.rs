@@ -17,6 +17,7 @@ fn policy(dir: &Path, extra: Vec<Mount>) -> Policy {
         mounts,
         env: vec![],
         net: false,
+        net_allow: Vec::new(),
         target: dir.to_path_buf(),
         home: PathBuf::from("/nonexistent"),
         max_procs: None,

@@ -82,6 +82,7 @@ impl RunRecord {
             },
             discarded: self.discarded.as_ref(),
             changes: self.changes.as_ref(),
+            network: self.network.as_ref().map(super::network::section),
         };
         // Strings, numbers and options only: serialising cannot fail.
         let mut text = serde_json::to_string(&out).unwrap_or_default();
@@ -110,6 +111,8 @@ struct ReportOut<'a> {
     discarded: Option<&'a crate::discarded::Summary>,
     /// SPEC W2: what a `--cow` run kept aside; null when nothing or no `--cow`.
     changes: Option<&'a serde_json::Value>,
+    /// SPEC N7: the decisions of a network of snug's own; null without `--net-allow`.
+    network: Option<super::network::NetworkOut>,
     command: &'a [String],
     argv: &'a [String],
     dir: Option<std::borrow::Cow<'a, str>>,

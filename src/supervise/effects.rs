@@ -22,8 +22,12 @@ impl Supervisor {
             Effect::StartNetwork => {
                 let Some(init) = self.init.as_ref() else { return };
                 match (self.on_init)(init) {
-                    Ok(pasta) => {
-                        self.pasta = pasta;
+                    Ok(attached) => {
+                        match attached {
+                            Some(crate::net::Attached::Pasta(p)) => self.pasta = Some(p),
+                            Some(crate::net::Attached::Own(o)) => self.own_net = Some(o),
+                            None => {}
+                        }
                         self.on(Event::NetworkUp);
                     }
                     Err(e) => self.on(Event::Failed(e)),
