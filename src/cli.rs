@@ -175,7 +175,7 @@ struct Cli {
     #[arg(long, value_name = "HOW", value_parser = ["kill", "wait", "grace"])]
     jobs: Option<String>,
     /// Let the payload create user namespaces (for payloads that sandbox in turn: bwrap,
-    /// podman, browsers); a payload run as root can then mount cgroupfs and write what root owns
+    /// podman, browsers); a payload run as root can then mount filesystems and write what root owns
     #[arg(long)]
     allow_userns: bool,
     #[command(flatten)]

@@ -83,9 +83,9 @@ fn attack(who: Who, dir: &Path, m: &str) -> (std::process::Child, Result<String,
 /// refused (EPERM) and with user and mount namespaces alone the freezer mount is refused;
 /// TERM to snug ends the run within 1.1 s, nothing of it left 100 ms later.
 /// Positive control, the filter without its cgroup namespace rules: as root the attacker
-/// mounted the freezer and wrote FROZEN; bwrap, init and the payload sat in state D, `ready`
-/// never came, and snug did not end within 1.1 s of TERM (it ended only once the test thawed
-/// the cgroup); as the user the unshare of a cgroup namespace worked.
+/// mounted the freezer and wrote FROZEN (steps: `mounted user+mount+cgroup`), bwrap, init
+/// and the payload sat in state D and `ready` never came; by hand, TERM to that snug did
+/// nothing for as long as the cgroup stayed frozen.
 #[test]
 fn g3_k1_allow_userns_payload_cannot_freeze_its_sandbox() {
     for who in everyone() {

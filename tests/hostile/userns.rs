@@ -1,6 +1,6 @@
 //! X2, K5: nested user namespaces are off by default, so a payload, even the host's root,
 //! gains no capability over mounts or cgroupfs; with `--allow-userns` (or a profile's
-//! `allow_userns`) it may create them, and still sees only its own cgroups.
+//! `allow_userns`) it may create them, but no cgroup namespace, so it mounts no cgroupfs.
 
 use crate::common::*;
 use std::path::PathBuf;
