@@ -33,10 +33,13 @@ fn steps(path: &Path) -> Vec<Step> {
         .collect()
 }
 
-/// Whether the caller may write directory `dir` (`faccessat2(2)` on the descriptor itself,
-/// effective ids).
+/// Whether the caller may write directory `dir` (`faccessat(2)` of `.` in it, effective ids).
+/// Only a clear "no" (`EACCES`, `EROFS`) counts as not writable: any other answer fails closed.
 fn writable(dir: &OwnedFd) -> bool {
-    rustix::fs::accessat(dir, "", rustix::fs::Access::WRITE_OK, AtFlags::EMPTY_PATH | AtFlags::EACCESS).is_ok()
+    match rustix::fs::accessat(dir, ".", rustix::fs::Access::WRITE_OK, AtFlags::EACCESS) {
+        Err(e) => e != rustix::io::Errno::ACCESS && e != rustix::io::Errno::ROFS,
+        Ok(()) => true,
+    }
 }
 
 /// Open directory `path` (absolute) as `O_PATH`, following a symbolic link only in a
