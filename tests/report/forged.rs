@@ -28,9 +28,8 @@ fn parsed(path: &Path) -> Value {
 /// O10: a payload that writes a forgery and renames it over `report.json`, or overwrites the
 /// file in place, leaves snug's report (valid JSON, `ended_by` payload, its real exit
 /// status), as root and as the user. Fails before O10: the renamed forgery stood
-/// (`{"ended_by":"payload","snug_exit":{"code":0}, "forged":true}`, snug's report went to the
-/// unlinked file), and the overwrite in place left invalid JSON (the report written at the
-/// old offset after the payload's bytes).
+/// (`{"ended_by":"payload","forged":true,"snug_exit":{"code":0}}`: snug's report went to the
+/// unlinked file it had opened at the start).
 #[test]
 fn o10_payload_cannot_forge_the_report() {
     each(&|who: Who| {
