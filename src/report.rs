@@ -309,7 +309,6 @@ fn count_pinned(init: &Pinned) -> Option<u32> {
 mod context;
 mod json;
 mod reason;
-pub mod text;
 pub use context::{rfc3339, Context};
 #[cfg(test)]
 mod tests;

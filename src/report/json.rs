@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::text::{Text, Texts};
+use crate::quote::text::{Text, Texts};
 use super::{EndedBy, Origin, Outcome, RunRecord, SCHEMA};
 
 impl RunRecord {

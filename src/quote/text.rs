@@ -30,6 +30,12 @@ impl Serialize for Text<'_> {
     }
 }
 
+/// A path as a [`Text`], for `#[serde(serialize_with)]`, which hands over the field's own type.
+#[allow(clippy::ptr_arg)]
+pub fn path<S: Serializer>(p: &std::path::PathBuf, s: S) -> Result<S::Ok, S::Error> {
+    Text::os(p.as_os_str()).serialize(s)
+}
+
 /// A list of `OsString`s as [`Text`]s.
 pub struct Texts<'a>(pub &'a [OsString]);
 
