@@ -35,6 +35,10 @@ use cgroup::Where;
 /// (the kernel has 14 v1 controllers).
 pub const SLOTS: usize = 16;
 
+/// The smallest process cap a run can start under (SPEC K5, R4): bwrap and snug's init count
+/// against it, and the payload needs one more.
+pub const MIN_MAX_PROCS: u64 = 3;
+
 /// The default process cap (SPEC K5).
 pub const DEFAULT_MAX_PROCS: u64 = 4096;
 
