@@ -83,7 +83,8 @@ mod tests {
     /// what is below it are never offered; `~/.cache/foo` and `~/.hist` are.
     #[test]
     fn o11_login_and_build_paths_are_never_offered() {
-        for p in ["", ".bashrc", ".local", ".local/bin", ".local/bin/x", ".cargo/registry/src", ".config", "go/pkg/mod"] {
+        for p in ["", ".bashrc", ".local", ".local/bin", ".local/bin/x", ".cargo/registry/src", ".config", "go/pkg/mod"]
+        {
             assert!(unsafe_to_grant(Path::new(p)).is_some(), "{p:?} offered");
         }
         for p in [".cache/foo", ".hist", ".local/share/x", ".config/foo", ".bashrc.d.bak/x"] {

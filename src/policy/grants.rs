@@ -24,7 +24,7 @@ pub struct Grants {
     /// here as text (U+FFFD for what is not) and in `env_bytes` as it was given.
     pub env: Vec<String>,
     /// `-e NAME=VALUE` whose VALUE is not UTF-8: (index in `env`, VALUE's bytes) (R7).
-    pub env_bytes: Vec<(usize, std::ffi::OsString)>,
+    pub env_bytes: Vec<EnvBytes>,
     /// `--unprotect PATH`, repeatable: a protected path (SPEC P8) the payload may write.
     pub unprotect: Vec<String>,
 }
@@ -99,13 +99,16 @@ pub fn raw_values(g: &Grants) -> Vec<(String, std::ffi::OsString)> {
     out
 }
 
+/// A `-e NAME=VALUE` whose VALUE is not UTF-8: its index among the `-e` entries, and VALUE.
+pub type EnvBytes = (usize, std::ffi::OsString);
+
 /// `-e` as given: each entry checked ([`check_env_entry`]; a NAME that is not UTF-8 is a
 /// usage error naming it), as text for resolution, with the bytes of each VALUE that is not
 /// UTF-8 kept aside so that they reach the payload as they are (R7).
 ///
 /// # Errors
 /// 64 naming the entry.
-pub fn env_entries(given: Vec<std::ffi::OsString>) -> anyhow::Result<(Vec<String>, Vec<(usize, std::ffi::OsString)>)> {
+pub fn env_entries(given: Vec<std::ffi::OsString>) -> anyhow::Result<(Vec<String>, Vec<EnvBytes>)> {
     use std::os::unix::ffi::OsStrExt;
     let (mut text, mut bytes) = (Vec::new(), Vec::new());
     for (i, entry) in given.into_iter().enumerate() {

@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::quote::text::{Text, Texts};
 use super::{EndedBy, Origin, Outcome, RunRecord, SCHEMA};
+use crate::quote::text::{Text, Texts};
 
 impl RunRecord {
     /// The report: one JSON object (README.md, "Reports") on one line, keys in the

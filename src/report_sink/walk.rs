@@ -9,8 +9,8 @@ use super::Opened;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
 /// At most this many links on one path, as the kernel's own `ELOOP` bound (`path_resolution(7)`).

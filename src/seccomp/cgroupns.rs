@@ -90,7 +90,8 @@ mod tests {
         assert_eq!(n(libc::SYS_unshare, &[USER_MOUNT]), ALLOW);
         assert_eq!(n(libc::SYS_unshare, &[0x4000_0000 | 0x2000_0000]), ALLOW, "net and pid");
         assert_eq!(n(libc::SYS_clone, &[libc::SIGCHLD as u64]), ALLOW, "fork");
-        let thread = (libc::CLONE_VM | libc::CLONE_FS | libc::CLONE_FILES | libc::CLONE_SIGHAND | libc::CLONE_THREAD) as u64;
+        let thread =
+            (libc::CLONE_VM | libc::CLONE_FS | libc::CLONE_FILES | libc::CLONE_SIGHAND | libc::CLONE_THREAD) as u64;
         assert_eq!(n(libc::SYS_clone, &[thread]), ALLOW, "a thread");
         assert_eq!(n(libc::SYS_setns, &[3, cg]), ALLOW, "setns needs the capability it lacks");
         let bare = super::super::build_with(cfg!(target_arch = "x86_64"), false).unwrap();

@@ -123,7 +123,9 @@ fn p6_allow_refuses_a_file_naming_a_missing_profile() {
         let d = dir.path().to_str().expect("utf8").to_string();
         let file = format!("{d}/.snug.toml");
         let env = [("XDG_STATE_HOME", st)];
-        for text in ["profiles = [\"no-such-profile-x\"]\n", "include = [\"no-such-profile-x\"]\n", "profiles = [\"@nope\"]\n"] {
+        for text in
+            ["profiles = [\"no-such-profile-x\"]\n", "include = [\"no-such-profile-x\"]\n", "profiles = [\"@nope\"]\n"]
+        {
             std::fs::write(&file, text).expect("write");
             give(who, dir.path());
             let o = snug_run(who, dir.path(), &["allow", &d], &env);

@@ -193,8 +193,14 @@ fn o11_a_planted_name_in_the_summary_runs_nothing_when_pasted() {
         let dir = workdir(who);
         let home = fresh_dir(who, "home");
         let report = dir.path().join("r.json");
-        let args = ["--report", report.to_str().expect("utf-8"), "--", "sh", "-c",
-            "touch \"$HOME/.cache;echo PWNED>&2;#\" \"$HOME/$(printf 'n\\377')\""];
+        let args = [
+            "--report",
+            report.to_str().expect("utf-8"),
+            "--",
+            "sh",
+            "-c",
+            "touch \"$HOME/.cache;echo PWNED>&2;#\" \"$HOME/$(printf 'n\\377')\"",
+        ];
         let out = run(&mut snug_with(who, dir.path(), &home, &[], &args));
         assert_eq!(code(out.status), 0, "{who:?}: {}", out.err);
         let line = out.err.lines().find(|l| l.contains("where the sandbox discards them")).unwrap_or_default();

@@ -34,7 +34,8 @@ fn parsed(path: &Path) -> Value {
 fn o10_payload_cannot_forge_the_report() {
     each(&|who: Who| {
         let dir = workdir(who);
-        let forge = r#"echo '{"ended_by":"payload","snug_exit":{"code":0},"forged":true}' > f && mv f report.json; exit 3"#;
+        let forge =
+            r#"echo '{"ended_by":"payload","snug_exit":{"code":0},"forged":true}' > f && mv f report.json; exit 3"#;
         let (c, err) = run(who, dir.path(), forge);
         assert_eq!(c, 3, "{who:?}: {err}");
         let v = parsed(&dir.path().join("report.json"));
@@ -64,7 +65,8 @@ fn o10_r4_a_directory_at_the_path_is_74_with_the_report_on_stderr() {
         let line = err.lines().find(|l| l.starts_with("snug: ")).unwrap_or_default();
         assert_eq!(line, "snug: cannot write the report to report.json: a directory is there now, not a file");
         let json = err.lines().find(|l| l.starts_with('{')).unwrap_or_default();
-        let v: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{who:?}: no report on stderr ({e}): {err}"));
+        let v: Value =
+            serde_json::from_str(json).unwrap_or_else(|e| panic!("{who:?}: no report on stderr ({e}): {err}"));
         assert_eq!(v["ended_by"], "payload");
         std::fs::remove_dir(dir.path().join("report.json")).expect("rmdir");
         let (c, err) = run(who, dir.path(), "rm -f report.json; mkdir report.json; exit 5");
@@ -80,7 +82,8 @@ fn o10_r4_a_directory_at_the_path_is_74_with_the_report_on_stderr() {
 fn o10_sigkill_leaves_the_first_record() {
     each(&|who: Who| {
         let dir = workdir(who);
-        let mut c = snug_cmd(who, dir.path(), &["--report", "report.json", "--", "sh", "-c", "touch up; exec sleep 60"]);
+        let mut c =
+            snug_cmd(who, dir.path(), &["--report", "report.json", "--", "sh", "-c", "touch up; exec sleep 60"]);
         let mut child = spawn_own_group(&mut c);
         assert!(until(LIMIT, || dir.path().join("up").exists()), "{who:?}: the payload never started");
         kill(child.id(), libc::SIGKILL);
@@ -114,7 +117,11 @@ fn o10_the_directory_is_resolved_again_without_a_planted_link() {
         let mut c = snug_cmd(who, dir.path(), &["--report", "out/r.json", "--", "sh", "-c", &swap]);
         let out = crate::common::run_bounded(&mut c, LIMIT);
         assert_eq!(code(out.status), 74, "{who:?}: {}", out.err);
-        assert!(out.err.contains("snug: cannot write the report to out/r.json: out on its way is a symbolic link"), "{who:?}: {}", out.err);
+        assert!(
+            out.err.contains("snug: cannot write the report to out/r.json: out on its way is a symbolic link"),
+            "{who:?}: {}",
+            out.err
+        );
         assert!(out.err.lines().any(|l| l.starts_with("{\"schema\"")), "{who:?}: no report on stderr: {}", out.err);
         let there: Vec<_> = std::fs::read_dir(victim.path()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert!(there.is_empty(), "{who:?}: written where the link points: {there:?}");
