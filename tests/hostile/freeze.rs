@@ -149,3 +149,22 @@ fn k1_allow_userns_sigkill_leaves_nothing_and_next_run_sweeps() {
     let after = cgroups_of(pid);
     assert!(after.is_empty(), "the next run left the killed run's cgroups: {after:?} (of {stayed:?})");
 }
+
+/// G3, X2: a snug run by the user inside another's `--allow-userns` sandbox still runs: it
+/// sees that it may make no cgroup namespace and leaves bwrap's `--unshare-cgroup-try` out.
+/// (As root a nested snug cannot make its namespaces at all, with or without this: not
+/// tested.) Positive control, the nested snug always asking bwrap for a cgroup namespace:
+/// exit 69, "bwrap: No permissions to create new namespace".
+#[test]
+fn g3_nested_snug_runs_under_allow_userns() {
+    if !is_root() {
+        return eprintln!("skipped: runs as the test user from root");
+    }
+    let dir = workdir(Who::User);
+    let inner = snug_for(Who::User);
+    let bin = inner.parent().expect("bin dir").to_str().expect("utf-8");
+    let inner = inner.to_str().expect("utf-8");
+    let args = ["--allow-userns", "--ro", bin, "--", inner, "--", "echo", "nested-ok"];
+    let o = run_bounded(&mut snug_cmd(Who::User, dir.path(), &args), LIMIT);
+    assert_eq!((code(o.status), o.out.as_str()), (0, "nested-ok\n"), "{}", o.err);
+}
