@@ -16,6 +16,9 @@
 
 pub mod cgroup;
 mod hits;
+mod stale;
+pub use stale::sweep;
+use stale::STALE;
 pub mod usage;
 pub use hits::Hits;
 mod size;
@@ -31,6 +34,10 @@ use cgroup::Where;
 /// How many cgroups the nest child may enter: one per v1 hierarchy, with room to spare
 /// (the kernel has 14 v1 controllers).
 pub const SLOTS: usize = 16;
+
+/// The smallest process cap a run can start under (SPEC K5, R4): bwrap and snug's init count
+/// against it, and the payload needs one more.
+pub const MIN_MAX_PROCS: u64 = 3;
 
 /// The default process cap (SPEC K5).
 pub const DEFAULT_MAX_PROCS: u64 = 4096;
@@ -81,7 +88,7 @@ impl Mechanism {
     }
 }
 
-fn usable(host: &cgroup::Host, controller: &str) -> anyhow::Result<Where> {
+pub(crate) fn usable(host: &cgroup::Host, controller: &str) -> anyhow::Result<Where> {
     let w = host.find(controller)?;
     if cgroup::writable(w.dir()) {
         Ok(w)
@@ -314,7 +321,7 @@ pub fn usage() -> usage::Usage {
 
 /// A cgroup of the sandbox's own in each v1 hierarchy not used for a bound yet, where snug
 /// may create one; one it cannot make is logged and left out (the bounds stand without it).
-fn own_in_other_hierarchies(host: &cgroup::Host, out: &mut ForChild) {
+pub(crate) fn own_in_other_hierarchies(host: &cgroup::Host, out: &mut ForChild) {
     let have: Vec<PathBuf> = CREATED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -337,20 +344,6 @@ fn own_in_other_hierarchies(host: &cgroup::Host, out: &mut ForChild) {
             }
             Err(e) => crate::log::log!("no cgroup of its own in the {controller} hierarchy: {e}"),
         }
-    }
-}
-
-/// The hierarchies [`prepare`] made cgroups in, whose stale cgroups [`sweep`] removes.
-static STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Remove what earlier runs left in the hierarchies this run uses ([`cgroup::remove_stale`]).
-/// Called once the nest runs bwrap, while bwrap sets the sandbox up, rather than in [`prepare`]
-/// before the nest is cloned: listing a hierarchy and reading each stale owner's
-/// `/proc/PID/stat` is off B1's critical path there, and names never collide (pid and start
-/// time are in them).
-pub fn sweep() {
-    for dir in std::mem::take(&mut *STALE.lock().unwrap_or_else(|e| e.into_inner())) {
-        cgroup::remove_stale(&dir);
     }
 }
 

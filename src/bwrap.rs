@@ -1,6 +1,7 @@
 //! The bwrap(1) command line: one pure function from a [`Policy`] and how snug's init is
 //! launched. Golden files in `tests/golden/` pin it (`UPDATE_GOLDEN=1` rewrites them).
 
+mod cgroupns;
 use std::path::{Path, PathBuf};
 
 use crate::policy::{Mount, MountKind, Policy};
@@ -91,7 +92,9 @@ const PROLOGUE: [&str; 13] = [
 pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let mut argv = vec![s(&launch.bwrap)];
-    argv.extend(PROLOGUE.iter().map(|a| a.to_string()));
+    // A snug inside another's `--allow-userns` sandbox gets no cgroup namespace (G3, K1).
+    let cgroupns = cgroupns::possible();
+    argv.extend(PROLOGUE.iter().filter(|a| cgroupns || **a != "--unshare-cgroup-try").map(|a| a.to_string()));
     if !policy.allow_userns && launch.disable_userns {
         // SPEC X2: no user namespace inside, so no capability over mounts or cgroupfs even
         // for a payload that is the host's uid 0 (bwrap(1), `--disable-userns`).

@@ -163,9 +163,9 @@ struct Cli {
     /// Log signal events to stderr
     #[arg(short, long)]
     verbose: bool,
-    /// Most processes the sandbox may hold at once [default: 4096]; at most 4194304, the
-    /// kernel's PID_MAX_LIMIT, the largest `pids.max` takes
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4_194_304))]
+    /// Most processes the sandbox may hold at once [default: 4096]; at least 3 (bwrap and init
+    /// count), at most 4194304, the kernel's PID_MAX_LIMIT, the largest `pids.max` takes
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(crate::bounds::MIN_MAX_PROCS..=4_194_304))]
     max_procs: Option<u64>,
     /// Most memory the sandbox may use, e.g. 512M, 2G (needs a cgroup snug can create)
     #[arg(long, value_name = "SIZE")]
@@ -177,7 +177,7 @@ struct Cli {
     #[arg(long, value_name = "HOW", value_parser = ["kill", "wait", "grace"])]
     jobs: Option<String>,
     /// Let the payload create user namespaces (for payloads that sandbox in turn: bwrap,
-    /// podman, browsers); a payload run as root can then mount cgroupfs and write what root owns
+    /// podman, browsers); a payload run as root can then mount filesystems and write what root owns
     #[arg(long)]
     allow_userns: bool,
     #[command(flatten)]
@@ -204,7 +204,8 @@ struct Cli {
     tmpfs: Vec<String>,
     /// Pass NAME with the caller's value, or set NAME=VALUE (repeatable)
     #[arg(short = 'e', long = "env", value_name = "NAME[=VALUE]", help_heading = "Grants")]
-    env: Vec<String>,
+    #[arg(value_parser = clap::value_parser!(std::ffi::OsString))]
+    env: Vec<std::ffi::OsString>,
     #[command(flatten)]
     protect: unprotect::Unprotect,
     /// Write one JSON object saying how the run ended to PATH, or to descriptor N with fd:N
@@ -368,9 +369,7 @@ where
     if cli.json && !cli.dry_run {
         return Err(failure(USAGE, "--json only goes with --dry-run"));
     }
-    for entry in &cli.env {
-        crate::policy::check_env_entry(entry)?;
-    }
+    let (env, env_bytes) = crate::policy::env_entries(cli.env)?;
     let net_allow = crate::net::own::from_command_line(cli.net_allow, &cli.profiles)?;
     Ok(Command::Run(Box::new(RunArgs {
         net_allow,
@@ -383,7 +382,7 @@ where
         max_procs: cli.max_procs,
         memory: cli.memory.as_deref().map(crate::bounds::parse_size_arg).transpose()?,
         cmd: cli.cmd,
-        grants: Grants { ro: cli.ro, rw: cli.rw, tmpfs: cli.tmpfs, env: cli.env, unprotect: cli.protect.paths },
+        grants: Grants { ro: cli.ro, rw: cli.rw, tmpfs: cli.tmpfs, env, env_bytes, unprotect: cli.protect.paths },
         report: cli.report.as_deref().map(report_to).transpose()?,
         timeout: cli.timeout.as_deref().map(duration).transpose()?.filter(|d| !d.is_zero()),
         name: cli.name,

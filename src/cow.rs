@@ -84,7 +84,8 @@ pub fn start(
         *name = store::free_name(std::mem::take(name), draw);
         record.name(name);
     }
-    prepare(name, dir, record.context().command.clone())
+    let command = record.context().command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    prepare(name, dir, command)
 }
 
 /// `snug diff|apply|discard` (SPEC W3, W4): what to print on stdout and the exit code.

@@ -10,7 +10,10 @@
 //! when nothing in the sandbox can write any more, and adds nothing to the run's teardown.
 //! The walk is bounded: [`MAX_ENTRIES`] entries, [`MAX_WALK`] of time, [`MAX_DEPTH`] levels.
 
+mod login;
 mod walk;
+
+use std::os::unix::ffi::OsStrExt;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -54,8 +57,10 @@ pub struct Watch {
 /// toolchain cache, and the grant that would keep what is there.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Place {
-    /// The path inside the sandbox (the same as on the host for `$HOME`).
-    pub path: String,
+    /// The path inside the sandbox (the same as on the host for `$HOME`); in the report as
+    /// its bytes where they are not UTF-8 (O10).
+    #[serde(serialize_with = "crate::quote::text::path")]
+    pub path: PathBuf,
     /// How many files (anything but a directory) are below it.
     pub files: u64,
     /// The grant that keeps them: `--rw ~/.local`, `-p @python`, `-p @tmp-shared`.
@@ -150,7 +155,7 @@ impl Watch {
     /// The place a discarded file at sandbox path `file` counts under: a toolchain cache that
     /// holds it, else the directory right below `$HOME` (two levels for `~/.cache/X` and
     /// `~/.config/X`, which are one tool's each) or `/tmp`; true when that is `file` itself.
-    fn place(&self, file: &Path) -> (String, bool) {
+    fn place(&self, file: &Path) -> (PathBuf, bool) {
         if let Some((cache, _)) = self.toolchain_cache(file) {
             return (cache, false);
         }
@@ -165,25 +170,33 @@ impl Watch {
         };
         let mut out = base.to_path_buf();
         out.extend(parts.iter().take(depth));
-        (out.to_string_lossy().into_owned(), parts.len() <= depth)
+        (out, parts.len() <= depth)
     }
 
     /// The toolchain profile whose writable cache holds `file`, and that cache.
-    fn toolchain_cache(&self, file: &Path) -> Option<(String, &'static str)> {
+    fn toolchain_cache(&self, file: &Path) -> Option<(PathBuf, &'static str)> {
         let (dir, name) = self.caches.iter().find(|(dir, _)| file.starts_with(dir))?;
-        Some((dir.to_string_lossy().into_owned(), name))
+        Some((dir.clone(), name))
     }
 
     /// The grant that keeps what is at sandbox path `place` (a file when `file`): `--rw`
-    /// needs the path on the host, so a missing one is made first.
-    fn keep(&self, place: &str, file: bool) -> String {
-        let path = Path::new(place);
+    /// needs the path on the host, so a missing one is made first. Every name in it is
+    /// quoted for the shell (`~/` stays outside the quotes, so it still expands), and no
+    /// grant of what the host runs or reads at login is offered ([`login::unsafe_to_grant`]).
+    fn keep(&self, place: &Path, file: bool) -> String {
+        let path = place;
         if let Some((_, profile)) = self.toolchain_cache(path).filter(|(_, p)| !self.profiles.iter().any(|q| q == p)) {
-            return format!("-p {profile}");
+            return match login::profile_is_safe(profile) {
+                true => format!("-p {profile}"),
+                false => format!("none offered: {profile}'s cache holds sources the host's next build runs"),
+            };
         }
         match path.strip_prefix(&self.home) {
             Ok(rel) => {
-                let tilde = format!("~/{}", rel.display());
+                if let Some(why) = login::unsafe_to_grant(rel) {
+                    return format!("none offered: {why}");
+                }
+                let tilde = format!("~/{}", crate::quote::quote_bytes(rel.as_os_str().as_bytes()));
                 let make = if file { "touch" } else { "mkdir -p" };
                 if path.symlink_metadata().is_ok() {
                     format!("--rw {tilde}")
@@ -199,10 +212,14 @@ impl Watch {
 impl Summary {
     /// The one stderr line (without `snug: `), `$HOME` written `~`.
     pub fn line(&self, home: &Path) -> String {
-        let home = home.to_string_lossy();
-        let tilde = |p: &str| match p.strip_prefix(home.as_ref()) {
-            Some(rest) if rest.starts_with('/') => format!("~{rest}"),
-            _ => p.to_string(),
+        // A name that is not UTF-8 is shown quoted as its bytes, never with U+FFFD (O10).
+        let shown = |p: &Path| match p.to_str() {
+            Some(text) => text.to_string(),
+            None => crate::quote::quote_bytes(p.as_os_str().as_bytes()).into_owned(),
+        };
+        let tilde = |p: &Path| match p.strip_prefix(home) {
+            Ok(rest) if !rest.as_os_str().is_empty() => format!("~/{}", shown(rest)),
+            _ => shown(p),
         };
         let n = |k: u64| if k == 1 { "1 file".to_string() } else { format!("{k} files") };
         let at_least = if self.complete { "" } else { "at least " };

@@ -68,7 +68,10 @@ fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
 
 /// What a payload run as the host's root risks with nested user namespaces (SPEC X2).
 pub const USERNS_RISK: &str = "a payload running as the host's root gets capabilities in namespaces of its own: \
-     it can mount filesystems such as cgroupfs and write files the host's root owns there";
+     it can mount filesystems (proc, tmpfs, FUSE) and write files the host's root owns there, and reach kernel \
+     code open only to a namespace's owner (netfilter, mount options), where many local exploits start; \
+     a cgroup namespace of its own stays refused, so no cgroupfs mount and no freezing of its own teardown, \
+     and a sandbox nested inside cannot have one either (bwrap --unshare-cgroup fails there)";
 
 /// The `userns:` line: off (bwrap's `--disable-userns` is on the command line), or allowed
 /// and why, with what that risks.

@@ -3,6 +3,7 @@
 //! inside, hand them over, supervise, and report how it ended.
 
 mod begun;
+mod init_room;
 
 pub use begun::{begin, Begun};
 
@@ -127,6 +128,8 @@ pub fn command_line(
     if !found.disable_userns && !policy.allow_userns {
         log!("this bwrap lacks --disable-userns (bubblewrap 0.8.0): the payload can create user namespaces");
     }
+    let mut masks = crate::live::runtime::masks(policy, &hidden(runtime))?;
+    init_room::make_room(policy, &mut masks)?;
     let launch = Launch {
         disable_userns: found.disable_userns,
         bwrap: found.path.clone(),
@@ -134,7 +137,7 @@ pub fn command_line(
         init_libs: libraries(),
         seccomp_fd: Some(SECCOMP_FD),
         init_args: init_tail(mode, jobs)[2..].to_vec(),
-        masks: crate::live::runtime::masks(policy, &hidden(runtime))?,
+        masks,
     };
     Ok(bwrap::command_line(policy, &launch))
 }

@@ -135,9 +135,13 @@ fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) 
     if let Outcome::Fail(e) = &outcome {
         record.error(error::one_line(e));
     }
-    let Err(e) = sink.write(&record.to_json(ended_by, &outcome)) else { return outcome };
-    let why = error::strerror(e.raw_os_error().unwrap_or(libc::EIO));
-    let line = format!("cannot write the report to {}: {why}", sink.label());
+    let text = record.to_json(ended_by, &outcome);
+    let Err(e) = sink.write(&text) else { return outcome };
+    if e.to_stderr {
+        // O10: the report is not lost when its path cannot take it.
+        eprint!("{text}");
+    }
+    let line = format!("cannot write the report to {}: {}", sink.label(), e.why);
     match outcome {
         Outcome::Status(0) => Outcome::Fail(error::failure(error::REPORT, line)),
         o => {
@@ -179,8 +183,11 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     // First, so that every later failure is reported (O5); `--dry-run` runs nothing and
     // writes no report.
     record.arm(args.timeout);
+    record.context().argv = std::env::args_os().collect();
     if let (Some(to), false) = (&args.report, args.dry_run) {
-        *sink = Some(report::Sink::open(to)?);
+        let dir = std::fs::canonicalize(args.dir.as_deref().unwrap_or(std::path::Path::new("."))).ok();
+        record.context().dir = dir;
+        *sink = Some(report::Sink::open(to, &record.first_json())?);
         record.wanted();
     }
     let cmd = args.command();
@@ -190,8 +197,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     let generated = args.name.is_none();
     let mut name = args.name.clone().unwrap_or_else(|| live::generated_name(&cmd));
     record.name(&name);
-    record.context().argv = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
-    record.context().command = payload_args::lossy(&cmd);
+    record.context().command = cmd.clone();
     let (mode, tty) = mode::Mode::detect();
     // nest and bwrap start now, while the policy is resolved (SPEC B1); `--dry-run` starts
     // nothing.

@@ -20,7 +20,7 @@ pub use caller::create_missing;
 use caller::passed;
 mod grants;
 mod net_allow;
-pub use grants::{check_env_entry, raw_values, with_raw_values, Grants};
+pub use grants::{env_entries, raw_values, with_raw_values, Grants};
 mod show;
 #[cfg(test)]
 mod tests;
@@ -227,8 +227,8 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     let mut prepend: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in &order {
         if let Some(n) = p.max_procs {
-            if n == 0 {
-                return Err(bad(p, "max_procs", "0", "must be at least 1"));
+            if n < crate::bounds::MIN_MAX_PROCS {
+                return Err(bad(p, "max_procs", &n.to_string(), "must be at least 3 (bwrap and init count)"));
             }
             max_procs = Some(max_procs.map_or(n, |m| m.min(n)));
         }

@@ -126,7 +126,15 @@ pub fn allow(dir: Option<&Path>, revoke: bool) -> anyhow::Result<String> {
         Ok(None) => return Err(failure(USAGE, format!("no {FILE} in {}", target.display()))),
         Err(e) => return Err(failure(POLICY, format!("{}: {}", file.display(), crate::error::io_text(&e)))),
     };
-    parse(&file, &text)?; // never record a file that would then fail
+    // Never record a file that would then fail: its own text, and every profile it names
+    // (`profiles`, `include`) with what those include, as a run would load them (SPEC P6).
+    let (own, named) = parse(&file, &text)?;
+    let dirs = crate::profiles::config_dirs(&env);
+    let mut load = |n: &str| crate::profiles::load(n, &dirs, &crate::host::RealHost);
+    for name in named.iter().chain(&own.include) {
+        crate::profiles::includes::check_includes(name, &mut load)
+            .map_err(|e| failure(POLICY, format!("{}: {}", file.display(), crate::error::one_line(&e))))?;
+    }
     let hash = sha256(text.as_bytes());
     let os = |e: std::io::Error| failure(OS_ERROR, format!("{}: {}", state.display(), crate::error::io_text(&e)));
     let parent = rec.parent().unwrap_or(&state);

@@ -3,6 +3,8 @@
 
 use std::borrow::Cow;
 
+pub mod text;
+
 /// Quote `word` for a POSIX shell (sh(1p), 2.2 Quoting): unchanged when it only holds
 /// characters no shell treats specially, else in single quotes, each `'` written `'\''`.
 /// The empty word becomes `''`.
@@ -12,6 +14,27 @@ pub fn quote(word: &str) -> Cow<'_, str> {
         return Cow::Borrowed(word);
     }
     Cow::Owned(format!("'{}'", word.replace('\'', r"'\''")))
+}
+
+/// Quote bytes for bash, zsh and ksh: a valid UTF-8 word as [`quote`] does; any other in
+/// ANSI-C quotes (`$'…'`, POSIX.1-2024 `sh`), each byte outside printable ASCII as `\xHH`,
+/// so the shell gives back exactly these bytes (SPEC O10, O11: a name that is not UTF-8 is
+/// never shown as another one).
+pub fn quote_bytes(word: &[u8]) -> Cow<'_, str> {
+    if let Ok(text) = std::str::from_utf8(word) {
+        return quote(text);
+    }
+    let mut out = String::from("$'");
+    for &b in word {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\'' => out.push_str("\\'"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('\'');
+    Cow::Owned(out)
 }
 
 /// Whether `c` is a control character a terminal may act on: C0 (below U+0020), DEL and C1

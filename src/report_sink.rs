@@ -1,11 +1,20 @@
-//! Where `--report` goes (SPEC O5): a file snug creates, or a descriptor the caller opened.
-//! Opened before anything starts, so a report that cannot be written is known before the
-//! payload runs whenever that can be known (exit 74, SPEC R4).
+//! Where `--report` goes (SPEC O5, O10): a file at a path, or a descriptor the caller opened.
+//! Checked before anything starts, so a report that cannot be written is known before the
+//! payload runs whenever that can be known (exit 74, SPEC R4). At a path, a first record
+//! stands from the start and the report replaces it at the end, after the sandbox is gone,
+//! as a new file renamed over the path in a directory resolved again then: nothing the
+//! payload wrote, renamed or planted there in between stands, and a SIGKILL of snug leaves
+//! a parseable record that says the run started and never finished.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::BorrowedFd;
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+mod replace;
+mod walk;
 
 use crate::error::{failure, strerror, REPORT};
 
@@ -18,36 +27,56 @@ pub enum ReportTo {
     Fd(i32),
 }
 
-/// Space reserved for the report up front (`fallocate(2)` with `FALLOC_FL_KEEP_SIZE`), so a
-/// full disk shows before the payload starts. A report with [`crate::report::MAX_SIGNALS`]
-/// signals stays well below it.
-const RESERVE: u64 = 64 * 1024;
-
 /// An open report destination.
 #[derive(Debug)]
 pub struct Sink {
-    /// The file, or a close-on-exec copy of the caller's descriptor (same open file, same
-    /// offset).
-    file: File,
+    to: Dest,
     label: String,
 }
 
+/// How the report reaches its destination.
+#[derive(Debug)]
+enum Dest {
+    /// Written into an open file: a close-on-exec copy of the caller's descriptor (same
+    /// open file, same offset), or a FIFO or device that was at the path before anything ran.
+    Held(File),
+    /// Put in place at the end as a new file renamed over the path (SPEC O10), in `dir`
+    /// (absolute) resolved again then ([`walk::open_dir`]).
+    Replace { dir: PathBuf, name: OsString },
+}
+
+/// Why the report was not written at the end: the words for the `snug: ` line, and whether
+/// the report goes to stderr instead (O10: it was meant for a file at a path).
+#[derive(Debug)]
+pub struct Unwritten {
+    /// The reason, as the `snug: ` line gives it after the destination.
+    pub why: String,
+    /// The report itself belongs on stderr.
+    pub to_stderr: bool,
+}
+
 impl Sink {
-    /// Create (or truncate) the file ([`open_path`]), or check that descriptor N
-    /// is open for writing (`fcntl(2)` `F_GETFL`) and mark it close-on-exec, so no sandbox
-    /// process inherits it. Reserves [`RESERVE`] bytes of a regular file.
+    /// At a path: resolve its directory ([`walk::open_dir`]), refuse a symbolic link or a
+    /// planted file there ([`open_path`]), and put the first record in place (`first`: O10's
+    /// "started, never finished", with space reserved for the end). At `fd:N`: check that
+    /// descriptor N is open for writing (`fcntl(2)` `F_GETFL`) and mark it close-on-exec, so
+    /// no sandbox process inherits it.
     ///
     /// # Errors
     /// [`REPORT`] (74) with one line naming the destination and the reason.
-    pub fn open(to: &ReportTo) -> anyhow::Result<Sink> {
-        let sink = match to {
+    pub fn open(to: &ReportTo, first: &str) -> anyhow::Result<Sink> {
+        match to {
             ReportTo::Path(p) => {
                 let label = p.display().to_string();
-                let file = open_path(p).map_err(|e| match e {
+                let refuse = |e: Opened| match e {
                     Opened::Errno(n) => cannot(&label, Some(n)),
                     Opened::Refused(why) => failure(REPORT, format!("cannot write the report to {label}: {why}")),
-                })?;
-                Sink { file, label }
+                };
+                let to = open_path(p, first).map_err(refuse)?;
+                if let Dest::Held(file) = &to {
+                    reserve(file).map_err(|n| cannot(&label, Some(n)))?;
+                }
+                Ok(Sink { to, label })
             }
             ReportTo::Fd(n) => {
                 use rustix::io::{fcntl_dupfd_cloexec, fcntl_setfd, FdFlags};
@@ -61,26 +90,10 @@ impl Sink {
                     let _ = fcntl_setfd(fd, FdFlags::CLOEXEC);
                 }
                 let copy = fcntl_dupfd_cloexec(fd, 10).map_err(|e| cannot(&label, Some(e.raw_os_error())))?;
-                Sink { file: File::from(copy), label }
+                let file = File::from(copy);
+                reserve(&file).map_err(|n| cannot(&label, Some(n)))?;
+                Ok(Sink { to: Dest::Held(file), label })
             }
-        };
-        sink.reserve()?;
-        Ok(sink)
-    }
-
-    /// Reserve room in a regular file at its current offset; ENOSPC and EDQUOT are errors,
-    /// a file system without `fallocate` (EOPNOTSUPP) is not.
-    fn reserve(&self) -> anyhow::Result<()> {
-        if !self.file.metadata().is_ok_and(|m| m.is_file()) {
-            return Ok(());
-        }
-        use rustix::fs::{fallocate, tell, FallocateFlags};
-        let at = tell(&self.file).unwrap_or(0);
-        match fallocate(&self.file, FallocateFlags::KEEP_SIZE, at, RESERVE) {
-            Err(e) if e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT => {
-                Err(cannot(&self.label, Some(e.raw_os_error())))
-            }
-            _ => Ok(()),
         }
     }
 
@@ -89,13 +102,44 @@ impl Sink {
         &self.label
     }
 
-    /// Write the whole report.
+    /// Write the whole report: into the held file, or (at a path) as a new file renamed over
+    /// the path, its directory resolved again now; a directory or other non-file the payload
+    /// left at the path is not replaced, and is an error (SPEC O10).
     ///
     /// # Errors
-    /// The write error (ENOSPC on a full disk or `/dev/full`, EPIPE…).
-    pub fn write(&mut self, text: &str) -> std::io::Result<()> {
-        self.file.write_all(text.as_bytes())?;
-        self.file.flush()
+    /// Why, in words (ENOSPC on a full disk or `/dev/full`, EPIPE, "a directory is there"…).
+    pub fn write(&mut self, text: &str) -> Result<(), Unwritten> {
+        match &mut self.to {
+            Dest::Held(file) => {
+                let w = file.write_all(text.as_bytes()).and_then(|()| file.flush());
+                w.map_err(|e| Unwritten { why: strerror(e.raw_os_error().unwrap_or(libc::EIO)), to_stderr: false })
+            }
+            Dest::Replace { dir, name } => {
+                let failed = |why: String| Unwritten { why, to_stderr: true };
+                let fd = walk::open_dir(dir).map_err(|e| match e {
+                    Opened::Errno(n) => failed(strerror(n)),
+                    Opened::Refused(why) => failed(why),
+                })?;
+                if let Some(what) = replace::not_a_file(&fd, name) {
+                    return Err(failed(format!("{what} is there now, not a file")));
+                }
+                replace::put(&fd, name, text, false).map_err(failed)
+            }
+        }
+    }
+}
+
+/// Reserve room in a regular file at its current offset; ENOSPC and EDQUOT are errors
+/// (their errno), a file system without `fallocate` (EOPNOTSUPP) is not.
+fn reserve(file: &File) -> Result<(), i32> {
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Ok(());
+    }
+    use rustix::fs::{fallocate, tell, FallocateFlags};
+    let at = tell(file).unwrap_or(0);
+    match fallocate(file, FallocateFlags::KEEP_SIZE, at, replace::RESERVE) {
+        Err(e) if e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT => Err(e.raw_os_error()),
+        _ => Ok(()),
     }
 }
 
@@ -106,7 +150,7 @@ fn caller_fd(n: i32) -> Option<BorrowedFd<'static>> {
 }
 
 /// Why a report path was not opened.
-enum Opened {
+pub(crate) enum Opened {
     /// The call's errno.
     Errno(i32),
     /// snug's own refusal, in words.
@@ -119,48 +163,62 @@ impl From<rustix::io::Errno> for Opened {
     }
 }
 
-/// Open (or create) the report file at `path` the way a file another user may have planted
-/// must be opened (SPEC O5, X4): relative to its directory, opened first (`openat(2)`);
-/// never through a symbolic link as the last component (`O_NOFOLLOW`: `ELOOP`); and an
-/// existing file in a sticky world-writable directory (`/tmp`) that neither snug's user nor
-/// the directory's owner owns is refused before it is truncated, as `fs.protected_regular`
-/// and `fs.protected_fifos` would refuse it (`proc_sys_fs(5)`), whatever they are set to.
-/// `O_NONBLOCK`: a FIFO with no reader fails now (ENXIO) instead of hanging snug before
-/// anything starts; cleared once open. Created mode 0666 less the umask.
-fn open_path(path: &std::path::Path) -> Result<File, Opened> {
-    use rustix::fs::{Mode, OFlags};
-    let name = path.file_name().ok_or(Opened::Refused("not a file name".into()))?;
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => std::path::Path::new("."),
+/// The report's destination at `path`, checked the way a path another user or a payload
+/// may have planted must be (SPEC O5, O10, X4): its directory resolved by snug
+/// ([`walk::open_dir`]); a symbolic link as the last component refused; an existing file in a
+/// sticky world-writable directory (`/tmp`) that neither snug's user nor the directory's
+/// owner owns refused, as `fs.protected_regular` and `fs.protected_fifos` would refuse it
+/// (`proc_sys_fs(5)`), whatever they are set to. A regular file or nothing there: the first
+/// record `first` is put in place now ([`replace::put`]) and the report replaces it at the
+/// end. A FIFO or device there (the caller's choice, made before anything ran) is opened now
+/// and written at the end; `O_NONBLOCK` so that a FIFO with no reader fails now (ENXIO)
+/// instead of hanging snug, cleared once open.
+fn open_path(path: &Path, first: &str) -> Result<Dest, Opened> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    let abs = std::path::absolute(path).map_err(|e| Opened::Errno(e.raw_os_error().unwrap_or(libc::EINVAL)))?;
+    let name = match abs.file_name() {
+        Some(n) if !path.as_os_str().as_bytes().ends_with(b"/") => n.to_owned(),
+        _ => return Err(Opened::Refused("not a file name".into())),
     };
-    let dir = rustix::fs::open(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(&dir, name, flags, Mode::from_raw_mode(0o666)).map_err(|e| {
-        // ELOOP, or EACCES from the kernel's own sticky-directory rule: say what is there.
-        let st = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
-        match st.map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode)) {
-            Ok(rustix::fs::FileType::Symlink) => {
-                Opened::Refused("it is a symbolic link (snug does not follow one there)".into())
-            }
-            _ => e.into(),
+    let parent = abs.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let dir = walk::open_dir(&parent)?;
+    let st = match rustix::fs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Some(st),
+        Err(rustix::io::Errno::NOENT) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let kind = st.as_ref().map(|st| FileType::from_raw_mode(st.st_mode));
+    match kind {
+        Some(FileType::Symlink) => {
+            return Err(Opened::Refused("it is a symbolic link (snug does not follow one there)".into()))
         }
-    })?;
-    let (d, f) = (rustix::fs::fstat(&dir)?, rustix::fs::fstat(&fd)?);
-    let me = rustix::process::geteuid().as_raw();
-    let sticky_shared = d.st_mode & 0o1002 == 0o1002;
-    if sticky_shared && f.st_uid != me && f.st_uid != d.st_uid {
-        return Err(Opened::Refused(format!(
-            "it belongs to uid {} in a sticky directory anyone may write to (it may have been planted there)",
-            f.st_uid
-        )));
+        Some(FileType::Directory) => return Err(Opened::Errno(libc::EISDIR)),
+        _ => {}
     }
-    if rustix::fs::FileType::from_raw_mode(f.st_mode) == rustix::fs::FileType::RegularFile {
-        rustix::fs::ftruncate(&fd, 0)?;
+    if let Some(f) = &st {
+        let d = rustix::fs::fstat(&dir)?;
+        let me = rustix::process::geteuid().as_raw();
+        let sticky_shared = d.st_mode & 0o1002 == 0o1002;
+        if sticky_shared && f.st_uid != me && f.st_uid != d.st_uid {
+            return Err(Opened::Refused(format!(
+                "it belongs to uid {} in a sticky directory anyone may write to (it may have been planted there)",
+                f.st_uid
+            )));
+        }
     }
+    if matches!(kind, None | Some(FileType::RegularFile)) {
+        // The caller may not write a file it does not own: ask the kernel, as the old open did.
+        if kind.is_some() {
+            rustix::fs::accessat(&dir, &name, rustix::fs::Access::WRITE_OK, AtFlags::EACCESS)?;
+        }
+        replace::put(&dir, &name, first, true).map_err(Opened::Refused)?;
+        return Ok(Dest::Replace { dir: parent, name });
+    }
+    let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(&dir, &name, flags, Mode::empty())?;
     let fl = rustix::fs::fcntl_getfl(&fd)?;
     rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK)?;
-    Ok(File::from(fd))
+    Ok(Dest::Held(File::from(fd)))
 }
 
 fn cannot(label: &str, errno: Option<i32>) -> anyhow::Error {

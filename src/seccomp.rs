@@ -18,6 +18,9 @@
 //!   A descriptor the caller already armed (owner and `O_ASYNC` set on the host) keeps
 //!   signalling its owner with the signal the caller chose: that is the caller's setup.
 //!
+//! - New cgroup namespaces (SPEC G3, K1): `CLONE_NEWCGROUP` in `unshare(2)` and `clone(2)`,
+//!   and `clone3(2)` answered `ENOSYS` ([`cgroupns`]).
+//!
 //! Every other system-call ABI (SPEC X2): the program's first check kills the process on a
 //! call whose `AUDIT_ARCH` is not the native one (i386 on x86-64, 32-bit ARM on arm64), and
 //! on x86-64 a second kills it on an x32 number (`nr & __X32_SYSCALL_BIT`): x32 shares
@@ -32,6 +35,7 @@ use bpf::{Asm, Insn, To};
 use std::os::fd::OwnedFd;
 
 mod bpf;
+mod cgroupns;
 
 /// `TIOCSTI` and `TIOCLINUX` from `include/uapi/asm-generic/ioctls.h` (same on x86-64 and arm64).
 const TIOCSTI: u64 = 0x5412;
@@ -101,7 +105,13 @@ fn native() -> Result<Vec<Insn>> {
 /// Assemble the filter. The first three instructions are the arch check (load arch, equal:
 /// skip, else kill); `x32` puts the x32 guard right after them.
 fn build(x32: bool) -> Result<Vec<Insn>> {
+    build_with(x32, true)
+}
+
+/// [`build`], with the cgroup namespace rules or (for their tests' control) without.
+fn build_with(x32: bool, cgroupns: bool) -> Result<Vec<Insn>> {
     let mut a = Asm::default();
+    let ns = cgroupns::Labels { flags: a.label() };
     let (deny, allow, ioctl, fcntl, native) = (a.label(), a.label(), a.label(), a.label(), a.label());
     a.load(ARCH);
     a.jeq(AUDIT_ARCH, To::Label(native), To::Next);
@@ -116,6 +126,9 @@ fn build(x32: bool) -> Result<Vec<Insn>> {
     }
     a.jeq(libc::SYS_ioctl as u32, To::Label(ioctl), To::Next);
     a.jeq(libc::SYS_fcntl as u32, To::Label(fcntl), To::Next);
+    if cgroupns {
+        cgroupns::dispatch(&mut a, &ns);
+    }
     a.ret(ALLOW);
     // The ioctl request is an `unsigned int` (`ioctl(2)`): compare the low 32 bits only, so a
     // request with junk in the high half cannot slip past.
@@ -126,6 +139,9 @@ fn build(x32: bool) -> Result<Vec<Insn>> {
     }
     a.ret(ALLOW);
     fcntl_rules(&mut a, fcntl, deny, allow);
+    if cgroupns {
+        cgroupns::flags_rule(&mut a, &ns, deny, allow);
+    }
     a.place(allow);
     a.ret(ALLOW);
     a.place(deny);

@@ -12,6 +12,8 @@ mod bounds;
 mod exit_codes;
 #[path = "hostile/fown.rs"]
 mod fown;
+#[path = "hostile/freeze.rs"]
+mod freeze;
 #[path = "hostile/limits.rs"]
 mod limits;
 #[path = "hostile/profiles.rs"]

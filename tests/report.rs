@@ -20,6 +20,8 @@ mod pty;
 mod endings;
 #[path = "report/force_quit.rs"]
 mod force_quit;
+#[path = "report/forged.rs"]
+mod forged;
 #[path = "report/grants.rs"]
 mod grants;
 #[path = "report/planted.rs"]

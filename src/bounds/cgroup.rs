@@ -21,15 +21,10 @@ use std::path::{Path, PathBuf};
 /// Prefix of the cgroups snug creates: `snug-PID-STARTTIME-PIDNS` (start time in clock
 /// ticks since boot, `proc(5)` field 22; the inode of snug's pid namespace, since pids mean
 /// something only inside one), so a stale one can be told from a live one exactly.
-const PREFIX: &str = "snug-";
-
-/// A cgroup of another pid namespace's snug is judged by age: one that is empty and older
-/// than this cannot belong to a live run (a run's nest sits in it from its first
-/// milliseconds to its end).
-const FOREIGN_STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+pub(super) const PREFIX: &str = "snug-";
 
 /// The inode of this process's pid namespace (`/proc/self/ns/pid`, `namespaces(7)`).
-fn pid_ns() -> u64 {
+pub(super) fn pid_ns() -> u64 {
     use std::os::unix::fs::MetadataExt;
     fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino())
 }
@@ -210,7 +205,7 @@ pub fn writable(dir: &Path) -> bool {
 }
 
 /// The start time of `pid` in clock ticks since boot (`proc(5)`, stat field 22).
-fn start_time(pid: u32) -> Option<u64> {
+pub(super) fn start_time(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat[stat.rfind(')')? + 2..].split(' ').nth(19)?.parse().ok()
 }
@@ -219,30 +214,6 @@ fn start_time(pid: u32) -> Option<u64> {
 pub fn own_name() -> String {
     let pid = std::process::id();
     format!("{PREFIX}{pid}-{}-{}", start_time(pid).unwrap_or(0), pid_ns())
-}
-
-/// Remove cgroups a snug killed by SIGKILL left in `dir`: only names snug makes, only when
-/// that snug is gone (same pid namespace: its pid and start time no longer match; another
-/// one: empty for [`FOREIGN_STALE_AFTER`]); a cgroup that still holds a process stays
-/// (`rmdir` fails with EBUSY).
-pub fn remove_stale(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
-    let ours = pid_ns();
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(PREFIX) else { continue };
-        let words: Vec<u64> = rest.split('-').filter_map(|w| w.parse().ok()).collect();
-        let &[pid, start, ns] = words.as_slice() else { continue };
-        let gone = if ns == ours {
-            start_time(pid as u32) != Some(start)
-        } else {
-            let age = e.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok());
-            age.is_some_and(|a| a > FOREIGN_STALE_AFTER)
-        };
-        if gone {
-            remove_tree(&e.path());
-        }
-    }
 }
 
 /// The file the nest child writes `0` into to enter a cgroup (`cgroups(7)`). On v1, `tasks`:
@@ -315,7 +286,7 @@ pub fn cpuset_files(w: &Where) -> Vec<(&'static str, String)> {
 /// directories with `rmdir(2)`; a payload allowed a user namespace may have made some). An
 /// explicit stack, not recursion: the depth is the payload's choice. Bounded: at most
 /// 10,000 directories are looked at.
-fn remove_tree(dir: &Path) {
+pub(super) fn remove_tree(dir: &Path) {
     let mut stack = vec![(dir.to_path_buf(), false)];
     let mut budget = 10_000;
     while let Some((d, expanded)) = stack.pop() {
@@ -335,7 +306,7 @@ fn remove_tree(dir: &Path) {
 
 /// Remove a cgroup snug created, once the sandbox is gone. Processes of a pid namespace
 /// that has just been reaped may still be leaving the cgroup: retry EBUSY briefly (at most
-/// 50 ms in all); a cgroup left behind is removed by the next run ([`remove_stale`]).
+/// 50 ms in all); a cgroup left behind is removed by the next run ([`super::stale::sweep`]).
 pub fn remove(dir: &Path) {
     // The usual end first, without listing a directory: the leaf snug made, then `dir`
     // (two rmdir(2) instead of two directory listings and two rmdir, on B1's teardown path).

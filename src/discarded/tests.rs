@@ -47,24 +47,25 @@ fn o8_summary_groups_by_place_with_the_grant_and_skips_mountpoints() {
             .ok();
     let s = w.summary().expect("something discarded");
     assert_eq!((s.files, s.complete), (5, true), "{s:?}");
-    let h = home.display();
-    let got: Vec<(String, u64, String)> = s.places.iter().map(|p| (p.path.clone(), p.files, p.keep.clone())).collect();
+    let h = |rel: &str| home.join(rel);
+    let got: Vec<(PathBuf, u64, String)> = s.places.iter().map(|p| (p.path.clone(), p.files, p.keep.clone())).collect();
+    let login = "none offered: the host runs or reads ~/.local/bin (its shell, PATH, build or login)";
     assert_eq!(
         got,
         vec![
-            (format!("{h}/.local"), 2, "--rw ~/.local".to_string()),
-            (format!("{h}/.cache/foo"), 1, "--rw ~/.cache/foo".to_string()),
-            (format!("{h}/.cache/pip"), 1, "-p @python".to_string()),
-            (format!("{h}/.link"), 1, "--rw ~/.link".to_string()),
+            (h(".local"), 2, login.to_string()),
+            (h(".cache/foo"), 1, "--rw ~/.cache/foo".to_string()),
+            (h(".cache/pip"), 1, "-p @python".to_string()),
+            (h(".link"), 1, "--rw ~/.link".to_string()),
         ]
     );
     // Missing on the host (as the sandbox's $HOME is): made first, a file touched.
-    assert_eq!(w.keep(&format!("{h}/.hist"), true), "touch ~/.hist and --rw ~/.hist");
-    assert_eq!(w.keep(&format!("{h}/.nodir"), false), "mkdir -p ~/.nodir and --rw ~/.nodir");
-    assert_eq!(w.keep("/tmp/x", false), "-p @tmp-shared");
+    assert_eq!(w.keep(&h(".hist"), true), "touch ~/.hist and --rw ~/.hist");
+    assert_eq!(w.keep(&h(".nodir"), false), "mkdir -p ~/.nodir and --rw ~/.nodir");
+    assert_eq!(w.keep(Path::new("/tmp/x"), false), "-p @tmp-shared");
     let line = s.line(&home);
     assert!(line.starts_with("the payload wrote 5 files where the sandbox discards them"), "{line}");
-    assert!(line.contains("~/.local 2 files (keep: --rw ~/.local), ~/.cache/foo 1 file"), "{line}");
+    assert!(line.contains(&format!("~/.local 2 files (keep: {login}), ~/.cache/foo 1 file")), "{line}");
     assert!(line.ends_with(", and 1 more"), "{line}");
     w.close();
     assert_eq!(w.summary(), None, "nothing open: no summary");
@@ -109,4 +110,42 @@ fn o8_a_root_behind_a_symlink_is_not_watched() {
     assert!(w.roots.iter().find(|r| r.dest == Path::new("/home/u")).is_some_and(|r| r.dir.is_none()));
     assert!(w.roots.iter().find(|r| r.dest == Path::new("/tmp")).is_some_and(|r| r.dir.is_some()), "/tmp opens");
     assert_eq!(w.summary(), None, "nothing of the host's directory is summarised");
+}
+
+/// O11, O10: a name the payload chose is quoted in every suggested command, so pasting it runs
+/// nothing (checked with a real `sh`: the command creates the file of that very name and
+/// nothing else runs); a name that is not UTF-8 comes back as its bytes through bash's
+/// `$'…'` quoting and is given as `{"b64": …}` in the report. The rc files, `~/.local/bin`
+/// and `~` are never offered. Positive control: the keep built before, `touch ~/NAME`
+/// unquoted, printed PWNED when run by sh.
+#[test]
+fn o11_suggested_commands_are_quoted_and_round_trip() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("h");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    let w = Watch::new(&policy(&home));
+    let evil = ".cache;echo PWNED>&2;#";
+    let keep = w.keep(&home.join(evil), true);
+    assert_eq!(keep, "touch ~/'.cache;echo PWNED>&2;#' and --rw ~/'.cache;echo PWNED>&2;#'");
+    let bytes = std::ffi::OsStr::from_bytes(b"caf\xe9 'x'");
+    let keep8 = w.keep(&home.join(bytes), true);
+    assert_eq!(keep8, "touch ~/$'caf\\xe9 \\'x\\'' and --rw ~/$'caf\\xe9 \\'x\\''");
+    let control = format!("touch ~/{evil}");
+    for (cmd, want_pwned) in [(keep.split(" and ").next().unwrap().to_string(), false), (control, true)] {
+        let out = std::process::Command::new("bash").arg("-c").arg(&cmd).env("HOME", &home).output().expect("bash");
+        let pwned = String::from_utf8_lossy(&out.stderr).contains("PWNED");
+        assert_eq!(pwned, want_pwned, "{cmd}: {out:?}");
+    }
+    assert!(home.join(evil).exists(), "the quoted touch made the file of that name");
+    let touch8 = keep8.split(" and ").next().unwrap().to_string();
+    let out = std::process::Command::new("bash").arg("-c").arg(&touch8).env("HOME", &home).output().expect("bash");
+    assert!(out.status.success(), "{out:?}");
+    assert!(home.join(bytes).exists(), "{touch8} made another name");
+    let place = Place { path: home.join(bytes), files: 1, keep: keep8 };
+    let json = serde_json::to_value(&place).unwrap();
+    assert!(json["path"]["b64"].is_string(), "{json}");
+    for rel in ["", ".bashrc", ".local/bin", ".profile"] {
+        assert!(w.keep(&home.join(rel), true).starts_with("none offered"), "{rel:?} offered");
+    }
 }

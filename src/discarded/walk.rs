@@ -15,7 +15,7 @@ use rustix::fs::{fstat, openat, Dir, FileType, Mode, OFlags};
 use super::{MAX_DEPTH, MAX_ENTRIES, MAX_WALK};
 
 /// A place (its sandbox path, and whether it is a file itself) and its file count.
-pub(super) type Count = ((String, bool), u64);
+pub(super) type Count = ((PathBuf, bool), u64);
 
 /// Counts over all roots of one run.
 pub(super) struct Walk<'a> {
@@ -24,7 +24,7 @@ pub(super) struct Walk<'a> {
     entries: usize,
     complete: bool,
     files: u64,
-    counts: BTreeMap<(String, bool), u64>,
+    counts: BTreeMap<(PathBuf, bool), u64>,
 }
 
 /// One directory being read: its descriptor (to open what is in it), its listing, its path.
@@ -43,7 +43,7 @@ impl<'a> Walk<'a> {
 
     /// Walk the directory `root`, which is `dest` in the sandbox, counting each file under the
     /// place `place` gives for its sandbox path (and whether that place is the file itself).
-    pub(super) fn root(&mut self, root: &OwnedFd, dest: &Path, place: &dyn Fn(&Path) -> (String, bool)) {
+    pub(super) fn root(&mut self, root: &OwnedFd, dest: &Path, place: &dyn Fn(&Path) -> (PathBuf, bool)) {
         let Ok(dev) = fstat(root).map(|s| s.st_dev) else { return self.incomplete() };
         let Some(first) = level(root, dest.to_path_buf(), 0) else { return self.incomplete() };
         let mut stack = vec![first];

@@ -20,8 +20,11 @@ pub struct Grants {
     pub rw: Vec<String>,
     /// `--tmpfs PATH`, repeatable.
     pub tmpfs: Vec<String>,
-    /// `-e NAME` or `-e NAME=VALUE`, repeatable, in order.
+    /// `-e NAME` or `-e NAME=VALUE`, repeatable, in order; a value that is not UTF-8 is
+    /// here as text (U+FFFD for what is not) and in `env_bytes` as it was given.
     pub env: Vec<String>,
+    /// `-e NAME=VALUE` whose VALUE is not UTF-8: (index in `env`, VALUE's bytes) (R7).
+    pub env_bytes: Vec<EnvBytes>,
     /// `--unprotect PATH`, repeatable: a protected path (SPEC P8) the payload may write.
     pub unprotect: Vec<String>,
 }
@@ -85,7 +88,47 @@ pub fn raw_values(g: &Grants) -> Vec<(String, std::ffi::OsString)> {
             out.push((name.clone(), v));
         }
     }
+    for (i, v) in &g.env_bytes {
+        let name = g.env[*i].split_once('=').map_or("", |(k, _)| k);
+        let later = g.env[i + 1..].iter().any(|e| e == name || e.split_once('=').is_some_and(|(k, _)| k == name));
+        if !later {
+            out.retain(|(k, _)| k != name);
+            out.push((name.to_string(), v.clone()));
+        }
+    }
     out
+}
+
+/// A `-e NAME=VALUE` whose VALUE is not UTF-8: its index among the `-e` entries, and VALUE.
+pub type EnvBytes = (usize, std::ffi::OsString);
+
+/// `-e` as given: each entry checked ([`check_env_entry`]; a NAME that is not UTF-8 is a
+/// usage error naming it), as text for resolution, with the bytes of each VALUE that is not
+/// UTF-8 kept aside so that they reach the payload as they are (R7).
+///
+/// # Errors
+/// 64 naming the entry.
+pub fn env_entries(given: Vec<std::ffi::OsString>) -> anyhow::Result<(Vec<String>, Vec<EnvBytes>)> {
+    use std::os::unix::ffi::OsStrExt;
+    let (mut text, mut bytes) = (Vec::new(), Vec::new());
+    for (i, entry) in given.into_iter().enumerate() {
+        let raw = entry.as_bytes();
+        let (name, value) = match raw.iter().position(|b| *b == b'=') {
+            Some(at) => (&raw[..at], Some(&raw[at + 1..])),
+            None => (raw, None),
+        };
+        if std::str::from_utf8(name).is_err() {
+            let shown = crate::quote::quote_bytes(raw);
+            return Err(failure(USAGE, format!("-e {shown}: the variable's name is not UTF-8 text")));
+        }
+        let lossy = entry.to_string_lossy().into_owned();
+        check_env_entry(&lossy)?;
+        if let Some(v) = value.filter(|v| std::str::from_utf8(v).is_err()) {
+            bytes.push((i, std::ffi::OsStr::from_bytes(v).to_owned()));
+        }
+        text.push(lossy);
+    }
+    Ok((text, bytes))
 }
 
 /// The payload's environment as bytes: `env` with each of `raw` in place of, or after, the

@@ -244,6 +244,7 @@ fn p5_grants_follow_the_profile_rules_and_name_the_flag() {
         tmpfs: vec!["/opt/scratch".into()],
         env: vec!["TOKEN".into(), "X=1".into(), "UNSET".into()],
         unprotect: vec!["{target}/.envrc".into()],
+        ..Default::default()
     };
     let p = resolve_with(&req, &host).expect("ok");
     let by = |dest: &str| p.mounts.iter().find(|m| m.dest == Path::new(dest)).map(|m| (m.kind, m.profile.as_str()));

@@ -9,10 +9,10 @@ use crate::bounds::usage::Usage;
 /// What the report says besides how the run ended.
 #[derive(Clone, Debug, Default)]
 pub struct Context {
-    /// snug's own command line, as text (lossy where not UTF-8).
-    pub argv: Vec<String>,
+    /// snug's own command line, byte for byte (O10).
+    pub argv: Vec<std::ffi::OsString>,
     /// The payload's argv.
-    pub command: Vec<String>,
+    pub command: Vec<std::ffi::OsString>,
     /// DIR, canonical, once resolved.
     pub dir: Option<PathBuf>,
     /// `(max_procs, memory bytes)` in force, once known.

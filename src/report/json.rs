@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::{EndedBy, Origin, Outcome, RunRecord, SCHEMA};
+use crate::quote::text::{Text, Texts};
 
 impl RunRecord {
     /// The report: one JSON object (README.md, "Reports") on one line, keys in the
@@ -44,9 +45,9 @@ impl RunRecord {
             killed_at_end: self.killed,
             bounds_hit: BoundsHit { oom_kills: self.hits.oom_kills, forks_refused: self.hits.forks_refused },
             timeout_ms: self.timeout.map(ms),
-            command: &self.context.command,
-            argv: &self.context.argv,
-            dir: self.context.dir.as_deref().map(|d| d.to_string_lossy()),
+            command: Texts(&self.context.command),
+            argv: Texts(&self.context.argv),
+            dir: self.context.dir.as_deref().map(|d| Text::os(d.as_os_str())),
             started_at: super::context::rfc3339(self.wall_start),
             bounds: self.context.bounds.map(|(max_procs, memory)| {
                 let u = self.context.usage.as_ref();
@@ -91,6 +92,36 @@ impl RunRecord {
     }
 }
 
+impl RunRecord {
+    /// The first record (SPEC O10), which stands at a `--report` path from the start until
+    /// the report replaces it: `ended_by` null says the run started and never finished (snug
+    /// was killed by SIGKILL, or the machine stopped).
+    pub fn first_json(&self) -> String {
+        let first = FirstOut {
+            schema: SCHEMA,
+            version: env!("CARGO_PKG_VERSION"),
+            ended_by: None,
+            argv: Texts(&self.context.argv),
+            dir: self.context.dir.as_deref().map(|d| Text::os(d.as_os_str())),
+            started_at: super::context::rfc3339(self.wall_start),
+        };
+        let mut text = serde_json::to_string(&first).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+/// The first record's JSON: the report's fields known at the start.
+#[derive(Serialize)]
+struct FirstOut<'a> {
+    schema: u32,
+    version: &'static str,
+    ended_by: Option<&'static str>,
+    argv: Texts<'a>,
+    dir: Option<Text<'a>>,
+    started_at: String,
+}
+
 /// The report's JSON, field by field (README.md, "Reports").
 #[derive(Serialize)]
 struct ReportOut<'a> {
@@ -113,9 +144,9 @@ struct ReportOut<'a> {
     changes: Option<&'a serde_json::Value>,
     /// SPEC N7: the decisions of a network of snug's own; null without `--net-allow`.
     network: Option<super::network::NetworkOut>,
-    command: &'a [String],
-    argv: &'a [String],
-    dir: Option<std::borrow::Cow<'a, str>>,
+    command: Texts<'a>,
+    argv: Texts<'a>,
+    dir: Option<Text<'a>>,
     started_at: String,
     bounds: Option<BoundsOut>,
     usage: Option<UsageOut>,

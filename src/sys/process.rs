@@ -60,12 +60,29 @@ pub unsafe fn clone3(flags: u64) -> io::Result<Cloned> {
     // contract covers what it does then). In the parent CLONE_PIDFD stored a new descriptor
     // in `pidfd`, owned here only.
     unsafe {
-        match libc::syscall(libc::SYS_clone3, &args as *const CloneArgs, std::mem::size_of::<CloneArgs>()) {
+        let mut ret = libc::syscall(libc::SYS_clone3, &args as *const CloneArgs, std::mem::size_of::<CloneArgs>());
+        if ret < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            ret = clone_fallback(args.flags, &mut pidfd);
+        }
+        match ret {
             0 => Ok(Cloned::Child),
             pid if pid < 0 => Err(io::Error::last_os_error()),
             pid => Ok(Cloned::Parent { pidfd: OwnedFd::from_raw_fd(pidfd), pid: Pid(pid as i32) }),
         }
     }
+}
+
+/// `clone(2)` with `flags` and SIGCHLD, for where `clone3(2)` answers `ENOSYS`: inside the
+/// sandbox, whose seccomp filter cannot read clone3's flags and refuses the call that way
+/// (src/seccomp/cgroupns.rs), init starts the payload through this. `CLONE_PIDFD` stores the
+/// descriptor at the parent-tid pointer, the third argument on x86-64 and arm64 alike.
+/// Async-signal-safe: one bare system call.
+///
+/// # Safety
+/// As [`clone3`]'s: without `CLONE_VM` and a stack the child is a copy of this process.
+unsafe fn clone_fallback(flags: u64, pidfd: &mut RawFd) -> libc::c_long {
+    // SAFETY: the caller's contract; `pidfd` is a live int for CLONE_PIDFD to write.
+    unsafe { libc::syscall(libc::SYS_clone, flags | libc::SIGCHLD as u64, 0usize, pidfd as *mut RawFd, 0usize, 0usize) }
 }
 
 /// `_exit(2)`: end this process now, running no exit handler and flushing nothing; what a

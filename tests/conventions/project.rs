@@ -108,3 +108,36 @@ fn p6_x4_the_state_directory_is_hidden_in_every_sandbox() {
         assert!(state.path().join("visible").exists(), "{who:?}: the grant itself must still work");
     }
 }
+
+/// P6, R4: `snug allow` refuses (77) a `.snug.toml` whose `profiles` or `include` names a
+/// profile that does not exist (or one that includes a missing one), as the run would,
+/// naming the file and the profile, and records nothing; the same file without the name is
+/// allowed. Fails without the fix: `snug allow` printed "allowed …" and exited 0, and every
+/// run then failed with 77.
+#[test]
+fn p6_allow_refuses_a_file_naming_a_missing_profile() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let state = workdir(who);
+        let st = state.path().to_str().expect("utf8");
+        let d = dir.path().to_str().expect("utf8").to_string();
+        let file = format!("{d}/.snug.toml");
+        let env = [("XDG_STATE_HOME", st)];
+        for text in
+            ["profiles = [\"no-such-profile-x\"]\n", "include = [\"no-such-profile-x\"]\n", "profiles = [\"@nope\"]\n"]
+        {
+            std::fs::write(&file, text).expect("write");
+            give(who, dir.path());
+            let o = snug_run(who, dir.path(), &["allow", &d], &env);
+            assert_eq!(o.status.code(), Some(77), "{who:?} {text:?}: {}{}", o.out, o.err);
+            assert!(o.err.starts_with(&format!("snug: {file}: unknown profile")), "{who:?}: {}", o.err);
+            assert_eq!(o.err.lines().count(), 1, "{who:?}: {}", o.err);
+            let recorded = std::fs::read_dir(state.path().join("snug/allowed")).map(|d| d.count()).unwrap_or(0);
+            assert_eq!(recorded, 0, "{who:?}: {text:?} was recorded");
+        }
+        std::fs::write(&file, "profiles = [\"@tmp-shared\"]\n").expect("write");
+        give(who, dir.path());
+        let o = snug_run(who, dir.path(), &["allow", &d], &env);
+        assert_eq!(o.status.code(), Some(0), "{who:?} control: {}", o.err);
+    }
+}

@@ -24,7 +24,8 @@ fn tiny_package(who: Who, dir: &Path) -> String {
 }
 
 /// O8: `pip install --user` under `-p @python` into the empty `$HOME` exits 0 as before, and
-/// now says where its files went and how to keep them (`--rw ~/.local`), on stderr and in the
+/// now says where its files went, and that no grant is offered for them (`~/.local` holds
+/// `~/.local/bin`, which the host runs: O11), on stderr and in the
 /// report's `discarded`. Control: `true` wrote nothing and says nothing.
 /// Fails without the fix: exit 0 and an empty stderr, the files gone unsaid (issue's item 1).
 #[test]
@@ -57,7 +58,8 @@ fn o8_pip_user_install_into_the_empty_home_is_summarised() {
         let line = out.err.lines().find(|l| l.contains("where the sandbox discards them")).unwrap_or_else(|| {
             panic!("{who:?}: no summary on stderr: {}", out.err);
         });
-        assert!(line.starts_with("snug: ") && line.contains("~/.local") && line.contains("--rw ~/.local"), "{line}");
+        assert!(line.starts_with("snug: ") && line.contains("~/.local") && line.contains("none offered"), "{line}");
+        assert!(!line.contains("--rw ~/.local"), "{who:?}: O11: {line}");
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("json");
         let local = format!("{}/.local", home.display());
@@ -65,7 +67,7 @@ fn o8_pip_user_install_into_the_empty_home_is_summarised() {
         let place = place.unwrap_or_else(|| panic!("{who:?}: no {local} in {}", v["discarded"]));
         assert!(
             place["files"].as_u64().unwrap_or(0) >= 2
-                && place["keep"].as_str().is_some_and(|k| k.contains("--rw ~/.local"))
+                && place["keep"].as_str().is_some_and(|k| k.starts_with("none offered"))
         );
         assert!(!home.join(".local").exists(), "{who:?}: the sandbox's $HOME reached the host");
 
@@ -177,5 +179,43 @@ fn o8_private_tmp_leftovers_are_summarised() {
         assert_eq!(out.err, want, "{who:?}");
         let _ = std::fs::remove_dir_all(&home);
         let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+/// O11, O8: a payload that names a file in `$HOME` `.cache;echo PWNED>&2;#` gets a summary
+/// whose suggested command, pasted into bash with that `$HOME`, creates the file of that name
+/// and runs nothing else; a name that is not UTF-8 is shown as its bytes (`$'…\xff'`) and in
+/// the report as `{"b64": …}`. Positive control: the summary before O11 said
+/// `keep: touch ~/.cache;echo PWNED>&2;# and --rw …`, which printed PWNED when pasted.
+#[test]
+fn o11_a_planted_name_in_the_summary_runs_nothing_when_pasted() {
+    each(&|who: Who| {
+        let dir = workdir(who);
+        let home = fresh_dir(who, "home");
+        let report = dir.path().join("r.json");
+        let args = [
+            "--report",
+            report.to_str().expect("utf-8"),
+            "--",
+            "sh",
+            "-c",
+            "touch \"$HOME/.cache;echo PWNED>&2;#\" \"$HOME/$(printf 'n\\377')\"",
+        ];
+        let out = run(&mut snug_with(who, dir.path(), &home, &[], &args));
+        assert_eq!(code(out.status), 0, "{who:?}: {}", out.err);
+        let line = out.err.lines().find(|l| l.contains("where the sandbox discards them")).unwrap_or_default();
+        let start = line.find("keep: touch ").unwrap_or_else(|| panic!("{who:?}: no touch suggested: {line}"));
+        let cmd = line[start + 6..].split(" and ").next().unwrap_or_default();
+        assert_eq!(cmd, "touch ~/'.cache;echo PWNED>&2;#'", "{who:?}: {line}");
+        let paste = tempfile::tempdir().expect("tempdir");
+        let o = std::process::Command::new("bash").arg("-c").arg(cmd).env("HOME", paste.path()).output().expect("bash");
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("PWNED"), "{who:?}: {o:?}");
+        assert!(paste.path().join(".cache;echo PWNED>&2;#").exists(), "{who:?}: another name was touched");
+        assert!(line.contains("~/$'n\\xff'"), "{who:?}: {line}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("json");
+        let places = v["discarded"]["places"].as_array().cloned().unwrap_or_default();
+        assert!(places.iter().any(|p| p["path"]["b64"].is_string()), "{who:?}: {places:?}");
+        let _ = std::fs::remove_dir_all(&home);
     });
 }

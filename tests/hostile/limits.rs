@@ -52,17 +52,64 @@ fn r4_tiny_stack_never_aborts() {
     }
 }
 
-/// R4: `--max-procs 2` leaves the payload no process (bwrap and init count): 71 with a line
-/// naming the cap. Fails without the fix: "snug: sandbox init failed: resource temporarily
-/// unavailable" and nothing more.
+/// R4, K5: `--max-procs 1` and `2` leave the payload no process (bwrap and init count): a
+/// usage error (64) before anything starts, one line naming the minimum, 3, which runs.
+/// Fails without the fix: `--max-procs 1` was accepted and every run ended 71 ("sandbox init
+/// failed: resource temporarily unavailable").
 #[test]
-fn r4_max_procs_too_small_names_the_cap() {
+fn r4_max_procs_below_the_minimum_is_64_naming_it() {
     for who in everyone() {
         let dir = workdir(who);
-        let o = run_bounded(&mut snug_cmd(who, dir.path(), &["--max-procs", "2", "--", "true"]), LIMIT);
-        assert_eq!(code(o.status), 71, "{who:?}: {}", o.err);
-        assert_eq!(o.err.lines().count(), 1, "{who:?}: {}", o.err);
-        assert!(o.err.contains("--max-procs 2"), "{who:?}: {}", o.err);
+        for n in ["1", "2"] {
+            let o = run_bounded(&mut snug_cmd(who, dir.path(), &["--max-procs", n, "--", "touch", "ran"]), LIMIT);
+            assert_eq!(code(o.status), 64, "{who:?} {n}: {}", o.err);
+            assert_eq!(o.err.lines().count(), 1, "{who:?}: {}", o.err);
+            assert!(o.err.contains("--max-procs") && o.err.contains("3..="), "{who:?}: {}", o.err);
+            assert!(!dir.path().join("ran").exists(), "{who:?}: the payload ran");
+        }
+        let o = run_bounded(&mut snug_cmd(who, dir.path(), &["--max-procs", "3", "--", "true"]), LIMIT);
+        assert_eq!(code(o.status), 0, "{who:?}: the minimum runs: {}", o.err);
+    }
+}
+
+/// R7: `-e 'Y=<byte 0xff>'` passes the value's bytes to the payload as they are, as root and
+/// as the user; a name that is not UTF-8 is a usage error naming the entry. Fails without
+/// the fix: "invalid UTF-8 was detected in one or more arguments", exit 64, naming nothing.
+#[test]
+fn r7_env_value_bytes_pass_as_they_are() {
+    use std::os::unix::ffi::OsStrExt;
+    for who in everyone() {
+        let dir = workdir(who);
+        let mut c = snug_cmd(who, dir.path(), &[]);
+        c.arg("-e").arg(std::ffi::OsStr::from_bytes(b"Y=a\xffb")).args(["--", "sh", "-c", "printf %s \"$Y\" > y"]);
+        let o = run_bounded(&mut c, LIMIT);
+        assert_eq!(code(o.status), 0, "{who:?}: {}", o.err);
+        assert_eq!(std::fs::read(dir.path().join("y")).unwrap(), b"a\xffb", "{who:?}");
+        let mut c = snug_cmd(who, dir.path(), &[]);
+        c.arg("-e").arg(std::ffi::OsStr::from_bytes(b"\xff=1")).args(["--", "true"]);
+        let o = run_bounded(&mut c, LIMIT);
+        assert_eq!(code(o.status), 64, "{who:?}: {}", o.err);
+        assert!(o.err.contains("-e $'\\xff=1'") && o.err.contains("not UTF-8"), "{who:?}: {}", o.err);
+    }
+}
+
+/// R4: `--ro /run` runs (snug's init gets an empty directory at /run/snug, where the host's
+/// is bound), as root and as the user; where the host has no /run/snug under such a bind,
+/// it is a policy error (77) naming the bind, never 69. Fails without the fix: as the user,
+/// 69 with "bwrap: Can't create file at /run/snug/init: Permission denied".
+#[test]
+fn r4_ro_run_works_or_names_the_mount() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let o = run_bounded(&mut snug_cmd(who, dir.path(), &["--ro", "/run", "--", "ls", "-A", "/run/snug"]), LIMIT);
+        if std::path::Path::new("/run/snug").is_dir() {
+            assert_eq!(code(o.status), 0, "{who:?}: {}", o.err);
+        } else {
+            assert_eq!(code(o.status), 77, "{who:?}: {}", o.err);
+        }
+        if code(o.status) == 0 {
+            assert_eq!(o.out, "init\n", "{who:?}: the host's /run/snug shows through");
+        }
     }
 }
 

@@ -1,0 +1,95 @@
+//! What a hint must never offer to grant (SPEC O11): a place in `$HOME` the host runs or
+//! reads at login or at its next build. A payload allowed to write there would run its code
+//! outside any sandbox: a shell's rc files, `~/.local/bin` and `~/bin` (on PATH), the toolchains
+//! under `~/.cargo` and `~/.rustup`, ssh's and git's configuration, the desktop's autostart, and
+//! the caches a toolchain builds from (cargo's registry sources with their `build.rs`, Go's
+//! module cache, npm's and pnpm's package stores).
+
+use std::path::Path;
+
+/// Paths below `$HOME` (exact or as a parent) never offered as a grant, nor any directory
+/// above them (granting `~/.config` grants `~/.config/autostart`).
+const NEVER: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".zlogout",
+    ".kshrc",
+    ".mkshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".login",
+    ".inputrc",
+    ".pam_environment",
+    ".xprofile",
+    ".xinitrc",
+    ".xsession",
+    ".xsessionrc",
+    ".envrc",
+    ".ssh",
+    ".gnupg",
+    ".gitconfig",
+    ".local/bin",
+    "bin",
+    ".cargo",
+    ".rustup",
+    "go",
+    ".npm",
+    ".npmrc",
+    ".local/share/pnpm",
+    ".cache/yarn",
+    ".cache/pnpm",
+    ".config/autostart",
+    ".config/environment.d",
+    ".config/systemd",
+    ".config/fish",
+    ".config/git",
+    ".config/nvim",
+    ".vimrc",
+    ".emacs",
+    ".emacs.d",
+];
+
+/// The toolchain profiles whose writable caches hold nothing the host's next build runs
+/// as source (pip's cache holds downloads and built wheels, which pip checks by hash).
+const SAFE_PROFILES: &[&str] = &["@python"];
+
+/// Why granting `rel` (relative to `$HOME`) would let the payload write what the host runs
+/// or reads, or `None` when it would not.
+pub fn unsafe_to_grant(rel: &Path) -> Option<String> {
+    if rel.as_os_str().is_empty() {
+        return Some("that is the whole of $HOME, where the host's login files are".into());
+    }
+    let hit = NEVER.iter().map(Path::new).find(|n| rel.starts_with(n) || n.starts_with(rel))?;
+    Some(format!("the host runs or reads ~/{} (its shell, PATH, build or login)", hit.display()))
+}
+
+/// Whether suggesting toolchain profile `name` for its cache is safe (O11).
+pub fn profile_is_safe(name: &str) -> bool {
+    SAFE_PROFILES.contains(&name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// O11: `~`, rc files, `~/.local/bin` and every directory above it, `~/.cargo` and
+    /// what is below it are never offered; `~/.cache/foo` and `~/.hist` are.
+    #[test]
+    fn o11_login_and_build_paths_are_never_offered() {
+        for p in ["", ".bashrc", ".local", ".local/bin", ".local/bin/x", ".cargo/registry/src", ".config", "go/pkg/mod"]
+        {
+            assert!(unsafe_to_grant(Path::new(p)).is_some(), "{p:?} offered");
+        }
+        for p in [".cache/foo", ".hist", ".local/share/x", ".config/foo", ".bashrc.d.bak/x"] {
+            assert_eq!(unsafe_to_grant(Path::new(p)), None, "{p:?} refused");
+        }
+        assert!(profile_is_safe("@python") && !profile_is_safe("@rust") && !profile_is_safe("@go"));
+    }
+}
