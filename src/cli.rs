@@ -95,6 +95,8 @@ pub struct RunArgs {
     pub grants: Grants,
     /// `--report PATH` or `--report fd:N` (SPEC O5).
     pub report: Option<ReportTo>,
+    /// `--events PATH` or `--events fd:N` (SPEC O9).
+    pub events: Option<ReportTo>,
     /// `--timeout DURATION` (SPEC O6); `None` also for a duration of 0, as timeout(1).
     pub timeout: Option<Duration>,
     /// `--name NAME` (SPEC L1); `None`: a generated one.
@@ -105,6 +107,8 @@ pub struct RunArgs {
     pub no_project: bool,
     /// `--allow-userns`: let the payload create user namespaces (SPEC X2).
     pub allow_userns: bool,
+    /// `--here` and `--events` ([`more::More`]).
+    pub more: more::More,
 }
 
 pub use crate::policy::Grants;
@@ -174,7 +178,9 @@ struct Cli {
     /// podman, browsers); a payload run as root can then mount cgroupfs and write what root owns
     #[arg(long)]
     allow_userns: bool,
-    /// The writable directory and the payload's working directory [default: .]
+    #[command(flatten)]
+    more: more::More,
+    /// The writable directory [default: the project's root above, else .]
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
     /// The command to run [default: $SHELL, else /bin/sh]
@@ -380,11 +386,13 @@ where
         cmd: cli.cmd,
         grants: Grants { ro: cli.ro, rw: cli.rw, tmpfs: cli.tmpfs, env: cli.env, unprotect: cli.protect.paths },
         report: cli.report.as_deref().map(report_to).transpose()?,
+        events: cli.more.events_to()?,
         timeout: cli.timeout.as_deref().map(duration).transpose()?.filter(|d| !d.is_zero()),
         name: cli.name,
         jobs: cli.jobs.as_deref().and_then(crate::live::Jobs::from_word).unwrap_or_default(),
         no_project: cli.no_project,
         allow_userns: cli.allow_userns,
+        more: cli.more,
     })))
 }
 
@@ -393,6 +401,7 @@ pub fn definition() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
+pub mod more;
 mod unprotect;
 mod values;
 use values::{duration, report_to, usage_line};

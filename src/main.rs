@@ -11,6 +11,7 @@ mod doctor;
 mod dryrun;
 mod end;
 mod error;
+mod events;
 mod hints;
 mod host;
 mod init;
@@ -34,6 +35,7 @@ mod quote;
 mod relay;
 mod report;
 mod report_sink;
+mod root;
 mod seccomp;
 mod signals;
 mod stack;
@@ -130,15 +132,30 @@ fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) 
         }
         o => o,
     };
-    let Some(mut sink) = sink else { return outcome };
     if let Outcome::Fail(e) = &outcome {
         record.error(error::one_line(e));
     }
-    let Err(e) = sink.write(&record.to_json(ended_by, &outcome)) else { return outcome };
+    let json = (sink.is_some() || events::on()).then(|| record.to_json(ended_by, &outcome));
+    // O9: the stream's `end` carries the report; a reader that went away is R4's 74.
+    let outcome = match json.as_deref().map(events::end) {
+        Some(events::Ended::Behind) => {
+            log::say!("snug: the event stream's reader fell behind: its last events were not written");
+            outcome
+        }
+        Some(events::Ended::Broken) => unwritable(outcome, "cannot write the event stream: its reader went away"),
+        _ => outcome,
+    };
+    let (Some(mut sink), Some(json)) = (sink, json) else { return outcome };
+    let Err(e) = sink.write(&json) else { return outcome };
     let why = error::strerror(e.raw_os_error().unwrap_or(libc::EIO));
-    let line = format!("cannot write the report to {}: {why}", sink.label());
+    unwritable(outcome, &format!("cannot write the report to {}: {why}", sink.label()))
+}
+
+/// The report or the event stream could not be written at the end (R4): an exit 0 becomes 74
+/// with `line`; any other end stays, and `line` is printed.
+fn unwritable(outcome: Outcome, line: &str) -> Outcome {
     match outcome {
-        Outcome::Status(0) => Outcome::Fail(error::failure(error::REPORT, line)),
+        Outcome::Status(0) => Outcome::Fail(error::failure(error::REPORT, line.to_string())),
         o => {
             log::say!("snug: {line}");
             o
@@ -196,7 +213,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // Before the policy: a missing bwrap is 69 whatever else is wrong (R4).
     let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
-    let Resolved { mut policy, request, raw_env, net } = resolve(args, &cmd, &name, record)?;
+    let Resolved { mut policy, request, raw_env, net, root } = resolve(args, &cmd, &name, record)?;
     // P8: the protected paths, bound after the policy's mounts; the guard undoes the
     // placeholders and moves aside what the payload made where git reads, also on an error.
     let mut protection = protect::plan(&policy)?;
@@ -205,6 +222,10 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         false => Some(protect::placeholder::prepare(&mut protection, &name)?),
     };
     policy.protected = std::mem::take(&mut protection.mounts);
+    if let (Some(to), false) = (&args.events, args.dry_run) {
+        events::open(to, record.start(), &|p| writable_inside(&policy, p))?;
+        events::emit("started", run_started(record, &policy, mode, &name));
+    }
     // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).
     let runtime = live::runtime::prepare(args.dry_run);
     let found = match found {
@@ -223,6 +244,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         extra.extend(net.iter().map(|n| ("pasta", n.dry_run_line())));
         let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
         let text = with_protection(with_bounds(text, &limits, args.json), &protection, args.json);
+        let text = root::with_root(text, &policy.target, &root, args.json);
         return print(with_name(text, &name, args.json));
     };
     if let Some(note) = cmd.first().filter(|_| !args.default_shell()).and_then(|c| c.to_str()) {
@@ -275,6 +297,8 @@ struct Resolved {
     /// `-e NAME` values that are not text, passed as the caller's bytes (R7).
     raw_env: Vec<(String, std::ffi::OsString)>,
     net: Option<net::Net>,
+    /// How DIR was chosen (P10), for `--dry-run`.
+    root: root::Choice,
 }
 
 /// Profiles, the project's file and the grants into one policy, with the prompt's variables
@@ -290,8 +314,11 @@ fn resolve(
     // `--dry-run` as text and passed as the caller's bytes (R7).
     let raw_env = policy::raw_values(&args.grants);
     let grants = args.grants.clone();
-    let request =
+    let mut request =
         policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
+    // P10: the project's root above the current directory is DIR, its `.snug.toml` applies.
+    let root = root::choose(args.dir.is_some(), args.more.here, &request.host_env);
+    request.dir = request.dir.take().or_else(|| root.dir());
     let mut policy = policy::resolve(&request)?;
     policy.allow_userns |= args.allow_userns;
     for (k, v) in &raw_env {
@@ -321,7 +348,30 @@ fn resolve(
             log::say!("snug: {note}");
         }
     }
-    Ok(Resolved { policy, request, raw_env, net })
+    Ok(Resolved { policy, request, raw_env, net, root })
+}
+
+/// Whether host path `p` lies in DIR or in a writable grant: where a payload could rewrite
+/// an event stream (O9).
+fn writable_inside(policy: &policy::Policy, p: &std::path::Path) -> bool {
+    let rw = |m: &&policy::Mount| m.kind == policy::MountKind::Rw;
+    p.starts_with(&policy.target)
+        || policy.mounts.iter().filter(rw).any(|m| p.starts_with(m.src.as_deref().unwrap_or(&m.dest)))
+}
+
+/// The `started` event's fields (O9): the command, DIR, the run's name and mode, and the
+/// policy (profiles, mounts, network, the names of the variables set, never their values).
+fn run_started(record: &mut RunRecord, policy: &policy::Policy, mode: mode::Mode, name: &str) -> serde_json::Value {
+    let env: Vec<&str> = policy.env.iter().map(|(k, _)| k.as_str()).collect();
+    let ctx = record.context();
+    serde_json::json!({
+        "name": name,
+        "argv": ctx.argv,
+        "command": ctx.command,
+        "dir": policy.target,
+        "mode": mode.word(),
+        "policy": { "profiles": policy.profiles, "mounts": policy.mounts, "net": policy.net, "env": env },
+    })
 }
 
 /// The dry-run plan with the run's name (SPEC L1).

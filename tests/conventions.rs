@@ -12,6 +12,8 @@ mod manual;
 mod messages;
 #[path = "conventions/project.rs"]
 mod project;
+#[path = "conventions/project_root.rs"]
+mod project_root;
 
 use common::*;
 use std::path::Path;

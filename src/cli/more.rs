@@ -1,0 +1,23 @@
+//! Run options kept apart from `cli.rs`'s own definition (clap's `flatten`): where DIR comes
+//! from (SPEC P10) and the event stream (SPEC O9).
+
+/// Options of a run flattened into snug's command line.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+pub struct More {
+    /// DIR is the current directory even inside a project (no walk up to its .snug.toml or .git)
+    #[arg(long)]
+    pub here: bool,
+    /// Write one JSON line per event as it happens to PATH, or to descriptor N with fd:N
+    #[arg(long, value_name = "PATH|fd:N", help_heading = "Runs under a harness")]
+    pub events: Option<String>,
+}
+
+impl More {
+    /// `--events`' destination, checked as `--report`'s is.
+    ///
+    /// # Errors
+    /// 64 for `fd:` without a descriptor number or an empty value.
+    pub fn events_to(&self) -> anyhow::Result<Option<super::ReportTo>> {
+        self.events.as_deref().map(|v| super::values::events_to(v)).transpose()
+    }
+}
