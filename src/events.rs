@@ -55,25 +55,32 @@ pub fn on() -> bool {
     STREAM.get().is_some()
 }
 
-/// Open the stream (SPEC O9) with time zero `start` (the run's, as the report's `ms`). A
-/// path inside DIR or inside any writable grant is refused: the payload could rewrite it.
+/// A path inside DIR or inside any writable grant is refused (SPEC O9): the payload could
+/// rewrite it. `writable` says whether a host path is writable inside. Checked once the
+/// policy is known, before the payload starts.
 ///
 /// # Errors
-/// 64 for a path the sandbox can write (`writable` says whether a host path is writable
-/// inside); 74 when it cannot be opened for writing.
-pub fn open(to: &ReportTo, start: Instant, writable: &dyn Fn(&Path) -> bool) -> anyhow::Result<()> {
+/// 64 naming the path.
+pub fn refuse_writable(to: &ReportTo, writable: &dyn Fn(&Path) -> bool) -> anyhow::Result<()> {
+    let ReportTo::Path(p) = to else { return Ok(()) };
+    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let at = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+    if writable(&at.join(p.file_name().unwrap_or_default())) {
+        let why = "it lies where the sandbox can write (the payload could rewrite it)";
+        return Err(failure(USAGE, format!("--events {}: {why}; use a path outside or fd:N", p.display())));
+    }
+    Ok(())
+}
+
+/// Open the stream (SPEC O9) with time zero `start` (the run's, as the report's `ms`), first
+/// thing in a run as the report is, so that snug's own early failures still end it.
+///
+/// # Errors
+/// 74 when it cannot be opened for writing; 71 when its writer thread cannot start.
+pub fn open(to: &ReportTo, start: Instant) -> anyhow::Result<()> {
     let file = match to {
         ReportTo::Path(p) => {
             let label = p.display().to_string();
-            let parent = match p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                Some(d) => d.to_path_buf(),
-                None => std::path::PathBuf::from("."),
-            };
-            let at = std::fs::canonicalize(&parent).map_err(|e| cannot(&label, e))?;
-            if writable(&at.join(p.file_name().unwrap_or_default())) {
-                let why = "it lies where the sandbox can write (the payload could rewrite it)";
-                return Err(failure(USAGE, format!("--events {label}: {why}; use a path outside or fd:N")));
-            }
             open_path(p).map_err(|e| cannot(&label, e))?
         }
         ReportTo::Fd(n) => {

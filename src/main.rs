@@ -195,6 +195,9 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         *sink = Some(report::Sink::open(to)?);
         record.wanted();
     }
+    if let (Some(to), false) = (&args.events, args.dry_run) {
+        events::open(to, record.start())?; // O9, opened as early as the report
+    }
     let cmd = args.command();
     if let Some(n) = &args.name {
         live::check_name(n)?;
@@ -223,7 +226,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     policy.protected = std::mem::take(&mut protection.mounts);
     if let (Some(to), false) = (&args.events, args.dry_run) {
-        events::open(to, record.start(), &|p| writable_inside(&policy, p))?;
+        events::refuse_writable(to, &|p| writable_inside(&policy, p))?;
         events::emit("started", run_started(record, &policy, mode, &name));
     }
     // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).

@@ -7,10 +7,15 @@ use super::json::{short_name, signal_out, Status};
 use super::SignalEvent;
 use crate::events::{emit, on};
 
-/// A signal snug received and what it did with it: the report's `signals` entry.
+/// A signal snug received and what it did with it: the report's `signals` entry (its `ms`
+/// is the event's own).
 pub(super) fn signal(e: &SignalEvent) {
     if on() {
-        emit("signal", serde_json::to_value(signal_out(e)).unwrap_or_default());
+        let mut v = serde_json::to_value(signal_out(e)).unwrap_or_default();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("ms");
+        }
+        emit("signal", v);
     }
 }
 

@@ -70,8 +70,8 @@ fn p10_subdirectory_runs_at_the_project_root() {
 /// P10: a `.git` in a directory others may write (as a planted `/tmp/.git` is: mode 1777)
 /// or one owned by another user never makes that directory DIR; nor does one in $HOME or
 /// across a filesystem boundary (a tmpfs mounted inside the project). Control: the same
-/// tree with a trusted root finds it (first test). Fails without the fix: none of these
-/// was looked for, so the control's subdirectory run failed too (DIR was always `.`).
+/// tree with a trusted root finds it (first test). With the walk's owner and mode checks
+/// taken out, the shared directory holding the planted `.git` became DIR and this failed.
 #[test]
 fn p10_planted_or_foreign_marker_is_not_a_root() {
     for who in everyone() {
@@ -117,7 +117,8 @@ fn p10_planted_or_foreign_marker_is_not_a_root() {
 
 /// P10: the walk never crosses a filesystem boundary: in a tmpfs mounted inside a project,
 /// DIR is the tmpfs's directory, not the project. Root only (mounting needs it; the run as
-/// the test user is in the same mount namespace, through setpriv).
+/// the test user is in the same mount namespace, through setpriv). With the `st_dev` check
+/// taken out, the project above the tmpfs became DIR and this failed.
 #[test]
 fn p10_walk_stays_on_one_filesystem() {
     if !is_root() {
