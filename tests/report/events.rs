@@ -176,8 +176,9 @@ fn fifo_reader(path: &Path) -> std::fs::File {
 /// snug, relayed to a payload that ignores them) holds nothing: a USR2 sent during the pause
 /// reaches the payload's trap within it, and the run then ends as usual; when the reader
 /// reads again every number is either there or counted by a `dropped` event, and the
-/// stream ends with the report. Fails without the bound (snug writing each event itself): the
-/// USR2 never reached the payload during the pause (snug blocked in write(2) on the full pipe).
+/// stream ends with the report. With emit() made to wait for the writer (as a snug writing each
+/// event itself would), the USR2 sent once the FIFO was full never reached the payload during
+/// the pause (snug blocked in write(2)) and this failed.
 #[test]
 fn o9_a_reader_that_stops_never_holds_the_run() {
     each(&|who: Who| {
@@ -202,6 +203,16 @@ fn o9_a_reader_that_stops_never_holds_the_run() {
                 std::thread::yield_now(); // EAGAIN: the queue of pending signals is full
             }
         }
+        // Once the pipe is full, a snug that wrote its events itself would block in write(2).
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&reader);
+        let unread = || {
+            let mut n: libc::c_int = 0;
+            // SAFETY: FIONREAD on this test's own FIFO end into a c_int it owns.
+            unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+            n
+        };
+        let full = crate::common::until(Duration::from_secs(2).saturating_sub(paused.elapsed()), || unread() > 60_000);
+        assert!(full, "{who:?}: the FIFO never filled ({} bytes unread, {sent} sent)", unread());
         crate::common::kill(run.pid, libc::SIGUSR2);
         let got = dir.path().join("got-usr2");
         let reached = crate::common::until(Duration::from_secs(2).saturating_sub(paused.elapsed()), || got.exists());
