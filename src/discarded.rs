@@ -131,7 +131,7 @@ impl Watch {
         let mut walk = walk::Walk::new(&self.skip);
         for r in &self.roots {
             if let Some(dir) = &r.dir {
-                walk.root(dir, &r.dest, &|p| self.place(p));
+                walk.root(dir, &r.dest, &|p| (!noise::ignored(p, &self.home)).then(|| self.place(p)));
             }
         }
         let (files, complete, mut counts) = walk.finish();
@@ -182,6 +182,11 @@ impl Watch {
             return format!("-p {profile}");
         }
         match path.strip_prefix(&self.home) {
+            // O11: never a grant that lets the payload write what the host runs.
+            Ok(rel) if rel == Path::new(".local") => {
+                format!("{HOST_RUNS} (pip's --user: a virtual environment in DIR)")
+            }
+            Ok(rel) if noise::host_runs(rel) => HOST_RUNS.to_string(),
             Ok(rel) => {
                 let tilde = format!("~/{}", rel.display());
                 let make = if file { "touch" } else { "mkdir -p" };
@@ -221,6 +226,11 @@ impl Summary {
         )
     }
 }
+
+mod noise;
+
+/// The `keep` of a place where no grant is safe (O11).
+pub const HOST_RUNS: &str = "none safe: the host runs what is there";
 
 #[cfg(test)]
 mod tests;

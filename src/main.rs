@@ -216,7 +216,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // Before the policy: a missing bwrap is 69 whatever else is wrong (R4).
     let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
-    let Resolved { mut policy, request, raw_env, net, root } = resolve(args, &cmd, &name, record)?;
+    let Resolved { mut policy, request, raw_env, net, root, worktree } = resolve(args, &cmd, &name, record)?;
     // P8: the protected paths, bound after the policy's mounts; the guard undoes the
     // placeholders and moves aside what the payload made where git reads, also on an error.
     let mut protection = protect::plan(&policy)?;
@@ -250,7 +250,8 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         let text = root::with_root(text, &policy.target, &root, args.json);
         return print(with_name(text, &name, args.json));
     };
-    if let Some(note) = cmd.first().filter(|_| !args.default_shell()).and_then(|c| c.to_str()) {
+    let quiet = args.more.quiet; // O11: -q drops notes, hints and summaries
+    if let Some(note) = cmd.first().filter(|_| !args.default_shell() && !quiet).and_then(|c| c.to_str()) {
         if let Some(note) = policy::program::other_program(note, &policy) {
             log::say!("snug: {note}");
         }
@@ -278,14 +279,22 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits, hold: policy.net };
     let outcome = launch::run(&plan, begun, on_init, record, (control, jobs))?;
     if let Some(summary) = watch.borrow().summary() {
-        log::say!("snug: {}", summary.line(&policy.home));
+        if !quiet {
+            log::say!("snug: {}", summary.line(&policy.home));
+        }
         record.discarded(summary);
     }
-    if let Some(hint) = match outcome {
-        Outcome::Status(raw) => hints::dropped_env(raw, &request.host_env, &policy.env, policy.net),
+    let cmd_words = payload_args::lossy(&cmd);
+    let hint = match outcome {
+        Outcome::Status(raw) if !quiet => {
+            hints::dropped_env(raw, &request.host_env, &policy.env, policy.net, &cmd_words)
+        }
         _ => None,
-    } {
-        log::say!("snug: {hint}");
+    };
+    // O11: a hint only after a run that failed, where it may bear on the failure.
+    let failed = !matches!(outcome, Outcome::Status(0));
+    for line in hint.iter().chain(worktree.iter().filter(|_| failed && !quiet)) {
+        log::say!("snug: {line}");
     }
     // snug exits next, and these go with its memory (the kernel closes the watch's
     // directories): freeing them one by one cost some 20 µs of every run's end (SPEC B1).
@@ -302,6 +311,8 @@ struct Resolved {
     net: Option<net::Net>,
     /// How DIR was chosen (P10), for `--dry-run`.
     root: root::Choice,
+    /// The git-worktree hint, said only if the run fails (O11).
+    worktree: Option<String>,
 }
 
 /// Profiles, the project's file and the grants into one policy, with the prompt's variables
@@ -333,9 +344,7 @@ fn resolve(
     }
     record.context().dir = Some(policy.target.clone());
     let visible = |p: &std::path::Path| policy.shows(p);
-    if let Some(line) = hints::git_worktree(&policy.target, &visible) {
-        log::say!("snug: {line}");
-    }
+    let worktree = hints::git_worktree(&policy.target, &visible);
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     if args.default_shell() {
         // The shell's prompt says it is in a sandbox and which run (O8); a profile's own wins.
@@ -348,10 +357,12 @@ fn resolve(
     }
     if !args.dry_run {
         for note in policy::create_missing(&mut policy) {
-            log::say!("snug: {note}");
+            if !args.more.quiet {
+                log::say!("snug: {note}");
+            }
         }
     }
-    Ok(Resolved { policy, request, raw_env, net, root })
+    Ok(Resolved { policy, request, raw_env, net, root, worktree })
 }
 
 /// Whether host path `p` lies in DIR or in a writable grant: where a payload could rewrite

@@ -14,6 +14,8 @@ mod pty;
 mod discarded;
 #[path = "everyday/network_env.rs"]
 mod network_env;
+#[path = "everyday/quiet.rs"]
+mod quiet;
 #[path = "everyday/shell.rs"]
 mod shell;
 

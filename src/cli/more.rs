@@ -10,6 +10,9 @@ pub struct More {
     /// Write one JSON line per event as it happens to PATH, or to descriptor N with fd:N
     #[arg(long, value_name = "PATH|fd:N", help_heading = "Runs under a harness")]
     pub events: Option<String>,
+    /// No notes, hints or summaries on stderr (the report keeps them); errors still show
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 impl More {

@@ -50,7 +50,7 @@ fn o8_summary_groups_by_place_with_the_grant_and_skips_mountpoints() {
     assert_eq!(
         got,
         vec![
-            (format!("{h}/.local"), 2, "--rw ~/.local".to_string()),
+            (format!("{h}/.local"), 2, format!("{HOST_RUNS} (pip's --user: a virtual environment in DIR)")),
             (format!("{h}/.cache/foo"), 1, "--rw ~/.cache/foo".to_string()),
             (format!("{h}/.cache/pip"), 1, "-p @python".to_string()),
             (format!("{h}/.link"), 1, "--rw ~/.link".to_string()),
@@ -62,7 +62,12 @@ fn o8_summary_groups_by_place_with_the_grant_and_skips_mountpoints() {
     assert_eq!(w.keep("/tmp/x", false), "-p @tmp-shared");
     let line = s.line(&home);
     assert!(line.starts_with("the payload wrote 5 files where the sandbox discards them"), "{line}");
-    assert!(line.contains("~/.local 2 files (keep: --rw ~/.local), ~/.cache/foo 1 file"), "{line}");
+    assert!(line.contains("~/.local 2 files (keep: none safe: the host runs"), "{line}");
+    assert!(!line.contains("--rw ~/.local"), "O11: never a grant to what the host runs: {line}");
+    // O11: no grant to ~, ~/.cargo or an rc file, whatever is there.
+    for place in ["", "/.cargo", "/.bashrc", "/.config"] {
+        assert_eq!(w.keep(&format!("{h}{place}"), false), HOST_RUNS, "{place}");
+    }
     assert!(line.ends_with(", and 1 more"), "{line}");
     w.close();
     assert_eq!(w.summary(), None, "nothing open: no summary");

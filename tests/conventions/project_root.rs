@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 /// A fresh directory under /var/tmp (not under either caller's HOME), mode 0755, root's.
 fn fresh(what: &str) -> PathBuf {
     let d = PathBuf::from(format!("/var/tmp/snug-p10-{what}-{}", marker()));
+    // A run in a pid namespace of its own reuses pids, so a failed run's tree may be there.
+    let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("mkdir");
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     d

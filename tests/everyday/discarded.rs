@@ -24,7 +24,8 @@ fn tiny_package(who: Who, dir: &Path) -> String {
 }
 
 /// O8: `pip install --user` under `-p @python` into the empty `$HOME` exits 0 as before, and
-/// now says where its files went and how to keep them (`--rw ~/.local`), on stderr and in the
+/// now says where its files went and how to keep them (a virtual environment in DIR: O11
+/// forbids `--rw ~/.local`, which holds `~/.local/bin`), on stderr and in the
 /// report's `discarded`. Control: `true` wrote nothing and says nothing.
 /// Fails without the fix: exit 0 and an empty stderr, the files gone unsaid (issue's item 1).
 #[test]
@@ -57,7 +58,12 @@ fn o8_pip_user_install_into_the_empty_home_is_summarised() {
         let line = out.err.lines().find(|l| l.contains("where the sandbox discards them")).unwrap_or_else(|| {
             panic!("{who:?}: no summary on stderr: {}", out.err);
         });
-        assert!(line.starts_with("snug: ") && line.contains("~/.local") && line.contains("--rw ~/.local"), "{line}");
+        // O11: never `--rw ~/.local` (it holds ~/.local/bin, on the host's PATH): a venv in DIR.
+        assert!(
+            line.starts_with("snug: ") && line.contains("~/.local") && line.contains("virtual environment"),
+            "{line}"
+        );
+        assert!(!line.contains("--rw ~/.local"), "{line}");
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("json");
         let local = format!("{}/.local", home.display());
@@ -65,7 +71,7 @@ fn o8_pip_user_install_into_the_empty_home_is_summarised() {
         let place = place.unwrap_or_else(|| panic!("{who:?}: no {local} in {}", v["discarded"]));
         assert!(
             place["files"].as_u64().unwrap_or(0) >= 2
-                && place["keep"].as_str().is_some_and(|k| k.contains("--rw ~/.local"))
+                && place["keep"].as_str().is_some_and(|k| k.contains("virtual environment in DIR"))
         );
         assert!(!home.join(".local").exists(), "{who:?}: the sandbox's $HOME reached the host");
 
