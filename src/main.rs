@@ -86,7 +86,8 @@ fn work() -> ! {
     // What the sandbox used and which bounds it hit, read before its cgroups go (O5); the
     // counters from the cgroups that count them (the sandbox's leaf, bounds::hits).
     let hits = bounds::hits();
-    if sink.is_some() && record.context().bounds.is_some() {
+    let hit = hits.oom_kills > Some(0) || hits.forks_refused > Some(0);
+    if (sink.is_some() || events::on() || hit) && record.context().bounds.is_some() {
         let mut usage = bounds::usage();
         usage.oom_kills = hits.oom_kills.or(usage.oom_kills);
         usage.refused_forks = hits.forks_refused.or(usage.refused_forks);
@@ -96,8 +97,8 @@ fn work() -> ! {
     // OOM killer may take bwrap or init rather than the payload: the sandbox was killed at
     // its bound, not lost by snug. It ends as a payload the OOM killer took (R3).
     let outcome = match outcome {
+        // Said by `settle`, with the bound.
         Outcome::Fail(e) if error::code_of(&e) == error::INTERNAL && hits.oom_kills > Some(0) => {
-            log::say!("snug: the OOM killer ended the sandbox at its memory bound (--memory)");
             Outcome::Signal(libc::SIGKILL)
         }
         o => o,
@@ -123,6 +124,10 @@ fn work() -> ! {
 /// useful one to keep).
 fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) -> Outcome {
     let ended_by = record.close(&outcome);
+    // K5, O5: an OOM kill or refused forks get one line, the report's reason.
+    if record.hit_bound() && (ended_by == EndedBy::Oom || !matches!(outcome, Outcome::Status(0))) {
+        log::say!("snug: {}", record.reason_line(ended_by, &outcome));
+    }
     let outcome = match outcome {
         Outcome::Status(_) | Outcome::Signal(_) if ended_by == EndedBy::Timeout => {
             // O6: a timeout is snug's decision, so it says so, once, whatever -v says.

@@ -6,6 +6,8 @@ mod common;
 
 #[path = "conventions/ci.rs"]
 mod ci;
+#[path = "conventions/end_lines.rs"]
+mod end_lines;
 #[path = "conventions/manual.rs"]
 mod manual;
 #[path = "conventions/messages.rs"]
