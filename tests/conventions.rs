@@ -6,6 +6,8 @@ mod common;
 
 #[path = "conventions/ci.rs"]
 mod ci;
+#[path = "conventions/completion_prefix.rs"]
+mod completion_prefix;
 #[path = "conventions/end_lines.rs"]
 mod end_lines;
 #[path = "conventions/manual.rs"]
