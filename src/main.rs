@@ -10,6 +10,7 @@ mod discarded;
 mod doctor;
 mod dryrun;
 mod end;
+mod env_file;
 mod error;
 mod events;
 mod hints;
@@ -221,7 +222,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // Before the policy: a missing bwrap is 69 whatever else is wrong (R4).
     let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
-    let Resolved { mut policy, request, raw_env, net, root, worktree } = resolve(args, &cmd, &name, record)?;
+    let Resolved { mut policy, request, raw_env, net, root, worktree, hidden } = resolve(args, &cmd, &name, record)?;
     // P8: the protected paths, bound after the policy's mounts; the guard undoes the
     // placeholders and moves aside what the payload made where git reads, also on an error.
     let mut protection = protect::plan(&policy)?;
@@ -250,7 +251,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     let Some(begun) = begun else {
         let mut extra: Vec<(&str, Vec<String>)> = vec![("payload", payload_args::lossy(&cmd))];
         extra.extend(net.iter().map(|n| ("pasta", n.dry_run_line())));
-        let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
+        let text = dryrun::render(mode, &env_file::hidden_in(&policy, &hidden), &argv, &extra, args.json);
         let text = with_protection(with_bounds(text, &limits, args.json), &protection, args.json);
         let text = root::with_root(text, &policy.target, &root, args.json);
         return print(with_name(text, &name, args.json));
@@ -318,6 +319,8 @@ struct Resolved {
     root: root::Choice,
     /// The git-worktree hint, said only if the run fails (O11).
     worktree: Option<String>,
+    /// Variables from `-e PATTERN` and `--env-file`, whose values `--dry-run` hides (P5).
+    hidden: Vec<String>,
 }
 
 /// Profiles, the project's file and the grants into one policy, with the prompt's variables
@@ -331,8 +334,11 @@ fn resolve(
 ) -> anyhow::Result<Resolved> {
     // `-e NAME` whose value is not text: resolution holds text, so the value is shown in
     // `--dry-run` as text and passed as the caller's bytes (R7).
-    let raw_env = policy::raw_values(&args.grants);
-    let grants = args.grants.clone();
+    // P5: `-e 'AWS_*'` and `--env-file` as plain `-e` entries; their values stay out of --dry-run.
+    let mut grants = args.grants.clone();
+    let (env, hidden) = env_file::expand(&grants.env, &args.more.env_files, &host::host_env())?;
+    grants.env = env;
+    let raw_env = policy::raw_values(&grants);
     let mut request =
         policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
     // P10: the project's root above the current directory is DIR, its `.snug.toml` applies.
@@ -367,7 +373,7 @@ fn resolve(
             }
         }
     }
-    Ok(Resolved { policy, request, raw_env, net, root, worktree })
+    Ok(Resolved { policy, request, raw_env, net, root, worktree, hidden })
 }
 
 /// Whether host path `p` lies in DIR or in a writable grant: where a payload could rewrite

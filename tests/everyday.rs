@@ -12,6 +12,8 @@ mod pty;
 
 #[path = "everyday/discarded.rs"]
 mod discarded;
+#[path = "everyday/env_patterns.rs"]
+mod env_patterns;
 #[path = "everyday/network_env.rs"]
 mod network_env;
 #[path = "everyday/quiet.rs"]

@@ -10,6 +10,9 @@ pub struct More {
     /// Write one JSON line per event as it happens to PATH, or to descriptor N with fd:N
     #[arg(long, value_name = "PATH|fd:N", help_heading = "Runs under a harness")]
     pub events: Option<String>,
+    /// Pass the variables in FILE (docker's format: NAME=VALUE or NAME a line; repeatable)
+    #[arg(long = "env-file", value_name = "FILE", help_heading = "Grants")]
+    pub env_files: Vec<std::path::PathBuf>,
     /// No notes, hints or summaries on stderr (the report keeps them); errors still show
     #[arg(short = 'q', long)]
     pub quiet: bool,
