@@ -6,6 +6,8 @@ mod common;
 
 #[path = "conventions/ci.rs"]
 mod ci;
+#[path = "conventions/ci_cancel.rs"]
+mod ci_cancel;
 #[path = "conventions/completion_prefix.rs"]
 mod completion_prefix;
 #[path = "conventions/end_lines.rs"]
