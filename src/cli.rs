@@ -135,7 +135,7 @@ impl RunArgs {
 #[derive(Parser, Debug)]
 #[command(
     name = "snug",
-    version,
+    version = more::VERSION,
     about = "Run a command in a bubblewrap sandbox: DIR writable, the rest of the system read-only or hidden",
     override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug ps [--json]\n       snug stop NAME [--now]\n       snug signal NAME SIG\n       snug exec NAME [--] [CMD [ARG]...]\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug allow [--revoke] [DIR]\n       snug completions bash|zsh|fish\n       snug manpage",
     args_conflicts_with_subcommands = true

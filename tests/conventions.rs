@@ -4,6 +4,8 @@
 
 mod common;
 
+#[path = "conventions/build.rs"]
+mod build;
 #[path = "conventions/ci.rs"]
 mod ci;
 #[path = "conventions/ci_cancel.rs"]

@@ -1,6 +1,17 @@
 //! Run options kept apart from `cli.rs`'s own definition (clap's `flatten`): where DIR comes
 //! from (SPEC P10) and the event stream (SPEC O9).
 
+/// `snug --version`: the version and how this binary was linked, so that the installed binary
+/// can be told from another build (`make build` links with musl when its target is there).
+#[cfg(target_env = "musl")]
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (static, musl)");
+/// `snug --version` (see the musl build's).
+#[cfg(all(not(target_env = "musl"), target_feature = "crt-static"))]
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (static, glibc)");
+/// `snug --version` (see the musl build's).
+#[cfg(all(not(target_env = "musl"), not(target_feature = "crt-static")))]
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (dynamic, glibc)");
+
 /// Options of a run flattened into snug's command line.
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 pub struct More {
