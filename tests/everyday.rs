@@ -14,6 +14,8 @@ mod pty;
 mod discarded;
 #[path = "everyday/env_patterns.rs"]
 mod env_patterns;
+#[path = "everyday/exec_prompt.rs"]
+mod exec_prompt;
 #[path = "everyday/network_env.rs"]
 mod network_env;
 #[path = "everyday/quiet.rs"]
