@@ -118,7 +118,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("e");
         std::fs::write(&f, "# c\n\nTOKEN=a b=c\nPASS\n").unwrap();
-        let (out, hidden) = expand(&["AWS_*".into(), "X=1".into()], &[f.clone()], &host).unwrap();
+        let (out, hidden) = expand(&["AWS_*".into(), "X=1".into()], std::slice::from_ref(&f), &host).unwrap();
         assert_eq!(out, ["TOKEN=a b=c", "PASS", "AWS_A", "AWS_B", "X=1"]);
         assert_eq!(hidden, ["TOKEN", "PASS", "AWS_A", "AWS_B"]);
         std::fs::write(&f, "BAD NAME=1\n").unwrap();

@@ -35,6 +35,6 @@ impl More {
     /// # Errors
     /// 64 for `fd:` without a descriptor number or an empty value.
     pub fn events_to(&self) -> anyhow::Result<Option<super::ReportTo>> {
-        self.events.as_deref().map(|v| super::values::events_to(v)).transpose()
+        self.events.as_deref().map(super::values::events_to).transpose()
     }
 }

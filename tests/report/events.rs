@@ -47,9 +47,12 @@ fn check_stream(ev: &[Value], report: Option<&Value>) -> Vec<String> {
     ev.iter().map(|e| e["event"].as_str().unwrap_or_default().to_string()).collect()
 }
 
+/// What a step does once the payload is ready: given snug's pid and DIR.
+type During<'a> = Option<&'a dyn Fn(u32, &Path)>;
+
 /// `snug --report D/r.json --events E/events ARGS…` as `who` in a fresh DIR; `during` runs
 /// once the payload wrote `ready` (when it is given); the exit code, the events and the report.
-fn evented(who: Who, args: &[&str], during: Option<&dyn Fn(u32, &Path)>) -> (i32, Vec<Value>, Value, String) {
+fn evented(who: Who, args: &[&str], during: During) -> (i32, Vec<Value>, Value, String) {
     let dir = workdir(who);
     let out_dir = workdir(who);
     let report = out_dir.path().join("r.json");
@@ -103,7 +106,7 @@ fn o9_every_end_of_o5_ends_the_stream_with_the_report() {
         };
         let missing = format!("no-such-command-{}", marker());
         let (handled, ignored) = (looping(true), looping(false));
-        type Case<'a> = (&'a str, Vec<&'a str>, Option<&'a dyn Fn(u32, &Path)>, &'a [&'a str]);
+        type Case<'a> = (&'a str, Vec<&'a str>, During<'a>, &'a [&'a str]);
         let cases: Vec<Case> = vec![
             ("payload", vec!["--", "sh", "-c", "exit 3"], None, &["started", "payload_started", "payload_exited"]),
             ("payload_signal", vec!["--", "sh", "-c", "kill -KILL $$"], None, &["started", "payload_exited"]),
