@@ -18,6 +18,8 @@ mod env_patterns;
 mod exec_prompt;
 #[path = "everyday/network_env.rs"]
 mod network_env;
+#[path = "everyday/pyenv_venv.rs"]
+mod pyenv_venv;
 #[path = "everyday/quiet.rs"]
 mod quiet;
 #[path = "everyday/shell.rs"]
