@@ -39,7 +39,11 @@ impl RunRecord {
     /// (SPEC L2, O5): within the grace, or torn down when the grace ran out or at once.
     /// `None` when no grace started and nothing was torn down.
     pub fn end_note(&self) -> Option<&'static str> {
+        // The payload's main process ended in the grace: what it left may still have been torn
+        // down when the grace ran out, but the payload itself did end within it.
+        let ended_in_grace = matches!((self.grace, self.payload), (Some(g), Some((t, _))) if t >= g);
         match (self.teardown, self.grace) {
+            _ if ended_in_grace => Some("the payload ended within the grace"),
             (Some(EndedBy::GraceExpired), _) => {
                 Some("the payload did not end within the grace, so snug tore the sandbox down")
             }
