@@ -126,7 +126,9 @@ fn work() -> ! {
 fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) -> Outcome {
     let ended_by = record.close(&outcome);
     // K5, O5: an OOM kill or refused forks get one line, the report's reason.
-    if record.hit_bound() && (ended_by == EndedBy::Oom || !matches!(outcome, Outcome::Status(0))) {
+    // snug's own failure already has its line (with the bound's hint where it applies).
+    let said = matches!(outcome, Outcome::Fail(_) | Outcome::Status(0)) && ended_by != EndedBy::Oom;
+    if record.hit_bound() && !said {
         log::say!("snug: {}", record.reason_line(ended_by, &outcome));
     }
     let outcome = match outcome {
