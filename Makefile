@@ -18,16 +18,21 @@ MANDIR ?= $(DATADIR)/man
 # binary alone through `cargo rustc`: proc-macro crates cannot be built with it). Either way
 # the binary lands at target/release/snug; `cargo build` and `cargo test` make a dynamic
 # one there, so `make test` runs the integration tests against a copy in target/static.
+# The choice is made when the recipe runs, not when make reads this file: `make setup install`
+# reads it before `scripts/install-deps` adds the musl target, and a choice made then built
+# twice and installed the glibc build instead of the musl one `setup` built and benchmarked.
+# `snug --version` says which build it is.
 STATIC := -C target-feature=+crt-static
 MUSL := x86_64-unknown-linux-musl
-HAVE_MUSL := $(shell d=$$(rustc --print target-libdir --target $(MUSL) 2>/dev/null) && [ -d "$$d" ] && echo yes)
 build:
-ifeq ($(HAVE_MUSL),yes)
-	$(CARGO) build --release --target $(MUSL) --bin snug
-	install -D -m 755 target/$(MUSL)/release/snug $(SNUG)
-else
-	$(CARGO) rustc --release --bin snug -- $(STATIC)
-endif
+	@if d=$$(rustc --print target-libdir --target $(MUSL) 2>/dev/null) && [ -d "$$d" ]; then \
+		echo "$(CARGO) build --release --target $(MUSL) --bin snug"; \
+		$(CARGO) build --release --target $(MUSL) --bin snug && \
+		install -D -m 755 target/$(MUSL)/release/snug $(SNUG); \
+	else \
+		echo "$(CARGO) rustc --release --bin snug -- $(STATIC)"; \
+		$(CARGO) rustc --release --bin snug -- $(STATIC); \
+	fi
 
 # Install what is missing, build, and run snug on a real command.
 setup:

@@ -30,6 +30,9 @@ pub struct Launch {
     pub masks: Vec<PathBuf>,
     /// This bwrap has `--disable-userns` (0.8.0 and later, [`has_disable_userns`]).
     pub disable_userns: bool,
+    /// Where the payload starts when not in DIR itself: the current directory inside DIR
+    /// (SPEC R1, [`crate::root::start_dir`]).
+    pub chdir: Option<PathBuf>,
 }
 
 /// Whether the bwrap binary at `path` knows `--disable-userns` (bubblewrap 0.8.0): its
@@ -135,7 +138,8 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
         // so the payload starts in an empty directory at DIR's path (SPEC R1).
         argv.extend(["--dir".to_string(), s(&policy.target)]);
     }
-    argv.extend(["--chdir".to_string(), s(&policy.target), "--".to_string()]);
+    let start = launch.chdir.as_deref().unwrap_or(&policy.target);
+    argv.extend(["--chdir".to_string(), s(start), "--".to_string()]);
     argv.push(INIT_PATH.to_string());
     argv.extend(launch.init_args.iter().cloned());
     argv
@@ -238,6 +242,7 @@ pub(crate) mod golden {
             init_args: ["--snug-init", "detached"].map(String::from).to_vec(),
             masks: vec![],
             disable_userns: true,
+            chdir: None,
         }
     }
 
@@ -376,6 +381,7 @@ mod tests {
             init_args: vec!["-c".into(), script.into()],
             masks: vec![],
             disable_userns: false,
+            chdir: None,
         };
         let argv = command_line(&policy, &launch);
         let out = std::process::Command::new(&argv[0]).args(&argv[1..]).env_clear().output().expect("run");

@@ -97,6 +97,8 @@ pub struct RunArgs {
     pub grants: Grants,
     /// `--report PATH` or `--report fd:N` (SPEC O5).
     pub report: Option<ReportTo>,
+    /// `--events PATH` or `--events fd:N` (SPEC O9).
+    pub events: Option<ReportTo>,
     /// `--timeout DURATION` (SPEC O6); `None` also for a duration of 0, as timeout(1).
     pub timeout: Option<Duration>,
     /// `--name NAME` (SPEC L1); `None`: a generated one.
@@ -111,6 +113,8 @@ pub struct RunArgs {
     pub cow: bool,
     /// `--net-allow PATTERN`, repeatable (SPEC N5).
     pub net_allow: Vec<String>,
+    /// `--here` and `--events` ([`more::More`]).
+    pub more: more::More,
 }
 
 pub use crate::policy::Grants;
@@ -137,7 +141,7 @@ impl RunArgs {
 #[derive(Parser, Debug)]
 #[command(
     name = "snug",
-    version,
+    version = more::VERSION,
     about = "Run a command in a bubblewrap sandbox: DIR writable, the rest of the system read-only or hidden",
     override_usage = "snug [OPTIONS] [DIR] [-- CMD [ARG]...]\n       snug ps [--json]\n       snug stop NAME [--now]\n       snug signal NAME SIG\n       snug exec NAME [--] [CMD [ARG]...]\n       snug diff [NAME [--stat] [PATH]...]\n       snug apply NAME [PATH]...\n       snug discard NAME\n       snug doctor\n       snug profile list\n       snug profile show NAME\n       snug allow [--revoke] [DIR]\n       snug completions bash|zsh|fish\n       snug manpage",
     args_conflicts_with_subcommands = true
@@ -186,7 +190,9 @@ struct Cli {
     /// each with :PORT or :PORT-PORT [default: 443 and 80]
     #[arg(long, value_name = "PATTERN")]
     net_allow: Vec<String>,
-    /// The writable directory and the payload's working directory [default: .]
+    #[command(flatten)]
+    more: more::More,
+    /// The writable directory [default: the project's root above, else .]
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
     /// The command to run [default: $SHELL, else /bin/sh]
@@ -384,12 +390,14 @@ where
         cmd: cli.cmd,
         grants: Grants { ro: cli.ro, rw: cli.rw, tmpfs: cli.tmpfs, env, env_bytes, unprotect: cli.protect.paths },
         report: cli.report.as_deref().map(report_to).transpose()?,
+        events: cli.more.events_to()?,
         timeout: cli.timeout.as_deref().map(duration).transpose()?.filter(|d| !d.is_zero()),
         name: cli.name,
         jobs: cli.jobs.as_deref().and_then(crate::live::Jobs::from_word).unwrap_or_default(),
         no_project: cli.no_project,
         allow_userns: cli.allow_userns,
         cow: cli.cow.cow,
+        more: cli.more,
     })))
 }
 
@@ -399,6 +407,7 @@ pub fn definition() -> clap::Command {
 }
 
 pub mod cow;
+pub mod more;
 mod unprotect;
 mod values;
 use values::{duration, report_to, usage_line};

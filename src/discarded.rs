@@ -136,7 +136,7 @@ impl Watch {
         let mut walk = walk::Walk::new(&self.skip);
         for r in &self.roots {
             if let Some(dir) = &r.dir {
-                walk.root(dir, &r.dest, &|p| self.place(p));
+                walk.root(dir, &r.dest, &|p| (!noise::ignored(p, &self.home)).then(|| self.place(p)));
             }
         }
         let (files, complete, mut counts) = walk.finish();
@@ -194,7 +194,13 @@ impl Watch {
         match path.strip_prefix(&self.home) {
             Ok(rel) => {
                 if let Some(why) = login::unsafe_to_grant(rel) {
-                    return format!("none offered: {why}");
+                    // pip's `--user` writes ~/.local: a virtual environment in DIR keeps it.
+                    let venv = if rel == Path::new(".local") {
+                        "; for pip's --user: a virtual environment in DIR"
+                    } else {
+                        ""
+                    };
+                    return format!("none offered: {why}{venv}");
                 }
                 let tilde = format!("~/{}", crate::quote::quote_bytes(rel.as_os_str().as_bytes()));
                 let make = if file { "touch" } else { "mkdir -p" };
@@ -238,6 +244,8 @@ impl Summary {
         )
     }
 }
+
+mod noise;
 
 #[cfg(test)]
 mod tests;

@@ -131,6 +131,9 @@ pub fn not_found(cmd: &str) -> String {
 /// [`not_found`] for a caller with PATH `path` and HOME `home`.
 pub fn not_found_for(cmd: &str, path: &std::ffi::OsStr, home: &str) -> String {
     let base = "command not found".to_string();
+    if cmd.contains('/') {
+        return hidden_link(cmd, home).unwrap_or(base);
+    }
     let Some(found) = on_path(cmd, path) else { return base };
     let found = found.to_string_lossy().into_owned();
     let home = home.trim_end_matches('/');
@@ -148,9 +151,48 @@ pub fn not_found_for(cmd: &str, path: &std::ffi::OsStr, home: &str) -> String {
     format!("{base} in the sandbox: it is {found}, under $HOME, which the sandbox hides; {fix}")
 }
 
+/// For a CMD given as a path that exists on the host but leads, through symlinks, under
+/// `$HOME` (a virtual environment's `bin/python3` made from pyenv's python, whose link points
+/// into the hidden `~/.pyenv`): why it is not found inside, and the profile that shows it.
+fn hidden_link(cmd: &str, home: &str) -> Option<String> {
+    let home = home.trim_end_matches('/');
+    let real = std::fs::canonicalize(cmd).ok()?;
+    let real = real.to_string_lossy();
+    if home.is_empty() || !real.starts_with(&format!("{home}/")) || !std::fs::symlink_metadata(cmd).ok()?.is_symlink() {
+        return None;
+    }
+    let fix = match crate::profiles::toolchains::profile_showing(&real, home) {
+        Some(p) => format!("add -p {p}"),
+        None => format!("add --ro {}", quote(&real)),
+    };
+    Some(format!(
+        "command not found in the sandbox: it is a symbolic link to {}, under $HOME, which the sandbox hides; {fix}",
+        quote(&real)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// O7: a venv's python3 linking into the hidden ~/.pyenv is named with the profile.
+    #[test]
+    fn o7_venv_link_into_hidden_pyenv() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("h");
+        let bin = home.join(".pyenv/versions/3.12.1/bin");
+        std::fs::create_dir_all(&bin).expect("mkdir");
+        std::fs::write(bin.join("python3.12"), "#!/bin/sh\n").expect("write");
+        let venv = dir.path().join("p/.venv/bin");
+        std::fs::create_dir_all(&venv).expect("mkdir");
+        std::os::unix::fs::symlink(bin.join("python3.12"), venv.join("python3")).expect("link");
+        let cmd = venv.join("python3");
+        let h = home.to_str().expect("utf8");
+        let got = not_found_for(cmd.to_str().expect("utf8"), std::ffi::OsStr::new("/usr/bin"), h);
+        assert!(got.contains("symbolic link to") && got.ends_with("add -p @python"), "{got}");
+        // Control: a path that is no link into $HOME is plain "command not found".
+        assert_eq!(not_found_for("/no/such/prog", std::ffi::OsStr::new("/usr/bin"), h), "command not found");
+    }
 
     #[test]
     fn o7_not_found_names_the_place_and_profile() {

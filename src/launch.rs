@@ -138,6 +138,7 @@ pub fn command_line(
         seccomp_fd: Some(SECCOMP_FD),
         init_args: init_tail(mode, jobs)[2..].to_vec(),
         masks,
+        chdir: crate::root::start_dir(&policy.target, &|p| policy.shows(p)),
     };
     Ok(bwrap::command_line(policy, &launch))
 }

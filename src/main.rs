@@ -11,7 +11,9 @@ mod discarded;
 mod doctor;
 mod dryrun;
 mod end;
+mod env_file;
 mod error;
+mod events;
 mod hints;
 mod host;
 mod init;
@@ -35,6 +37,7 @@ mod quote;
 mod relay;
 mod report;
 mod report_sink;
+mod root;
 mod seccomp;
 mod signals;
 mod stack;
@@ -85,7 +88,8 @@ fn work() -> ! {
     // What the sandbox used and which bounds it hit, read before its cgroups go (O5); the
     // counters from the cgroups that count them (the sandbox's leaf, bounds::hits).
     let hits = bounds::hits();
-    if sink.is_some() && record.context().bounds.is_some() {
+    let hit = hits.oom_kills > Some(0) || hits.forks_refused > Some(0);
+    if (sink.is_some() || events::on() || hit) && record.context().bounds.is_some() {
         let mut usage = bounds::usage();
         usage.oom_kills = hits.oom_kills.or(usage.oom_kills);
         usage.refused_forks = hits.forks_refused.or(usage.refused_forks);
@@ -95,8 +99,8 @@ fn work() -> ! {
     // OOM killer may take bwrap or init rather than the payload: the sandbox was killed at
     // its bound, not lost by snug. It ends as a payload the OOM killer took (R3).
     let outcome = match outcome {
+        // Said by `settle`, with the bound.
         Outcome::Fail(e) if error::code_of(&e) == error::INTERNAL && hits.oom_kills > Some(0) => {
-            log::say!("snug: the OOM killer ended the sandbox at its memory bound (--memory)");
             Outcome::Signal(libc::SIGKILL)
         }
         o => o,
@@ -122,6 +126,12 @@ fn work() -> ! {
 /// useful one to keep).
 fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) -> Outcome {
     let ended_by = record.close(&outcome);
+    // K5, O5: an OOM kill or refused forks get one line, the report's reason.
+    // snug's own failure already has its line (with the bound's hint where it applies).
+    let said = matches!(outcome, Outcome::Fail(_) | Outcome::Status(0)) && ended_by != EndedBy::Oom;
+    if record.hit_bound() && !said {
+        log::say!("snug: {}", record.reason_line(ended_by, &outcome));
+    }
     let outcome = match outcome {
         Outcome::Status(_) | Outcome::Signal(_) if ended_by == EndedBy::Timeout => {
             // O6: a timeout is snug's decision, so it says so, once, whatever -v says.
@@ -131,19 +141,33 @@ fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) 
         }
         o => o,
     };
-    let Some(mut sink) = sink else { return outcome };
     if let Outcome::Fail(e) = &outcome {
         record.error(error::one_line(e));
     }
-    let text = record.to_json(ended_by, &outcome);
-    let Err(e) = sink.write(&text) else { return outcome };
+    let json = (sink.is_some() || events::on()).then(|| record.to_json(ended_by, &outcome));
+    // O9: the stream's `end` carries the report; a reader that went away is R4's 74.
+    let outcome = match json.as_deref().map(events::end) {
+        Some(events::Ended::Behind) => {
+            log::say!("snug: the event stream's reader fell behind: its last events were not written");
+            outcome
+        }
+        Some(events::Ended::Broken) => unwritable(outcome, "cannot write the event stream: its reader went away"),
+        _ => outcome,
+    };
+    let (Some(mut sink), Some(json)) = (sink, json) else { return outcome };
+    let Err(e) = sink.write(&json) else { return outcome };
     if e.to_stderr {
         // O10: the report is not lost when its path cannot take it.
-        eprint!("{text}");
+        eprint!("{json}");
     }
-    let line = format!("cannot write the report to {}: {}", sink.label(), e.why);
+    unwritable(outcome, &format!("cannot write the report to {}: {}", sink.label(), e.why))
+}
+
+/// The report or the event stream could not be written at the end (R4): an exit 0 becomes 74
+/// with `line`; any other end stays, and `line` is printed.
+fn unwritable(outcome: Outcome, line: &str) -> Outcome {
     match outcome {
-        Outcome::Status(0) => Outcome::Fail(error::failure(error::REPORT, line)),
+        Outcome::Status(0) => Outcome::Fail(error::failure(error::REPORT, line.to_string())),
         o => {
             log::say!("snug: {line}");
             o
@@ -190,6 +214,9 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         *sink = Some(report::Sink::open(to, &record.first_json())?);
         record.wanted();
     }
+    if let (Some(to), false) = (&args.events, args.dry_run) {
+        events::open(to, record.start())?; // O9, opened as early as the report
+    }
     let cmd = args.command();
     if let Some(n) = &args.name {
         live::check_name(n)?;
@@ -207,7 +234,8 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // Before the policy: a missing bwrap is 69 whatever else is wrong (R4).
     let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
-    let Resolved { mut policy, request, raw_env, net, own } = resolve(args, &cmd, &name, record)?;
+    let Resolved { mut policy, request, raw_env, net, own, root, worktree, hidden } =
+        resolve(args, &cmd, &name, record)?;
     // P8: the protected paths, bound after the policy's mounts; the guard undoes the
     // placeholders and moves aside what the payload made where git reads, also on an error.
     // With --cow, DIR's protected paths are kept aside like the rest and `snug apply` writes
@@ -222,6 +250,10 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         false => Some(protect::placeholder::prepare(&mut protection, &name)?),
     };
     policy.protected = std::mem::take(&mut protection.mounts);
+    if let (Some(to), false) = (&args.events, args.dry_run) {
+        events::refuse_writable(to, &|p| writable_inside(&policy, p))?;
+        events::emit("started", run_started(record, &policy, mode, &name));
+    }
     // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).
     let runtime = live::runtime::prepare(args.dry_run);
     let found = match found {
@@ -248,11 +280,13 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
             extra.push(("cow", cow::dry_run_line(&policy.target, &name)));
         }
         extra.extend(own.iter().map(|o| ("net-allow", o.dry_run_lines())));
-        let text = dryrun::render(mode, &policy, &argv, &extra, args.json);
+        let text = dryrun::render(mode, &env_file::hidden_in(&policy, &hidden), &argv, &extra, args.json);
         let text = with_protection(with_bounds(text, &limits, args.json), &protection, args.json);
+        let text = root::with_root(text, &policy.target, &root, args.json);
         return print(with_name(text, &name, args.json));
     };
-    if let Some(note) = cmd.first().filter(|_| !args.default_shell()).and_then(|c| c.to_str()) {
+    let quiet = args.more.quiet; // O11: -q drops notes, hints and summaries
+    if let Some(note) = cmd.first().filter(|_| !args.default_shell() && !quiet).and_then(|c| c.to_str()) {
         if let Some(note) = policy::program::other_program(note, &policy) {
             log::say!("snug: {note}");
         }
@@ -294,14 +328,22 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         log::say!("snug: {line}");
     }
     if let Some(summary) = watch.borrow().summary() {
-        log::say!("snug: {}", summary.line(&policy.home));
+        if !quiet {
+            log::say!("snug: {}", summary.line(&policy.home));
+        }
         record.discarded(summary);
     }
-    if let Some(hint) = match outcome {
-        Outcome::Status(raw) => hints::dropped_env(raw, &request.host_env, &policy.env, policy.net),
+    let cmd_words = payload_args::lossy(&cmd);
+    let hint = match outcome {
+        Outcome::Status(raw) if !quiet => {
+            hints::dropped_env(raw, &request.host_env, &policy.env, policy.net, &cmd_words)
+        }
         _ => None,
-    } {
-        log::say!("snug: {hint}");
+    };
+    // O11: a hint only after a run that failed, where it may bear on the failure.
+    let failed = !matches!(outcome, Outcome::Status(0));
+    for line in hint.iter().chain(worktree.iter().filter(|_| failed && !quiet)) {
+        log::say!("snug: {line}");
     }
     // snug exits next, and these go with its memory (the kernel closes the watch's
     // directories): freeing them one by one cost some 20 µs of every run's end (SPEC B1).
@@ -318,6 +360,12 @@ struct Resolved {
     net: Option<net::Net>,
     /// A network of snug's own (`--net-allow`, N5).
     own: Option<net::own::Own>,
+    /// How DIR was chosen (P10), for `--dry-run`.
+    root: root::Choice,
+    /// The git-worktree hint, said only if the run fails (O11).
+    worktree: Option<String>,
+    /// Variables from `-e PATTERN` and `--env-file`, whose values `--dry-run` hides (P5).
+    hidden: Vec<String>,
 }
 
 /// Profiles, the project's file and the grants into one policy, with the prompt's variables
@@ -331,10 +379,16 @@ fn resolve(
 ) -> anyhow::Result<Resolved> {
     // `-e NAME` whose value is not text: resolution holds text, so the value is shown in
     // `--dry-run` as text and passed as the caller's bytes (R7).
-    let raw_env = policy::raw_values(&args.grants);
-    let grants = args.grants.clone();
-    let request =
+    // P5: `-e 'AWS_*'` and `--env-file` as plain `-e` entries; their values stay out of --dry-run.
+    let mut grants = args.grants.clone();
+    let (env, hidden) = env_file::expand(&grants.env, &args.more.env_files, &host::host_env())?;
+    grants.env = env;
+    let raw_env = policy::raw_values(&grants);
+    let mut request =
         policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
+    // P10: the project's root above the current directory is DIR, its `.snug.toml` applies.
+    let root = root::choose(args.dir.is_some(), args.more.here, &request.host_env);
+    request.dir = request.dir.take().or_else(|| root.dir());
     let mut policy = policy::resolve(&request)?;
     policy.allow_userns |= args.allow_userns;
     for (k, v) in &raw_env {
@@ -346,9 +400,7 @@ fn resolve(
     }
     record.context().dir = Some(policy.target.clone());
     let visible = |p: &std::path::Path| policy.shows(p);
-    if let Some(line) = hints::git_worktree(&policy.target, &visible) {
-        log::say!("snug: {line}");
-    }
+    let worktree = hints::git_worktree(&policy.target, &visible);
     let net = if policy.net { Some(net::Net::plan(&mut policy, args.dry_run)?) } else { None };
     let own = match net::own::allowed_for(&policy, &args.net_allow)? {
         Some(allowed) => Some(net::own::Own::plan(&mut policy, allowed, args.dry_run)?),
@@ -365,10 +417,35 @@ fn resolve(
     }
     if !args.dry_run {
         for note in policy::create_missing(&mut policy) {
-            log::say!("snug: {note}");
+            if !args.more.quiet {
+                log::say!("snug: {note}");
+            }
         }
     }
-    Ok(Resolved { policy, request, raw_env, net, own })
+    Ok(Resolved { policy, request, raw_env, net, own, root, worktree, hidden })
+}
+
+/// Whether host path `p` lies in DIR or in a writable grant: where a payload could rewrite
+/// an event stream (O9).
+fn writable_inside(policy: &policy::Policy, p: &std::path::Path) -> bool {
+    let rw = |m: &&policy::Mount| m.kind == policy::MountKind::Rw;
+    p.starts_with(&policy.target)
+        || policy.mounts.iter().filter(rw).any(|m| p.starts_with(m.src.as_deref().unwrap_or(&m.dest)))
+}
+
+/// The `started` event's fields (O9): the command, DIR, the run's name and mode, and the
+/// policy (profiles, mounts, network, the names of the variables set, never their values).
+fn run_started(record: &mut RunRecord, policy: &policy::Policy, mode: mode::Mode, name: &str) -> serde_json::Value {
+    let env: Vec<&str> = policy.env.iter().map(|(k, _)| k.as_str()).collect();
+    let ctx = record.context();
+    serde_json::json!({
+        "name": name,
+        "argv": ctx.argv,
+        "command": ctx.command,
+        "dir": policy.target,
+        "mode": mode.word(),
+        "policy": { "profiles": policy.profiles, "mounts": policy.mounts, "net": policy.net, "env": env },
+    })
 }
 
 /// The dry-run plan with the run's name (SPEC L1).

@@ -21,14 +21,23 @@ pub fn completions(shell: clap_complete::Shell) -> String {
 }
 
 /// Wraps clap's `_snug`: its own answers for the words that name profiles and runs, with
-/// bash's fallback to file and host names turned off there (`compopt`, bash(1)).
+/// bash's fallback to file and host names turned off there (`compopt`, bash(1)). bash splits
+/// `@python` at the `@` (it is in `COMP_WORDBREAKS`, for host names), so the word after `-p`
+/// is taken from the line itself, split at blanks only, and the candidates lose the part
+/// before the word bash will replace (as bash-completion's `__ltrim_colon_completions` does).
 const BASH_DYNAMIC: &str = r#"
 # Profile names after -p, live run names after stop/signal/exec, kept runs after diff/apply/discard.
 _snug_dynamic() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" snug="${COMP_WORDS[0]}"
-    if [[ $prev == -p || $prev == --profile ]]; then
+    local line="${COMP_LINE:0:COMP_POINT}" w
+    read -ra w <<<"$line"
+    [[ $line == *[[:blank:]] ]] && w+=("")
+    if (( ${#w[@]} >= 2 )) && [[ ${w[-2]} == -p || ${w[-2]} == --profile ]]; then
+        local whole="${w[-1]}"
         compopt +o default +o bashdefault 2>/dev/null
-        COMPREPLY=($(compgen -W "$("$snug" profile list --names 2>/dev/null)" -- "$cur"))
+        COMPREPLY=($(compgen -W "$("$snug" profile list --names 2>/dev/null)" -- "$whole"))
+        local head="${whole%"$cur"}"
+        COMPREPLY=("${COMPREPLY[@]#"$head"}")
         return 0
     fi
     case "${COMP_WORDS[1]}" in

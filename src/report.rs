@@ -135,6 +135,7 @@ impl RunRecord {
     pub fn timing_out(&mut self) {
         self.timed_out = Some(Instant::now());
         self.next_is_timeout = true;
+        live::timeout(self.timeout.map(|t| t.as_millis() as u64));
     }
 
     /// The run's name (L1), for the report's `name`.
@@ -145,6 +146,9 @@ impl RunRecord {
     /// `snug stop` asked this run to end (L2): its TERM (and `--now`'s second) follow as
     /// signals from the stop caller; the run ends by the stop unless the payload ended first.
     pub fn stopping(&mut self) {
+        if self.stop.is_none() {
+            live::stop_requested();
+        }
         self.stop.get_or_insert_with(Instant::now);
     }
 
@@ -162,11 +166,14 @@ impl RunRecord {
         if action == Action::Key && got.sig == libc::SIGINT {
             self.keys += 1; // init reports it as an Interrupt too
         }
-        if action == Action::RelayWithGrace && self.grace.is_none() {
+        let grace = action == Action::RelayWithGrace && self.grace.is_none();
+        let e = SignalEvent { sig: got.sig, origin, at: now - self.start, action: action.name() };
+        live::signal(&e);
+        if grace {
             self.grace = Some(now);
+            live::grace(got.sig);
         }
-        let action = action.name();
-        self.push(SignalEvent { sig: got.sig, origin, at: now - self.start, action });
+        self.push(e);
     }
 
     fn push(&mut self, e: SignalEvent) {
@@ -187,23 +194,30 @@ impl RunRecord {
         match r {
             Report::Started(_) => {
                 self.started.get_or_insert(now);
+                live::payload("payload_started", None);
             }
             Report::ExecFailed(_) => self.exec_failed = true,
             Report::Exited(st) if !self.exec_failed && self.payload.is_none() => {
-                self.payload = Some((now, st.to_raw()))
+                self.payload = Some((now, st.to_raw()));
+                live::payload("payload_exited", Some(st.to_raw()));
             }
+            Report::Stopped(sig) => live::stopped(sig.raw()),
             Report::Interrupt(_) if self.keys > 0 => self.keys -= 1,
             Report::Interrupt(_) => {
                 let at = now - self.start;
-                self.push(SignalEvent {
-                    sig: libc::SIGINT,
-                    origin: Origin::Terminal,
-                    at,
-                    action: "delivered_by_terminal",
-                });
+                let e =
+                    SignalEvent { sig: libc::SIGINT, origin: Origin::Terminal, at, action: "delivered_by_terminal" };
+                live::signal(&e);
+                self.push(e);
             }
-            Report::Empty => self.killed = Some(0),
-            Report::Leaving(n) => self.killed = n,
+            Report::Empty => {
+                self.killed = Some(0);
+                live::killed(Some(0));
+            }
+            Report::Leaving(n) => {
+                self.killed = n;
+                live::killed(n);
+            }
             _ => {}
         }
     }
@@ -219,9 +233,15 @@ impl RunRecord {
     /// wanted (see [`count_sandbox`]). The first reason stays.
     pub fn teardown(&mut self, why: EndedBy, init: Option<&Pinned>) {
         self.teardown.get_or_insert(why);
-        if let Some(n) = init.filter(|_| self.wanted).and_then(count_pinned) {
+        if let Some(n) = init.filter(|_| self.wanted || crate::events::on()).and_then(count_pinned) {
             self.killed = Some(n);
         }
+        live::teardown(why.name(), self.killed);
+    }
+
+    /// Time zero of the run (the report's and the events' `ms`).
+    pub fn start(&self) -> Instant {
+        self.start
     }
 
     /// Close the record: who ended the run, given how snug ends.
@@ -321,6 +341,7 @@ fn count_pinned(init: &Pinned) -> Option<u32> {
 
 mod context;
 mod json;
+mod live;
 mod network;
 mod reason;
 pub use context::{rfc3339, Context};

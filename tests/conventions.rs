@@ -4,14 +4,24 @@
 
 mod common;
 
+#[path = "conventions/build.rs"]
+mod build;
 #[path = "conventions/ci.rs"]
 mod ci;
+#[path = "conventions/ci_cancel.rs"]
+mod ci_cancel;
+#[path = "conventions/completion_prefix.rs"]
+mod completion_prefix;
+#[path = "conventions/end_lines.rs"]
+mod end_lines;
 #[path = "conventions/manual.rs"]
 mod manual;
 #[path = "conventions/messages.rs"]
 mod messages;
 #[path = "conventions/project.rs"]
 mod project;
+#[path = "conventions/project_root.rs"]
+mod project_root;
 
 use common::*;
 use std::path::Path;

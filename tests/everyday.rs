@@ -12,8 +12,16 @@ mod pty;
 
 #[path = "everyday/discarded.rs"]
 mod discarded;
+#[path = "everyday/env_patterns.rs"]
+mod env_patterns;
+#[path = "everyday/exec_prompt.rs"]
+mod exec_prompt;
 #[path = "everyday/network_env.rs"]
 mod network_env;
+#[path = "everyday/pyenv_venv.rs"]
+mod pyenv_venv;
+#[path = "everyday/quiet.rs"]
+mod quiet;
 #[path = "everyday/shell.rs"]
 mod shell;
 

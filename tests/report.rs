@@ -18,6 +18,8 @@ mod pty;
 
 #[path = "report/endings.rs"]
 mod endings;
+#[path = "report/events.rs"]
+mod events;
 #[path = "report/force_quit.rs"]
 mod force_quit;
 #[path = "report/forged.rs"]

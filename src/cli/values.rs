@@ -10,14 +10,23 @@ use super::ReportTo;
 
 /// `--report`'s value: `fd:N` names a descriptor, anything else a path.
 pub(super) fn report_to(v: &str) -> anyhow::Result<ReportTo> {
+    destination("--report", v)
+}
+
+/// `--events`' value (SPEC O9), read as `--report`'s.
+pub(super) fn events_to(v: &str) -> anyhow::Result<ReportTo> {
+    destination("--events", v)
+}
+
+fn destination(flag: &str, v: &str) -> anyhow::Result<ReportTo> {
     match v.strip_prefix("fd:") {
         Some(n) => n
             .parse::<i32>()
             .ok()
             .filter(|n| *n >= 0)
             .map(ReportTo::Fd)
-            .ok_or_else(|| failure(USAGE, format!("--report {v:?}: fd: needs a descriptor number, e.g. fd:3"))),
-        None if v.is_empty() => Err(failure(USAGE, "--report needs a path or fd:N")),
+            .ok_or_else(|| failure(USAGE, format!("{flag} {v:?}: fd: needs a descriptor number, e.g. fd:3"))),
+        None if v.is_empty() => Err(failure(USAGE, format!("{flag} needs a path or fd:N"))),
         None => Ok(ReportTo::Path(PathBuf::from(v))),
     }
 }

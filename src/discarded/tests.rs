@@ -49,7 +49,7 @@ fn o8_summary_groups_by_place_with_the_grant_and_skips_mountpoints() {
     assert_eq!((s.files, s.complete), (5, true), "{s:?}");
     let h = |rel: &str| home.join(rel);
     let got: Vec<(PathBuf, u64, String)> = s.places.iter().map(|p| (p.path.clone(), p.files, p.keep.clone())).collect();
-    let login = "none offered: the host runs or reads ~/.local/bin (its shell, PATH, build or login)";
+    let login = "none offered: the host runs or reads ~/.local/bin (its shell, PATH, build or login); for pip's --user: a virtual environment in DIR";
     assert_eq!(
         got,
         vec![
@@ -66,6 +66,11 @@ fn o8_summary_groups_by_place_with_the_grant_and_skips_mountpoints() {
     let line = s.line(&home);
     assert!(line.starts_with("the payload wrote 5 files where the sandbox discards them"), "{line}");
     assert!(line.contains(&format!("~/.local 2 files (keep: {login}), ~/.cache/foo 1 file")), "{line}");
+    assert!(!line.contains("--rw ~/.local"), "O11: never a grant to what the host runs: {line}");
+    // O11: no grant to ~, ~/.cargo or an rc file, whatever is there.
+    for place in ["", ".cargo", ".bashrc", ".config"] {
+        assert!(w.keep(&h(place), false).starts_with("none offered: "), "{place}");
+    }
     assert!(line.ends_with(", and 1 more"), "{line}");
     w.close();
     assert_eq!(w.summary(), None, "nothing open: no summary");

@@ -43,7 +43,8 @@ impl<'a> Walk<'a> {
 
     /// Walk the directory `root`, which is `dest` in the sandbox, counting each file under the
     /// place `place` gives for its sandbox path (and whether that place is the file itself).
-    pub(super) fn root(&mut self, root: &OwnedFd, dest: &Path, place: &dyn Fn(&Path) -> (PathBuf, bool)) {
+    /// `place` gives `None` for a file that is not counted at all (noise, O11).
+    pub(super) fn root(&mut self, root: &OwnedFd, dest: &Path, place: &dyn Fn(&Path) -> Option<(PathBuf, bool)>) {
         let Ok(dev) = fstat(root).map(|s| s.st_dev) else { return self.incomplete() };
         let Some(first) = level(root, dest.to_path_buf(), 0) else { return self.incomplete() };
         let mut stack = vec![first];
@@ -74,8 +75,10 @@ impl<'a> Walk<'a> {
                 continue;
             }
             if entry.file_type() != FileType::Directory {
-                self.files += 1;
-                *self.counts.entry(place(&path)).or_insert(0) += 1;
+                if let Some(at) = place(&path) {
+                    self.files += 1;
+                    *self.counts.entry(at).or_insert(0) += 1;
+                }
                 continue;
             }
             if depth >= MAX_DEPTH {

@@ -21,6 +21,9 @@ use std::ffi::CString;
 /// Most bytes of CMD's argv init reads from the client's memfd.
 const MAX_ARGS: u64 = 16 << 20;
 
+/// The variables a `snug exec` client may add for its shell: its prompt ([`crate::prompt`]).
+const PROMPT: [&[u8]; 2] = [b"PS1=", b"debian_chroot="];
+
 /// One exec socket and what came with it.
 struct Conn {
     sock: OwnedFd,
@@ -171,7 +174,21 @@ impl Execs {
             return Err(Errno::INVAL); // a pipe could block init; a memfd cannot
         }
         let mut spec = crate::payload_args::receive_from(args)?;
+        // The client's environment holds at most the shell's prompt (`snug exec NAME` with no
+        // CMD): kept where the run's own environment has none; anything else is dropped (L3:
+        // the run's environment).
+        let prompt: Vec<CString> = std::mem::take(&mut spec.env)
+            .into_iter()
+            .filter(|e| spec.argv.is_empty() && PROMPT.iter().any(|p| e.as_bytes().starts_with(p)))
+            .filter(|e| {
+                !self
+                    .env
+                    .iter()
+                    .any(|o| o.as_bytes().split(|b| *b == b'=').next() == e.as_bytes().split(|b| *b == b'=').next())
+            })
+            .collect();
         spec.env.clone_from(&self.env);
+        spec.env.extend(prompt);
         spec.closed = 0;
         if spec.argv.is_empty() {
             let shell = spec.var("SHELL").filter(|s| !s.is_empty()).unwrap_or(b"/bin/sh").to_vec();

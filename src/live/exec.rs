@@ -44,7 +44,16 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
         }
     };
     let sock = fds.pop().ok_or_else(|| failure(INTERNAL, format!("{name}: no exec socket in the answer")))?;
-    let args = crate::payload_args::memfd(cmd, &[])?;
+    // The shell gets the run's prompt, as the run's own shell does (R1, O8); init keeps only
+    // these variables of the client's, and only when the run set none of its own.
+    let prompt = match cmd.is_empty() {
+        true => {
+            let shell = std::env::var_os("SHELL").filter(|s| !s.is_empty()).unwrap_or_else(|| "/bin/sh".into());
+            crate::prompt::env_for(std::path::Path::new(&shell), name, rustix::process::geteuid().is_root())
+        }
+        false => Vec::new(),
+    };
+    let args = crate::payload_args::memfd(cmd, &prompt)?;
     // At a terminal CMD gets a pty of its own, as a run's payload does (L3, T11): each of fds
     // 0–2 that is the caller's terminal becomes its slave; pipes and files stay as they are.
     let tty = crate::tty::CallerTty::open();

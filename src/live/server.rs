@@ -291,8 +291,12 @@ impl Server {
     }
 
     /// Tell every stop caller how the run ended (just before snug exits) and remove the socket.
-    pub fn finish(self, outcome: &crate::end::Outcome) {
-        let text = format!("end {}", wire::end_text(outcome));
+    /// `note`: how a run asked to end did end ([`crate::report::RunRecord::end_note`]).
+    pub fn finish(self, outcome: &crate::end::Outcome, note: Option<&str>) {
+        let text = match note {
+            Some(n) => format!("end {} ({n})", wire::end_text(outcome)),
+            None => format!("end {}", wire::end_text(outcome)),
+        };
         for c in self.conns.iter().filter(|c| c.waiting) {
             let _ = socket::send(c.fd.as_fd(), text.as_bytes(), &[]);
         }

@@ -63,9 +63,11 @@ pub fn end_text(outcome: &crate::end::Outcome) -> String {
 /// [`end_text`] in words for people: `exited 7`, `killed by SIGTERM`, `failed (70): …`.
 pub fn end_words(text: &str) -> String {
     let mut w = text.splitn(3, ' ');
+    // After an exit or a signal, how a run asked to end did end: `(… within the grace)`.
+    let note = |rest: Option<&str>| rest.map(|r| format!(" {r}")).unwrap_or_default();
     match (w.next(), w.next().and_then(|n| n.parse::<i32>().ok()), w.next()) {
-        (Some("exit"), Some(n), _) => format!("exited {n}"),
-        (Some("signal"), Some(n), _) => format!("killed by {}", crate::signals::signame(n)),
+        (Some("exit"), Some(n), rest) => format!("exited {n}{}", note(rest)),
+        (Some("signal"), Some(n), rest) => format!("killed by {}{}", crate::signals::signame(n), note(rest)),
         (Some("fail"), Some(n), rest) => format!("failed (exit {n}): {}", rest.unwrap_or("")),
         _ => format!("ended ({text})"),
     }
@@ -81,5 +83,7 @@ mod tests {
         assert_eq!(value(b"X12", EXITED), None);
         assert_eq!(end_words("exit 7"), "exited 7");
         assert_eq!(end_words("signal 15"), "killed by SIGTERM");
+        let torn = "signal 15 (the payload did not end within the grace, so snug tore the sandbox down)";
+        assert_eq!(end_words(torn), format!("killed by SIGTERM {}", &torn[10..]));
     }
 }

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::{EndedBy, Origin, Outcome, RunRecord, SCHEMA};
+use super::{EndedBy, Origin, Outcome, RunRecord, SignalEvent, SCHEMA};
 use crate::quote::text::{Text, Texts};
 
 impl RunRecord {
@@ -13,20 +13,7 @@ impl RunRecord {
     pub fn to_json(&self, ended_by: EndedBy, outcome: &Outcome) -> String {
         let ms = |d: Duration| d.as_millis() as u64;
         let end = self.end.unwrap_or_else(Instant::now);
-        let signals = self
-            .signals
-            .iter()
-            .map(|s| {
-                let (origin, pid) = match s.origin {
-                    Origin::Terminal => ("terminal", None),
-                    Origin::Process(p) => ("process", Some(p).filter(|p| *p > 0)),
-                    Origin::Timeout => ("timeout", None),
-                };
-                let relayed = matches!(s.action, "relay" | "relay_with_grace" | "key");
-                let name = short_name(s.sig);
-                SignalOut { name, number: s.sig, origin, pid, ms: ms(s.at), relayed, action: s.action }
-            })
-            .collect();
+        let signals = self.signals.iter().map(signal_out).collect();
         let payload_end = self.payload.map(|(t, _)| t).unwrap_or(end);
         let out = ReportOut {
             schema: SCHEMA,
@@ -122,6 +109,18 @@ struct FirstOut<'a> {
     started_at: String,
 }
 
+/// One entry of the report's `signals`, also the fields of a `signal` event (SPEC O9).
+pub(super) fn signal_out(s: &SignalEvent) -> SignalOut {
+    let (origin, pid) = match s.origin {
+        Origin::Terminal => ("terminal", None),
+        Origin::Process(p) => ("process", Some(p).filter(|p| *p > 0)),
+        Origin::Timeout => ("timeout", None),
+    };
+    let relayed = matches!(s.action, "relay" | "relay_with_grace" | "key");
+    let name = short_name(s.sig);
+    SignalOut { name, number: s.sig, origin, pid, ms: s.at.as_millis() as u64, relayed, action: s.action }
+}
+
 /// The report's JSON, field by field (README.md, "Reports").
 #[derive(Serialize)]
 struct ReportOut<'a> {
@@ -181,7 +180,7 @@ struct BoundsHit {
 }
 
 #[derive(Serialize)]
-struct SignalOut {
+pub(super) struct SignalOut {
     name: String,
     number: i32,
     origin: &'static str,
@@ -202,14 +201,14 @@ struct Durations {
 /// `{"code": N}` or `{"signal": "TERM", "number": 15}`.
 #[derive(Serialize)]
 #[serde(untagged)]
-enum Status {
+pub(super) enum Status {
     Code { code: i32 },
     Signal { signal: String, number: i32 },
 }
 
 impl Status {
     /// From a raw wait status.
-    fn of(raw: i32) -> Status {
+    pub(super) fn of(raw: i32) -> Status {
         if libc::WIFSIGNALED(raw) {
             Status::signal(libc::WTERMSIG(raw))
         } else {

@@ -35,6 +35,35 @@ impl RunRecord {
         }
     }
 
+    /// How a run that was asked to end did end, for `snug stop`'s answer and the reason
+    /// (SPEC L2, O5): within the grace, or torn down when the grace ran out or at once.
+    /// `None` when no grace started and nothing was torn down.
+    pub fn end_note(&self) -> Option<&'static str> {
+        // The payload's main process ended in the grace: what it left may still have been torn
+        // down when the grace ran out, but the payload itself did end within it.
+        let ended_in_grace = matches!((self.grace, self.payload), (Some(g), Some((t, _))) if t >= g);
+        match (self.teardown, self.grace) {
+            _ if ended_in_grace => Some("the payload ended within the grace"),
+            (Some(EndedBy::GraceExpired), _) => {
+                Some("the payload did not end within the grace, so snug tore the sandbox down")
+            }
+            (Some(_), _) => Some("snug tore the sandbox down at once"),
+            (None, Some(_)) => Some("the payload ended within the grace"),
+            (None, None) => None,
+        }
+    }
+
+    /// Whether the sandbox hit a bound (an OOM kill, a refused fork): the end's one line
+    /// (SPEC K5, O5) is then the reason.
+    pub fn hit_bound(&self) -> bool {
+        self.context.usage.as_ref().is_some_and(|u| u.oom_kills > Some(0) || u.refused_forks > Some(0))
+    }
+
+    /// One line in plain words: who ended the run, how the payload ended, and a bound it hit.
+    pub fn reason_line(&self, ended_by: EndedBy, outcome: &Outcome) -> String {
+        self.reason(ended_by, outcome)
+    }
+
     /// One line in plain words: who ended the run, how the payload ended, and a bound it hit.
     pub(super) fn reason(&self, ended_by: EndedBy, outcome: &Outcome) -> String {
         let payload = self.payload.map(|(_, st)| status(st));
@@ -61,7 +90,10 @@ impl RunRecord {
                 let then = payload.map(|p| format!(" (the payload then {p})")).unwrap_or_default();
                 format!("the timeout ({t}) ended the run{then}: exit 124")
             }
-            EndedBy::Stop => "snug stop ended the run".into(),
+            EndedBy::Stop => match self.end_note() {
+                Some(note) => format!("snug stop ended the run: {note}"),
+                None => "snug stop ended the run".into(),
+            },
             EndedBy::SnugError => {
                 let code = match outcome {
                     Outcome::Fail(e) => format!(" (exit {})", crate::error::code_of(e)),

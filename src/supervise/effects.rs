@@ -102,8 +102,14 @@ impl Supervisor {
                 "relayed the terminal's {} to the payload's process group (the hand-over is deferred)",
                 signame(s.raw())
             ),
-            Order::Stop => log!("stopping every sandbox process before snug stops"),
-            Order::Continue(how) => log!("continued the sandbox ({how:?})"),
+            Order::Stop => {
+                log!("stopping every sandbox process before snug stops");
+                crate::events::emit("sandbox_stopped", serde_json::json!({}));
+            }
+            Order::Continue(how) => {
+                log!("continued the sandbox ({how:?})");
+                crate::events::emit("sandbox_continued", serde_json::json!({ "how": format!("{how:?}") }));
+            }
             Order::Front(true) => {
                 log!("hand-over: the payload holds its terminal's foreground; snug copies the caller's keys")
             }

@@ -72,7 +72,7 @@ impl Supervisor {
     /// Tell stop callers how the run ended and remove the socket.
     pub(super) fn finish_control(&mut self, outcome: &super::Outcome) {
         if let Some(s) = self.control.take() {
-            s.finish(outcome);
+            s.finish(outcome, self.record.end_note());
         }
     }
 }

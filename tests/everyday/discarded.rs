@@ -24,8 +24,8 @@ fn tiny_package(who: Who, dir: &Path) -> String {
 }
 
 /// O8: `pip install --user` under `-p @python` into the empty `$HOME` exits 0 as before, and
-/// now says where its files went, and that no grant is offered for them (`~/.local` holds
-/// `~/.local/bin`, which the host runs: O11), on stderr and in the
+/// now says where its files went and that no grant is offered for them (`~/.local` holds
+/// `~/.local/bin`, which the host runs: O11) but a virtual environment in DIR, on stderr and in the
 /// report's `discarded`. Control: `true` wrote nothing and says nothing.
 /// Fails without the fix: exit 0 and an empty stderr, the files gone unsaid (issue's item 1).
 #[test]
@@ -58,7 +58,14 @@ fn o8_pip_user_install_into_the_empty_home_is_summarised() {
         let line = out.err.lines().find(|l| l.contains("where the sandbox discards them")).unwrap_or_else(|| {
             panic!("{who:?}: no summary on stderr: {}", out.err);
         });
-        assert!(line.starts_with("snug: ") && line.contains("~/.local") && line.contains("none offered"), "{line}");
+        // O11: never `--rw ~/.local` (it holds ~/.local/bin, on the host's PATH): a venv in DIR.
+        assert!(
+            line.starts_with("snug: ")
+                && line.contains("~/.local")
+                && line.contains("none offered")
+                && line.contains("virtual environment"),
+            "{line}"
+        );
         assert!(!line.contains("--rw ~/.local"), "{who:?}: O11: {line}");
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("json");
@@ -67,7 +74,9 @@ fn o8_pip_user_install_into_the_empty_home_is_summarised() {
         let place = place.unwrap_or_else(|| panic!("{who:?}: no {local} in {}", v["discarded"]));
         assert!(
             place["files"].as_u64().unwrap_or(0) >= 2
-                && place["keep"].as_str().is_some_and(|k| k.starts_with("none offered"))
+                && place["keep"]
+                    .as_str()
+                    .is_some_and(|k| k.starts_with("none offered") && k.contains("virtual environment in DIR"))
         );
         assert!(!home.join(".local").exists(), "{who:?}: the sandbox's $HOME reached the host");
 

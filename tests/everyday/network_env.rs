@@ -54,10 +54,11 @@ fn p1_tz_passes_by_default() {
     });
 }
 
-/// The `-e` hint: a payload that fails while the caller's `https_proxy` was left out gets one
-/// line naming it and `-p @net`; the same payload succeeding, or failing with the variable
-/// passed (`-e https_proxy`), or failing without any such variable, gets none.
-/// Fails without the fix: no hint line.
+/// The `-e` hint: a payload that fetches (a URL among its words) and fails while the caller's
+/// `https_proxy` was left out gets one line naming it and `-p @net`; the same payload
+/// succeeding, or failing with the variable passed (`-e https_proxy`), or failing without any
+/// such variable, gets none; nor does a failing command that fetches nothing (O11), nor any
+/// run under `-q`. Fails without the fix: no hint line.
 #[test]
 fn n1_dropped_proxy_variable_hint_after_a_failure_only() {
     each(&|who: Who| {
@@ -66,13 +67,16 @@ fn n1_dropped_proxy_variable_hint_after_a_failure_only() {
         let env = [("https_proxy", "http://proxy.invalid:3128")];
         let hint =
             "snug: hint: the sandbox has no network and left out https_proxy from your environment; -p @net gives";
-        let failed = run(&mut snug_with(who, dir.path(), &home, &env, &["--", "sh", "-c", "exit 3"]));
+        let fetch = ": https://example.invalid/pkg.tar.gz; exit 3";
+        let failed = run(&mut snug_with(who, dir.path(), &home, &env, &["--", "sh", "-c", fetch]));
         assert_eq!(code(failed.status), 3);
         assert!(failed.err.starts_with(hint) && failed.err.lines().count() == 1, "{who:?}: {:?}", failed.err);
         for (env, args) in [
             (&env[..], &["--", "true"][..]),
-            (&env[..], &["-e", "https_proxy", "--", "sh", "-c", "exit 3"][..]),
-            (&[][..], &["--", "sh", "-c", "exit 3"][..]),
+            (&env[..], &["-e", "https_proxy", "--", "sh", "-c", fetch][..]),
+            (&[][..], &["--", "sh", "-c", fetch][..]),
+            (&env[..], &["--", "sh", "-c", "exit 3"][..]),
+            (&env[..], &["-q", "--", "sh", "-c", fetch][..]),
         ] {
             let out = run(&mut snug_with(who, dir.path(), &home, env, args));
             assert_eq!(out.err, "", "{who:?}: {args:?}");

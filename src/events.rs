@@ -1,0 +1,254 @@
+//! `--events PATH|fd:N` (SPEC O9): one JSON line per event as it happens, numbered (`seq`,
+//! from 1) with milliseconds since snug started (`ms`) and the event's name (`event`), then
+//! its fields. The fields of an event name things as the report does (README.md, "Reports"
+//! and "Events"); the last event, `end`, carries the whole report.
+//!
+//! A reader that stops reading never holds the run: [`emit`] only queues a line (at most
+//! [`BOUND`]) for a writer thread of the stream's own, which alone may block in write(2).
+//! Past the bound an event is dropped but still numbered; the next event that fits is
+//! preceded by one `dropped` event with the count, so the numbering shows the gap. Lines are
+//! written in the order they were numbered, never reordered.
+//!
+//! Anything in snug may emit: `events::emit("net", json!({...}))`; nothing happens when no
+//! stream was asked for.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::error::{failure, REPORT, USAGE};
+use crate::report_sink::ReportTo;
+
+/// Most lines queued for the writer; past it events are dropped and counted.
+pub const BOUND: usize = 1024;
+
+/// How long snug's end waits for a reader to take the queued lines, `end` included: a reader
+/// that stopped reading costs snug's exit at most this.
+pub const FINAL_WAIT: Duration = Duration::from_millis(250);
+
+struct Queue {
+    lines: VecDeque<String>,
+    seq: u64,
+    dropped: u64,
+    /// The writer is writing a batch it took off the queue.
+    busy: bool,
+    /// A write failed: the reader is gone; further events are not queued.
+    broken: bool,
+}
+
+struct Stream {
+    start: Instant,
+    queue: Mutex<Queue>,
+    /// Signalled when a line is queued (for the writer) and when the queue drains (for [`end`]).
+    changed: Condvar,
+}
+
+static STREAM: OnceLock<Stream> = OnceLock::new();
+
+/// Whether an event stream is open: for callers whose fields cost something to gather.
+pub fn on() -> bool {
+    STREAM.get().is_some()
+}
+
+/// A path inside DIR or inside any writable grant is refused (SPEC O9): the payload could
+/// rewrite it. `writable` says whether a host path is writable inside. Checked once the
+/// policy is known, before the payload starts.
+///
+/// # Errors
+/// 64 naming the path.
+pub fn refuse_writable(to: &ReportTo, writable: &dyn Fn(&Path) -> bool) -> anyhow::Result<()> {
+    let ReportTo::Path(p) = to else { return Ok(()) };
+    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let at = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+    if writable(&at.join(p.file_name().unwrap_or_default())) {
+        let why = "it lies where the sandbox can write (the payload could rewrite it)";
+        return Err(failure(USAGE, format!("--events {}: {why}; use a path outside or fd:N", p.display())));
+    }
+    Ok(())
+}
+
+/// Open the stream (SPEC O9) with time zero `start` (the run's, as the report's `ms`), first
+/// thing in a run as the report is, so that snug's own early failures still end it.
+///
+/// # Errors
+/// 74 when it cannot be opened for writing; 71 when its writer thread cannot start.
+pub fn open(to: &ReportTo, start: Instant) -> anyhow::Result<()> {
+    let file = match to {
+        ReportTo::Path(p) => {
+            let label = p.display().to_string();
+            open_path(p).map_err(|e| cannot(&label, e))?
+        }
+        ReportTo::Fd(n) => {
+            let label = format!("fd:{n}");
+            // A close-on-exec copy: no sandbox process inherits it (as --report's).
+            let fd = crate::sys::fd::inherited(*n).ok_or_else(|| ebadf(&label))?;
+            let fl = rustix::fs::fcntl_getfl(fd).map_err(|_| ebadf(&label))?;
+            if fl & rustix::fs::OFlags::RWMODE == rustix::fs::OFlags::RDONLY {
+                return Err(failure(REPORT, format!("cannot write events to {label}: not open for writing")));
+            }
+            if *n > 2 {
+                let _ = rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC);
+            }
+            File::from(rustix::io::fcntl_dupfd_cloexec(fd, 10).map_err(|_| ebadf(&label))?)
+        }
+    };
+    let stream = Stream {
+        start,
+        queue: Mutex::new(Queue { lines: VecDeque::new(), seq: 0, dropped: 0, busy: false, broken: false }),
+        changed: Condvar::new(),
+    };
+    if STREAM.set(stream).is_err() {
+        return Ok(());
+    }
+    // The writer starts with every signal blocked, so that snug's signals stay queued for its
+    // signalfd (signalfd(2): a signal unblocked in any thread may be delivered there).
+    let before = sigseal::set_mask(libc::SIG_BLOCK, u64::MAX).ok();
+    let spawned = std::thread::Builder::new().name("events".into()).stack_size(64 << 10).spawn(move || writer(file));
+    if let Some(mask) = before {
+        let _ = sigseal::set_mask(libc::SIG_SETMASK, mask);
+    }
+    spawned.map(drop).map_err(|e| failure(crate::error::OS_ERROR, format!("cannot start the event writer: {e}")))
+}
+
+/// Queue event `kind` with `fields` (a JSON object; anything else is put under `value`).
+/// Never blocks on the reader.
+pub fn emit(kind: &str, fields: Value) {
+    let Some(s) = STREAM.get() else { return };
+    let ms = s.start.elapsed().as_millis();
+    let mut q = s.queue.lock().unwrap_or_else(|p| p.into_inner());
+    if q.broken {
+        return;
+    }
+    q.seq += 1;
+    let need = if q.dropped > 0 { 2 } else { 1 };
+    if kind != "end" && q.lines.len() + need > BOUND {
+        q.dropped += 1;
+        return;
+    }
+    if q.dropped > 0 {
+        // The gap's own event, numbered after the events it counts (O9).
+        let count = std::mem::take(&mut q.dropped);
+        let seq = q.seq;
+        q.lines.push_back(line(seq, ms, "dropped", serde_json::json!({ "count": count })));
+        q.seq += 1;
+    }
+    let seq = q.seq;
+    q.lines.push_back(line(seq, ms, kind, fields));
+    drop(q);
+    s.changed.notify_all();
+}
+
+/// How the stream ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// No stream, or every line was written.
+    Written,
+    /// The reader had not taken every line after [`FINAL_WAIT`]: the rest is lost.
+    Behind,
+    /// A write failed (the reader went away): the stream could not be written (R4's 74).
+    Broken,
+}
+
+/// The last event, `end`, with `report` (the report's object) as its fields; then wait up to
+/// [`FINAL_WAIT`] for the writer to hand every queued line to the reader.
+pub fn end(report: &str) -> Ended {
+    let Some(s) = STREAM.get() else { return Ended::Written };
+    let fields = serde_json::from_str(report).unwrap_or(Value::Null);
+    emit("end", fields);
+    let deadline = Instant::now() + FINAL_WAIT;
+    let mut q = s.queue.lock().unwrap_or_else(|p| p.into_inner());
+    while (!q.lines.is_empty() || q.busy) && !q.broken {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ended::Behind;
+        }
+        q = s.changed.wait_timeout(q, left).unwrap_or_else(|p| p.into_inner()).0;
+    }
+    if q.broken {
+        Ended::Broken
+    } else {
+        Ended::Written
+    }
+}
+
+/// One line: `seq`, `ms` and `event` first, then the fields.
+fn line(seq: u64, ms: u128, kind: &str, fields: Value) -> String {
+    let head = format!("{{\"seq\":{seq},\"ms\":{ms},\"event\":{}", Value::from(kind));
+    let body = match fields {
+        Value::Object(m) if m.is_empty() => String::new(),
+        Value::Object(m) => {
+            let text = Value::Object(m).to_string();
+            format!(",{}", &text[1..text.len() - 1])
+        }
+        Value::Null => String::new(),
+        other => format!(",\"value\":{other}"),
+    };
+    format!("{head}{body}}}\n")
+}
+
+/// The writer thread: take what is queued, write it, until a write fails.
+fn writer(mut file: File) {
+    let Some(s) = STREAM.get() else { return };
+    loop {
+        let batch: String = {
+            let mut q = s.queue.lock().unwrap_or_else(|p| p.into_inner());
+            q.busy = false;
+            s.changed.notify_all();
+            while q.lines.is_empty() {
+                q = s.changed.wait(q).unwrap_or_else(|p| p.into_inner());
+            }
+            q.busy = true;
+            q.lines.drain(..).collect()
+        };
+        if file.write_all(batch.as_bytes()).is_err() {
+            let mut q = s.queue.lock().unwrap_or_else(|p| p.into_inner());
+            q.broken = true;
+            q.lines.clear();
+            s.changed.notify_all();
+            return;
+        }
+    }
+}
+
+/// Create or truncate `p` for writing. A FIFO is opened without waiting for a reader
+/// (ENXIO when there is none), then made blocking again for the writer.
+fn open_path(p: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(p)?;
+    let fl = rustix::fs::fcntl_getfl(&file)?;
+    rustix::fs::fcntl_setfl(&file, fl - rustix::fs::OFlags::NONBLOCK)?;
+    Ok(file)
+}
+
+fn cannot(label: &str, e: std::io::Error) -> anyhow::Error {
+    let why = crate::error::strerror(e.raw_os_error().unwrap_or(libc::EIO));
+    failure(REPORT, format!("cannot write events to {label}: {why}"))
+}
+
+fn ebadf(label: &str) -> anyhow::Error {
+    failure(REPORT, format!("cannot write events to {label}: {}", crate::error::strerror(libc::EBADF)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line;
+    use serde_json::json;
+
+    #[test]
+    fn o9_line_puts_seq_ms_and_event_first() {
+        assert_eq!(line(3, 17, "grace", json!({})), "{\"seq\":3,\"ms\":17,\"event\":\"grace\"}\n");
+        let l = line(4, 20, "signal", json!({"name": "TERM"}));
+        assert_eq!(l, "{\"seq\":4,\"ms\":20,\"event\":\"signal\",\"name\":\"TERM\"}\n");
+    }
+}
