@@ -16,13 +16,14 @@ fn p5_env_patterns_and_env_file() {
         let home = fresh_dir(who, "home");
         let file = home.join("job.env");
         std::fs::write(&file, "# the job's\nTOKEN=s3cret value\n\nPASSME\n").expect("write");
-        let env = [("AWS_A", "a1"), ("AWS_B", "b2"), ("OTHER", "o"), ("PASSME", "p")];
+        // Values no dry-run line could hold by chance (a cgroup path is hex).
+        let env = [("AWS_A", "aws-value-one"), ("AWS_B", "aws-value-two"), ("OTHER", "o"), ("PASSME", "p")];
         let f = file.to_str().unwrap();
         let probe = ["--", "sh", "-c", "echo \"$AWS_A|$AWS_B|$TOKEN|$PASSME|$OTHER\""];
         let mut args = vec!["-e", "AWS_*", "--env-file", f];
         args.extend(probe);
         let out = run(&mut snug_with(who, dir.path(), &home, &env, &args));
-        assert_eq!((code(out.status), out.out.as_str()), (0, "a1|b2|s3cret value|p|\n"), "{who:?}: {}", out.err);
+        assert_eq!((code(out.status), out.out.as_str()), (0, "aws-value-one|aws-value-two|s3cret value|p|\n"), "{who:?}: {}", out.err);
 
         let plan =
             run(&mut snug_with(who, dir.path(), &home, &env, &["-n", "-e", "AWS_*", "--env-file", f, "--", "true"]));
@@ -30,7 +31,7 @@ fn p5_env_patterns_and_env_file() {
         for name in ["AWS_A", "AWS_B", "TOKEN", "PASSME"] {
             assert!(plan.out.contains(&format!("  {name}='(hidden)'\n")), "{who:?}: {name}: {}", plan.out);
         }
-        for value in ["a1", "b2", "s3cret"] {
+        for value in ["aws-value-one", "aws-value-two", "s3cret"] {
             assert!(!plan.out.contains(value), "{who:?}: {value} shown: {}", plan.out);
         }
         let out = run(&mut snug_with(who, dir.path(), &home, &env, &probe));
