@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use crate::policy::{Mount, MountKind, Policy};
 
+mod known;
+pub use known::{has_bind_fd, has_disable_userns, known, NO_BIND_FD};
+
 /// Where snug's own executable is bound inside the sandbox and run as its init (pid 1).
 pub const INIT_PATH: &str = "/run/snug/init";
 
@@ -33,38 +36,9 @@ pub struct Launch {
     /// Where the payload starts when not in DIR itself: the current directory inside DIR
     /// (SPEC R1, [`crate::root::start_dir`]).
     pub chdir: Option<PathBuf>,
-}
-
-/// Whether the bwrap binary at `path` knows `--disable-userns` (bubblewrap 0.8.0): its
-/// option table names it. Read from the file rather than asked with `--help`, which would
-/// cost a fork and exec on every start; a bwrap that cannot be read counts as lacking it.
-pub fn has_disable_userns(path: &Path) -> bool {
-    use std::io::Read;
-    const NEEDLE: &[u8] = b"--disable-userns";
-    let Ok(mut file) = std::fs::File::open(path) else { return false };
-    // In chunks through one buffer (the file is ~70 KiB): no growing heap copy of it, whose
-    // reallocations, page faults and trim on free cost about 0.1 ms of every start (SPEC B1).
-    // The last NEEDLE.len() - 1 bytes of a chunk are kept in front of the next one.
-    let mut buf = [0u8; 16 << 10];
-    let (mut kept, mut total) = (0, 0usize);
-    while total < 16 << 20 {
-        let n = match file.read(&mut buf[kept..]) {
-            Ok(0) => return false,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return false,
-        };
-        let end = kept + n;
-        // The first two bytes inline before the slice comparison: a memcmp call at each
-        // offset would cost more than the read.
-        if buf[..end].windows(NEEDLE.len()).any(|w| w[..2] == NEEDLE[..2] && w == NEEDLE) {
-            return true;
-        }
-        total += n;
-        kept = (NEEDLE.len() - 1).min(end);
-        buf.copy_within(end - kept..end, 0);
-    }
-    false
+    /// For each of the policy's mounts, in order, the descriptor bwrap binds it from
+    /// (`--bind-fd`, `--ro-bind-fd`; SPEC P7, [`crate::grant_fd`]); empty or `None`: the path.
+    pub bind_fds: Vec<Option<i32>>,
 }
 
 /// The namespace and privilege options, before the environment and mounts. Each
@@ -104,19 +78,26 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
         argv.push("--disable-userns".to_string());
     }
     // The protected paths' mounts after every policy mount, so that none covers them (SPEC P8).
-    for m in policy.mounts.iter().chain(&policy.protected) {
-        let src = m.src.as_deref().map(s).unwrap_or_default();
+    // A policy mount snug opened is bound from its descriptor (SPEC P7); `bind_fds` covers
+    // `policy.mounts` only, so the protected ones keep their paths.
+    for (i, m) in policy.mounts.iter().chain(&policy.protected).enumerate() {
+        let fd = launch.bind_fds.get(i).copied().flatten();
+        let src = fd.map(|fd| fd.to_string()).or_else(|| m.src.as_deref().map(s)).unwrap_or_default();
         let dest = s(&m.dest);
-        let words: Vec<String> = match m.kind {
+        let words: Vec<String> = match (m.kind, fd) {
+            (MountKind::Ro, Some(_)) => vec!["--ro-bind-fd".into(), src, dest],
+            (MountKind::Rw, Some(_)) => vec!["--bind-fd".into(), src, dest],
             // A placeholder is made just before bwrap runs (SPEC P8); `-try` keeps a pasted
             // `--dry-run` line, for which none was made, runnable.
-            MountKind::Ro if m.profile == crate::protect::PLACEHOLDER => vec!["--ro-bind-try".into(), src, dest],
-            MountKind::Ro => vec!["--ro-bind".into(), src, dest],
-            MountKind::Rw => vec!["--bind".into(), src, dest],
-            MountKind::Tmpfs => vec!["--tmpfs".into(), dest],
-            MountKind::Symlink => vec!["--symlink".into(), src, dest],
-            MountKind::Dev => vec!["--dev".into(), dest],
-            MountKind::Proc => vec!["--proc".into(), dest],
+            (MountKind::Ro, None) if m.profile == crate::protect::PLACEHOLDER => {
+                vec!["--ro-bind-try".into(), src, dest]
+            }
+            (MountKind::Ro, None) => vec!["--ro-bind".into(), src, dest],
+            (MountKind::Rw, None) => vec!["--bind".into(), src, dest],
+            (MountKind::Tmpfs, _) => vec!["--tmpfs".into(), dest],
+            (MountKind::Symlink, _) => vec!["--symlink".into(), src, dest],
+            (MountKind::Dev, _) => vec!["--dev".into(), dest],
+            (MountKind::Proc, _) => vec!["--proc".into(), dest],
         };
         argv.extend(words);
     }
@@ -243,6 +224,7 @@ pub(crate) mod golden {
             masks: vec![],
             disable_userns: true,
             chdir: None,
+            bind_fds: vec![],
         }
     }
 
@@ -314,26 +296,21 @@ mod tests {
         assert_eq!(argv[dd + 2..], launch.init_args[..]);
     }
 
-    /// B1: the chunked scan finds the option wherever it lies, also across the boundary of
-    /// two reads, and nothing in a file without it. Fails without the bytes kept between
-    /// chunks: the straddling copy is not found.
+    /// P7: a mount with a descriptor becomes `--ro-bind-fd N DEST` / `--bind-fd N DEST`, the
+    /// others stay as they are; no descriptor at all gives the golden's paths.
     #[test]
-    fn x2_disable_userns_found_across_read_chunks() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = |name: &str, at: usize| {
-            let mut bytes = vec![b'-'; 40 << 10];
-            if at > 0 {
-                bytes[at..at + 16].copy_from_slice(b"--disable-userns");
-            }
-            let p = dir.path().join(name);
-            std::fs::write(&p, bytes).unwrap();
-            p
-        };
-        for at in [1, (16 << 10) - 8, (32 << 10) - 20, (40 << 10) - 16] {
-            assert!(has_disable_userns(&file("with", at)), "at {at}");
-        }
-        assert!(!has_disable_userns(&file("without", 0)));
-        assert!(!has_disable_userns(&dir.path().join("missing")));
+    fn p7_binds_with_descriptors() {
+        let policy = golden::policy(&golden::request(&[], false));
+        let mut launch = golden::launch();
+        let usr = policy.mounts.iter().position(|m| m.dest == Path::new("/usr")).expect("/usr");
+        let dir = policy.mounts.iter().position(|m| m.dest == policy.target).expect("DIR");
+        launch.bind_fds = vec![None; policy.mounts.len()];
+        launch.bind_fds[usr] = Some(9);
+        launch.bind_fds[dir] = Some(10);
+        let argv = command_line(&policy, &launch).join(" ");
+        assert!(argv.contains(" --ro-bind-fd 9 /usr "), "{argv}");
+        assert!(argv.contains(" --bind-fd 10 /home/u/proj/sub "), "{argv}");
+        assert!(argv.contains(" --ro-bind /etc/passwd /etc/passwd "), "{argv}");
     }
 
     #[test]
@@ -382,6 +359,7 @@ mod tests {
             masks: vec![],
             disable_userns: false,
             chdir: None,
+            bind_fds: vec![],
         };
         let argv = command_line(&policy, &launch);
         let out = std::process::Command::new(&argv[0]).args(&argv[1..]).env_clear().output().expect("run");

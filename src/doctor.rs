@@ -86,6 +86,7 @@ fn checks() -> Vec<Row> {
         None => row("bwrap", Status::Missing, "not in PATH: install the Debian package bubblewrap", true),
     });
     rows.push(nested_userns(bwrap.as_deref()));
+    rows.push(bind_fd(bwrap.as_deref()));
     let kernel_userns = match fork_unshare_user() {
         Ok(()) => "unshare(CLONE_NEWUSER) works".to_string(),
         Err(e) => format!("unshare(CLONE_NEWUSER): {e}"),
@@ -162,6 +163,21 @@ fn nested_userns(bwrap: Option<&std::path::Path>) -> Row {
     }
 }
 
+/// SPEC P7: whether this bwrap binds what snug opened (`--bind-fd`, `--ro-bind-fd`); without
+/// it no run starts.
+fn bind_fd(bwrap: Option<&std::path::Path>) -> Row {
+    match bwrap {
+        Some(p) if crate::bwrap::has_bind_fd(p) => row(
+            "bind descriptors",
+            Status::Ok,
+            "bwrap binds what snug opened (--bind-fd, --ro-bind-fd): no grant follows a planted symlink",
+            true,
+        ),
+        Some(_) => row("bind descriptors", Status::Missing, crate::bwrap::NO_BIND_FD, true),
+        None => row("bind descriptors", Status::Missing, "needs bwrap", true),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +207,7 @@ mod tests {
         for want in [
             "bwrap",
             "nested user namespaces",
+            "bind descriptors",
             "user namespaces",
             "userns sysctls",
             "proc in new pid namespace",
@@ -210,6 +227,9 @@ mod tests {
             }
             if r.name == "pasta" {
                 assert!(r.detail.contains("passt"));
+            }
+            if r.name == "bind descriptors" && r.detail != "needs bwrap" {
+                assert!(r.detail.contains("0.8.0-2+deb12u1"));
             }
         }
     }

@@ -52,7 +52,8 @@ fn render_text(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
         let _ = writeln!(out, "  {k}={}", quote(v));
     }
     out.push_str("bwrap, as snug runs it (--seccomp and /run/snug/init read descriptors only snug passes,\n");
-    out.push_str("so pasted this line fails):\n");
+    out.push_str("so pasted this line fails; each --bind and --ro-bind is a --bind-fd or --ro-bind-fd of\n");
+    out.push_str("what snug opened at that path, through no symlink a sandbox could have planted):\n");
     let _ = writeln!(out, "  {}", quote_line(argv));
     let net = if policy.net { ", no network (pasta attaches only under snug)" } else { "" };
     let _ =

@@ -77,6 +77,10 @@ fn run(
     pty: Option<OwnedFd>,
 ) -> Result<i32, Errno> {
     let spec = crate::payload_args::receive_from(std::fs::File::from(spec))?;
+    // SPEC P7: each mount inside DIR (init's working directory, bwrap's --chdir) sits where
+    // snug meant, before anything of the payload's runs.
+    let expected = crate::grant_fd::verify::decode(&spec.checks).ok_or(Errno::INVAL)?;
+    crate::grant_fd::verify::check(std::path::Path::new("."), &expected)?;
     // The payload, and what `snug exec` starts, get the caller's `ulimit -s` (R4, R7).
     crate::stack::restore(spec.stack);
     let signals = settle(chan, stderr, pty.as_ref())?;

@@ -87,6 +87,8 @@ pub struct Bwrap {
     pub path: PathBuf,
     /// It knows `--disable-userns` ([`bwrap::has_disable_userns`]).
     pub disable_userns: bool,
+    /// It knows `--bind-fd` and `--ro-bind-fd` ([`bwrap::has_bind_fd`]).
+    pub bind_fd: bool,
 }
 
 impl Bwrap {
@@ -96,8 +98,8 @@ impl Bwrap {
     /// As [`find_bwrap`].
     pub fn find() -> Result<Bwrap> {
         let path = find_bwrap()?;
-        let disable_userns = bwrap::has_disable_userns(&path);
-        Ok(Bwrap { path, disable_userns })
+        let (disable_userns, bind_fd) = bwrap::known(&path);
+        Ok(Bwrap { path, disable_userns, bind_fd })
     }
 }
 
@@ -113,17 +115,19 @@ fn init_tail(mode: Mode, jobs: crate::live::Jobs) -> Vec<String> {
 }
 
 /// The bwrap command line for `policy` running `cmd` in `mode`; `runtime` is snug's runtime
-/// directory for this run ([`crate::live::runtime::prepare`]), hidden inside (SPEC X4).
+/// directory for this run ([`crate::live::runtime::prepare`]), hidden inside (SPEC X4);
+/// `opened`: the binds' descriptors ([`crate::grant_fd::open`]; none for `--dry-run`, which
+/// shows the paths).
 ///
 /// # Errors
 /// 70 when snug cannot find its own executable; 77 when a bind would show what is inside
 /// the runtime directory.
 pub fn command_line(
     policy: &Policy,
-    mode: Mode,
-    jobs: crate::live::Jobs,
+    (mode, jobs): (Mode, crate::live::Jobs),
     runtime: Option<&std::path::Path>,
     found: &Bwrap,
+    opened: &[crate::grant_fd::Opened],
 ) -> Result<Vec<String>> {
     if !found.disable_userns && !policy.allow_userns {
         log!("this bwrap lacks --disable-userns (bubblewrap 0.8.0): the payload can create user namespaces");
@@ -139,6 +143,7 @@ pub fn command_line(
         init_args: init_tail(mode, jobs)[2..].to_vec(),
         masks,
         chdir: crate::root::start_dir(&policy.target, &|p| policy.shows(p)),
+        bind_fds: crate::grant_fd::numbers(policy.mounts.len(), opened, crate::sys::fds::GRANT_FD),
     };
     Ok(bwrap::command_line(policy, &launch))
 }
@@ -174,6 +179,10 @@ pub struct Plan<'a> {
     pub hold: bool,
     /// `--cow`: the overlay to mount at DIR in nest's namespaces before bwrap starts (W1).
     pub cow: Option<&'a crate::cow::Run>,
+    /// The binds' descriptors, which nest hands bwrap (SPEC P7), where init must find the
+    /// mounts inside DIR ([`crate::grant_fd::verify::encode`]), and whether this bwrap can
+    /// bind descriptors ([`Bwrap::bind_fd`]).
+    pub grants: (&'a [crate::grant_fd::Opened], &'a [u8], bool),
 }
 
 /// Run `plan` in `begun`'s nest and supervise it to the end, filling `record`; `live` binds
@@ -190,7 +199,7 @@ pub fn run(
     record: &mut RunRecord,
     (bind, jobs): (impl FnOnce() -> Result<Option<crate::live::server::Server>>, crate::live::Jobs),
 ) -> Result<Outcome> {
-    let Plan { argv, mode, cmd, env, limits, hold, cow } = *plan;
+    let Plan { argv, mode, cmd, env, limits, hold, cow, grants } = *plan;
     let Begun { signals, tty, pty, bwrap, tail, ignored, mut attempt } = begun;
     let Some(options) = argv.len().checked_sub(tail.len()).filter(|&at| argv[at..] == tail[..]).map(|at| &argv[1..at])
     else {
@@ -204,9 +213,17 @@ pub fn run(
         attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), (limits.shape(), ignored))?;
         attempt.nest.set_program(std::path::Path::new(&argv[0]));
     }
-    crate::payload_args::fill(&attempt.args, cmd, env, hold)?;
+    crate::payload_args::fill(&attempt.args, cmd, env, (hold, grants.1))?;
     attempt.bounds.limit(limits, attempt.nest.pid1.host_pid)?;
+    // A nest started again above has not had them ([`Begun::give_grants`] gave the first).
+    let fds: Vec<_> = grants.0.iter().map(|o| o.fd.as_fd()).collect();
+    attempt.nest.give_grants(&fds)?;
     attempt.nest.ready()?;
+    // After nest's own failures, which say more (a bwrap that cannot be exec'd at all), and
+    // before bwrap has options: it is killed when this returns (SPEC P7).
+    if !grants.0.is_empty() && !grants.2 {
+        return Err(failure(UNAVAILABLE, bwrap::NO_BIND_FD));
+    }
     if let Some(c) = cow {
         c.settle();
         crate::cow::mount::mount_in(attempt.nest.pid1.as_fd(), &c.dir, &c.options(), c.root)?;

@@ -14,6 +14,7 @@ mod end;
 mod env_file;
 mod error;
 mod events;
+mod grant_fd;
 mod hints;
 mod host;
 mod init;
@@ -266,7 +267,19 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         true => Some(cow::start(&mut name, generated, &policy.target, record, || live::generated_name(&cmd))?),
         false => None,
     };
-    let argv = launch::command_line(&policy, mode, args.jobs, runtime.as_deref(), &found)?;
+    // SPEC P7: every bind opened by snug, through no symlink a sandbox could have planted;
+    // `--dry-run` checks the same and shows the paths.
+    let mut opened = grant_fd::open(&policy, args.dry_run)?;
+    if cow_on {
+        // W1: DIR is an overlay in nest's namespace, which bwrap must bind by its path there.
+        opened.retain(|o| !policy.mounts[o.index].dest.starts_with(&policy.target));
+    }
+    if let Some(b) = begun.as_mut() {
+        b.give_grants(&opened)?; // bwrap's exec goes on while its options are built (B1)
+    }
+    let shown: &[grant_fd::Opened] = if args.dry_run { &[] } else { &opened };
+    let argv = launch::command_line(&policy, (mode, args.jobs), runtime.as_deref(), &found, shown)?;
+    let checks = grant_fd::verify::encode(&grant_fd::expected_inside(&policy, &opened));
     let limits = bounds::Limits {
         max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
         memory: args.memory.or(policy.memory),
@@ -316,14 +329,16 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         net.as_mut().map(|n| n.attach(init).map(net::Attached::Pasta)).transpose()
     });
     let env = policy::with_raw_values(&policy.env, &raw_env);
-    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits, hold, cow: cow.as_ref() };
+    let grants = (&opened[..], &checks[..], found.bind_fd);
+    let cow = cow.as_ref();
+    let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits, hold, cow, grants };
     let outcome = launch::run(&plan, begun, on_init, record, (control, jobs));
     // SPEC W2: whatever ended the run, what it kept aside is said (nothing kept: nothing said).
-    if let Some((line, value)) = cow.as_ref().and_then(cow::finish) {
+    if let Some((line, value)) = cow.and_then(cow::finish) {
         log::say!("snug: {line}");
         record.changes(value);
     }
-    let outcome = outcome?;
+    let outcome = grant_fd::named(outcome?, &policy, &opened);
     if let Some(line) = record.network_line() {
         log::say!("snug: {line}");
     }

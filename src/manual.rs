@@ -156,7 +156,9 @@ Operating-system error at run time (fork or descriptors refused, a directory tha
 The \-\-report could not be written at the end of a run that would otherwise have exited 0.
 .TP
 \fB77\fR
-Policy error: unknown profile, bad profile file, conflict, a .snug.toml not allowed.
+Policy error: unknown profile, bad profile file, conflict, a .snug.toml not allowed, a
+grant through a symlink a sandbox could have planted (in DIR or a writable grant), a path
+swapped while the sandbox was set up.
 .TP
 \fB124\fR
 \-\-timeout ended the run.
@@ -187,6 +189,11 @@ The control socket of each live run (\fBsnug ps\fR, \fBstop\fR, \fBsignal\fR, \f
 .TP
 \fI$XDG_STATE_HOME/snug/cow/NAME/\fR (default \fI~/.local/state/snug/cow/\fR)
 What a \fB\-\-cow\fR run kept aside (\fBsnug diff\fR, \fBapply\fR, \fBdiscard\fR).
+.SH "THE HOME DIRECTORY"
+DIR may not be $HOME, a directory above it, or /: DIR is writable, so that would make
+\fI~/.ssh\fR and \fI~/.bashrc\fR writable (exit 64). Run in a project directory and show
+what the payload needs from the home on purpose: \fB\-\-ro ~/.gitconfig\fR, a toolchain
+profile (\fB\-p @rust\fR), or \fB\-\-rw\fR of one directory it must write.
 .SH EXAMPLES
 .TP
 \fBsnug \-\- make test\fR

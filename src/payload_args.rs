@@ -7,7 +7,9 @@
 //! 0–2 was closed when snug started), `u64` soft RLIMIT_STACK snug started with
 //! (`u64::MAX`: unlimited), `u32` flags (bit 0: the payload waits for snug's go, N3),
 //! `u32` argc, then argc × (`u32` length, bytes), `u32`
-//! envc, then envc × (`u32` length, `NAME=VALUE` bytes). No NULs inside a word.
+//! envc, then envc × (`u32` length, `NAME=VALUE` bytes), then optionally `u32` length and
+//! that many bytes: where init must find the mounts inside DIR (SPEC P7,
+//! `crate::grant_fd::verify`). No NULs inside a word.
 
 use rustix::io::Errno;
 use std::ffi::{CString, OsStr, OsString};
@@ -55,7 +57,13 @@ fn put(out: &mut Vec<u8>, word: &[u8]) {
 }
 
 /// The encoded form of `argv`, `env` and `closed` (layout in the module doc).
-pub fn encode<V: AsRef<OsStr>>(argv: &[OsString], env: &[(String, V)], closed: u32, stack: u64, hold: bool) -> Vec<u8> {
+pub fn encode<V: AsRef<OsStr>>(
+    argv: &[OsString],
+    env: &[(String, V)],
+    closed: u32,
+    stack: u64,
+    (hold, checks): (bool, &[u8]),
+) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&closed.to_le_bytes());
     out.extend_from_slice(&stack.to_le_bytes());
@@ -67,6 +75,9 @@ pub fn encode<V: AsRef<OsStr>>(argv: &[OsString], env: &[(String, V)], closed: u
     out.extend_from_slice(&(env.len() as u32).to_le_bytes());
     for (k, v) in env {
         put(&mut out, &[k.as_bytes(), b"=", v.as_ref().as_bytes()].concat());
+    }
+    if !checks.is_empty() {
+        put(&mut out, checks);
     }
     out
 }
@@ -85,7 +96,7 @@ pub fn memfd(argv: &[OsString], env: &[(String, String)]) -> anyhow::Result<Owne
 /// As [`empty_memfd`] and [`fill`].
 pub fn memfd_bytes<V: AsRef<OsStr>>(argv: &[OsString], env: &[(String, V)]) -> anyhow::Result<OwnedFd> {
     let fd = empty_memfd()?;
-    fill(&fd, argv, env, false)?;
+    fill(&fd, argv, env, (false, &[]))?;
     Ok(fd)
 }
 
@@ -100,7 +111,8 @@ pub fn empty_memfd() -> anyhow::Result<OwnedFd> {
         .map_err(|e| anyhow::Error::new(std::io::Error::from(e)).context("memfd_create"))
 }
 
-/// Write [`encode`]'s bytes (`hold`: the payload waits for snug's go) into `memfd` at offset 0 with `pwrite(2)`, which leaves the file
+/// Write [`encode`]'s bytes (`hold`: the payload waits for snug's go; `checks`: the mounts
+/// init verifies) into `memfd` at offset 0 with `pwrite(2)`, which leaves the file
 /// offset (shared with bwrap and init, who hold the same open file) at 0 for init's read.
 ///
 /// # Errors
@@ -109,7 +121,7 @@ pub fn fill<V: AsRef<OsStr>>(
     memfd: &OwnedFd,
     argv: &[OsString],
     env: &[(String, V)],
-    hold: bool,
+    hold: (bool, &[u8]),
 ) -> anyhow::Result<()> {
     if let Some(a) = argv.iter().find(|a| a.as_bytes().contains(&0)) {
         return Err(crate::error::failure(crate::error::USAGE, format!("argument contains a NUL byte: {a:?}")));
@@ -141,6 +153,8 @@ pub struct Spec {
     pub stack: u64,
     /// The payload waits for snug's go before its exec (the network comes first, N3).
     pub hold: bool,
+    /// Where the mounts inside DIR must sit (`crate::grant_fd::verify::decode`), or empty.
+    pub checks: Vec<u8>,
 }
 
 /// A cursor over the memfd's bytes; every read is bounds-checked.
@@ -185,7 +199,11 @@ fn decode(bytes: &[u8]) -> Option<Spec> {
     let hold = c.u32()? & 1 != 0;
     let argv = c.words()?;
     let env = c.words()?;
-    Some(Spec { argv, env, closed, stack, hold })
+    let checks = match c.u32() {
+        Some(len) => c.take(len as usize)?.to_vec(),
+        None => Vec::new(),
+    };
+    Some(Spec { argv, env, closed, stack, hold, checks })
 }
 
 /// Read a spec from `file` and close it: a memfd [`memfd`] made, which init has at
@@ -253,7 +271,7 @@ mod tests {
     fn r7_round_trip_of_any_bytes() {
         let argv: Vec<OsString> = vec![OsString::from("sh"), OsString::from_vec(vec![0xff, b'x']), OsString::from("")];
         let env = vec![("PATH".to_string(), "/bin".to_string()), ("A".to_string(), "b=c".to_string())];
-        let spec = decode(&encode(&argv, &env, 0b010, 16 << 10, true)).expect("decodes");
+        let spec = decode(&encode(&argv, &env, 0b010, 16 << 10, (true, &[]))).expect("decodes");
         assert!(spec.hold);
         assert_eq!(spec.stack, 16 << 10);
         assert_eq!(
@@ -269,7 +287,7 @@ mod tests {
 
     #[test]
     fn r7_truncated_input_is_refused() {
-        let bytes = encode::<String>(&[OsString::from("true")], &[], 0, u64::MAX, false);
+        let bytes = encode::<String>(&[OsString::from("true")], &[], 0, u64::MAX, (false, &[]));
         for cut in 0..bytes.len() {
             assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
         }

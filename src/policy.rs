@@ -4,7 +4,7 @@
 //!
 //! Merge rules, per destination path (profiles compose by union):
 //! - `rw` beats `tmpfs` beats `ro` beats a `@sys` symlink; on a tie the first profile keeps
-//!   it. So a path asked ro and rw is rw (P2), DIR == $HOME is read-write, and when DIR's
+//!   it. So a path asked ro and rw is rw (P2) and, when DIR's
 //!   parent is $HOME, $HOME stays an empty tmpfs: hiding the home directory is `@home`'s
 //!   promise, and a read-only bind of the parent would show all of it.
 //! - The base mounts `--dev /dev`, `--proc /proc`, `--tmpfs /tmp` lose to any profile at the
@@ -15,6 +15,7 @@
 //!   before anything below it and never covers it.
 
 mod caller;
+mod dir_rule;
 pub mod program;
 pub use caller::create_missing;
 use caller::passed;
@@ -165,7 +166,8 @@ pub fn resolve(req: &Request) -> anyhow::Result<Policy> {
 /// Resolve `req` against `host`. Reads profile files and stats paths; nothing else.
 ///
 /// # Errors
-/// [`USAGE`] (64): DIR missing or not a directory, HOME unset or relative.
+/// [`USAGE`] (64): DIR missing or not a directory, DIR the home directory, above it or `/`
+/// (P9), HOME unset or relative.
 /// [`POLICY`] (77): unknown profile, bad profile file, include cycle, a ro/rw path that
 /// does not exist, a bad path or env entry, two profiles setting one variable differently,
 /// an attempt to replace /dev or /proc. Every message is one line naming the profile
@@ -186,12 +188,9 @@ pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
     if target.to_str().is_none() || home.to_str().is_none() {
         return Err(failure(USAGE, format!("{}: DIR and HOME must be valid UTF-8", dir.display())));
     }
-    if host.stat(&target) != Entry::Dir {
-        let hint = crate::hints::dir_hint(&dir);
-        return Err(failure(USAGE, format!("DIR {}: not a directory{hint}", dir.display())));
-    }
-    // A parent that is / would bind the whole host read-only, undoing @sys's short list: a
-    // DIR directly below / gets no parent mount.
+    dir_rule::check(&target, &dir, &home, host)?; // SPEC P9
+                                                  // A parent that is / would bind the whole host read-only, undoing @sys's short list: a
+                                                  // DIR directly below / gets no parent mount.
     let parent = target.parent().filter(|p| *p != Path::new("/")).map(Path::to_path_buf);
     let vars = Vars { home: home.clone(), target_parent: parent, target };
 

@@ -24,7 +24,8 @@ pub struct Nest {
     program: String,
     /// nest's CPU affinity, narrowed off snug's CPU until [`Nest::ready`].
     apart: Option<crate::sys::cpu::Apart>,
-    /// snug's end of the socket nest waits on for its cgroups ([`Nest::give_cgroups`]).
+    /// snug's end of the socket nest waits on for its cgroups ([`Nest::give_cgroups`]) and
+    /// then the binds' descriptors ([`Nest::give_grants`]).
     cgroups: Option<OwnedFd>,
 }
 
@@ -38,7 +39,7 @@ impl Nest {
     /// else 71 when `sendmsg(2)` fails.
     pub fn give_cgroups(&mut self, bounds: &mut crate::bounds::ForChild) -> Result<()> {
         use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-        let Some(sock) = self.cgroups.take() else { return Ok(()) };
+        let Some(sock) = self.cgroups.as_ref() else { return Ok(()) };
         let fds = bounds.procs();
         let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(crate::bounds::SLOTS))];
         let mut control = SendAncillaryBuffer::new(&mut space);
@@ -46,12 +47,40 @@ impl Nest {
             return Err(failure(INTERNAL, "too many cgroups for nest"));
         }
         let count = [fds.len() as u8];
-        let sent = sendmsg(&sock, &[std::io::IoSlice::new(&count)], &mut control, SendFlags::NOSIGNAL);
+        let sent = sendmsg(sock, &[std::io::IoSlice::new(&count)], &mut control, SendFlags::NOSIGNAL);
         drop(fds);
         bounds.entered();
         if let Err(e) = sent {
             self.ready()?;
             return Err(failure(OS_ERROR, format!("cannot hand nest its cgroups: {e}")));
+        }
+        Ok(())
+    }
+
+    /// Hand nest the descriptors of the policy's binds (SPEC P7, [`crate::grant_fd`]), which it
+    /// puts at [`crate::sys::fds::GRANT_FD`] on for bwrap, in this order, and execs bwrap:
+    /// call once, after [`Nest::give_cgroups`] and before [`Nest::ready`].
+    ///
+    /// # Errors
+    /// 77 for more than [`crate::sys::fds::MAX_GRANTS`]; nest's own failure when it died
+    /// before; else 71 when `sendmsg(2)` fails.
+    pub fn give_grants(&mut self, fds: &[BorrowedFd<'_>]) -> Result<()> {
+        use crate::sys::fds::MAX_GRANTS;
+        use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+        let Some(sock) = self.cgroups.take() else { return Ok(()) };
+        if fds.len() > MAX_GRANTS {
+            let n = fds.len();
+            return Err(failure(crate::error::POLICY, format!("{n} binds: a sandbox has at most {MAX_GRANTS}")));
+        }
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_GRANTS))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
+            return Err(failure(INTERNAL, "too many bind descriptors for nest"));
+        }
+        let count = [fds.len() as u8];
+        if let Err(e) = sendmsg(&sock, &[std::io::IoSlice::new(&count)], &mut control, SendFlags::NOSIGNAL) {
+            self.ready()?;
+            return Err(failure(OS_ERROR, format!("cannot hand nest the binds' descriptors: {e}")));
         }
         Ok(())
     }
@@ -113,15 +142,17 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 /// ([`crate::payload_args::ARGS_FD`]), `options` (the read end of the pipe bwrap reads its
 /// `--args` from, [`crate::sys::fds::BWRAP_ARGS_FD`]) at fd 8 and a pipe to snug at fd 2; in
 /// terminal mode the pty's slave at fd 7 ([`crate::channel::PTY_FD`]) and on each of fds
-/// 0–2 that `pty`'s mask names. nest enters the cgroups [`Nest::give_cgroups`] hands it
-/// before it execs bwrap. Returns once nest is cloned; [`Nest::ready`] says whether
+/// 0–2 that `pty`'s mask names. nest enters the cgroups [`Nest::give_cgroups`] hands it,
+/// and puts the binds' descriptors [`Nest::give_grants`] hands it at fd 9 on, before it
+/// execs bwrap. Returns once nest is cloned; [`Nest::ready`] says whether
 /// bwrap was exec'd.
 ///
 /// Between clone and exec the child makes only raw system calls (async-signal-safe):
 /// `setpgid`, `prctl(PR_SET_PDEATHSIG)`, `poll` on snug's own pidfd (a snug killed before
 /// the prctl is noticed), the id maps and mounts of [`nestproc`], `stat` of each place in
 /// `program`, `recvmsg` (polled with `sched_yield` and `clock_gettime` for up to 1 ms) and `write` of
-/// the cgroups' entry files, `dup2`, `close_range`,
+/// the cgroups' entry files, `recvmsg`, `fcntl(F_DUPFD_CLOEXEC)` and `close` of the binds'
+/// descriptors, `dup2`, `close_range`,
 /// [`sigseal::seal_ignored`] of `ignored` (snug's ignored signals, which nest inherits),
 /// `execve`.
 ///
@@ -220,6 +251,10 @@ fn nest_failure(buf: &[u8], program: &str) -> anyhow::Error {
     }
     match tag {
         child::NOT_FOUND => failure(UNAVAILABLE, crate::bwrap::NO_BWRAP),
+        child::GRANTS => {
+            let e = crate::error::strerror(errno);
+            failure(OS_ERROR, format!("cannot pass the binds' descriptors to bwrap: {e}"))
+        }
         child::BOUNDS => {
             let e = crate::error::strerror(errno);
             failure(OS_ERROR, format!("cannot put the sandbox under its bounds (cgroup or RLIMIT_NPROC): {e}"))

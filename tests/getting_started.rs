@@ -199,7 +199,10 @@ fn o1_dry_run_line_runs_when_pasted() {
             lines.nth(skip).unwrap_or_default().trim_start().to_string()
         };
         let by_hand = after("by hand", 1);
-        let exact = after("bwrap, as snug runs it", 2);
+        // The first indented line after the heading, however many lines the heading takes.
+        let exact =
+            o.out.lines().skip_while(|l| !l.starts_with("bwrap, as snug runs it")).find(|l| l.starts_with("  "));
+        let exact = exact.unwrap_or_default().trim_start().to_string();
         assert!(by_hand.contains("bwrap") && exact.contains("--seccomp"), "{who:?}: {}", o.out);
         let pasted = run_bounded(&mut cmd_as(who, dir.path(), "sh", &["-c", &by_hand]), LIMIT);
         assert!(pasted.status.success(), "{who:?}: {}", pasted.err);

@@ -1,6 +1,6 @@
 //! Hostile payloads and odd input. Arguments of any bytes and count (R7), closed
 //! descriptors (R2), signals through descriptors (X3), hostile profile files (P4), exit
-//! categories (R4) and bounds (K5), each as root and as the unprivileged user.
+//! categories (R4), bounds (K5) and grants (P7, P9), each as root and as the unprivileged user.
 
 mod common;
 
@@ -14,6 +14,8 @@ mod exit_codes;
 mod fown;
 #[path = "hostile/freeze.rs"]
 mod freeze;
+#[path = "hostile/grants.rs"]
+mod grants;
 #[path = "hostile/limits.rs"]
 mod limits;
 #[path = "hostile/profiles.rs"]

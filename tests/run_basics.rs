@@ -196,9 +196,10 @@ fn r4_b1_bwrap_is_the_first_executable_file_on_path() {
         std::fs::set_permissions(a.join("bwrap"), std::fs::Permissions::from_mode(0o644)).unwrap();
         std::fs::create_dir(b.join("bwrap")).unwrap();
         let ran = base.join("wrapper-ran");
-        // The comment keeps snug's reading of the file (it knows --disable-userns) true.
+        // The comment keeps snug's reading of the file (it knows --disable-userns and
+        // --ro-bind-fd) true.
         let wrapper = format!(
-            "#!/bin/sh\n# passes --disable-userns on\n: > '{}'\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\n# passes --disable-userns and --ro-bind-fd on\n: > '{}'\nexec '{}' \"$@\"\n",
             ran.display(),
             real.display()
         );

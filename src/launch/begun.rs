@@ -34,6 +34,17 @@ pub struct Begun {
 }
 
 impl Begun {
+    /// Hand nest the binds' descriptors as soon as they are open (SPEC P7): nest execs bwrap
+    /// then, while snug builds bwrap's options ([`crate::start::Nest::give_grants`]; a nest
+    /// started again in [`super::run`] gets them there).
+    ///
+    /// # Errors
+    /// As [`crate::start::Nest::give_grants`].
+    pub fn give_grants(&mut self, opened: &[crate::grant_fd::Opened]) -> Result<()> {
+        let fds: Vec<_> = opened.iter().map(|o| o.fd.as_fd()).collect();
+        self.attempt.nest.give_grants(&fds)
+    }
+
     /// The bwrap this run uses, and what it knows: looked up and read now, while nest execs
     /// it (nest makes the same choice from the same list, [`crate::start::nest`]).
     ///
@@ -42,7 +53,8 @@ impl Begun {
     pub fn bwrap(&mut self) -> Result<Bwrap> {
         let path = super::find_bwrap()?;
         self.attempt.nest.set_program(&path);
-        Ok(Bwrap { disable_userns: crate::bwrap::has_disable_userns(&path), path })
+        let (disable_userns, bind_fd) = crate::bwrap::known(&path);
+        Ok(Bwrap { disable_userns, bind_fd, path })
     }
 }
 

@@ -78,13 +78,24 @@ fn p1_mounts_are_sorted_parents_first() {
 
 #[test]
 fn p1_clean_environment() {
-    let p = resolve_with(&request("/home/u", &[], false), &FakeHost::debian()).expect("ok");
+    let p = resolve_with(&request("/home/u/proj", &[], false), &FakeHost::debian()).expect("ok");
     let keys: Vec<&str> = p.env.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(keys, ["HOME", "PATH", "LANG", "LC_TIME", "TMPDIR"]);
     assert_eq!(p.env[1].1, SANE_PATH);
-    // DIR == HOME: read-write, no tmpfs hides it.
-    assert!(mounts(&p).contains(&"rw /home/u".to_string()));
-    assert!(!mounts(&p).contains(&"tmpfs /home/u".to_string()));
+}
+
+/// P9: DIR may not be $HOME, above it, or /: 64 saying to choose a project directory. A
+/// DIR below the home is fine, and the home stays an empty tmpfs.
+#[test]
+fn p9_dir_may_not_be_home_or_above_it() {
+    for dir in ["/home/u", "/home/u/proj/../", "/home", "/"] {
+        let e = resolve_with(&request(dir, &[], false), &FakeHost::debian()).expect_err(dir);
+        let f = e.downcast_ref::<crate::error::Failure>().expect("failure");
+        assert_eq!(f.code, USAGE, "{dir}: {e}");
+        assert!(f.message.contains("choose a project directory"), "{dir}: {e}");
+    }
+    let p = resolve_with(&request("/home/u/proj", &[], false), &FakeHost::debian()).expect("ok");
+    assert!(mounts(&p).contains(&"tmpfs /home/u".to_string()) && mounts(&p).contains(&"rw /home/u/proj".to_string()));
 }
 
 /// DIR = /tmp/w: /tmp stays the private tmpfs (DIR's parent read-only would be the host's
@@ -106,9 +117,10 @@ fn p1_dir_directly_in_tmp_keeps_tmp_private() {
 
 #[test]
 fn p1_root_dir_is_refused() {
+    // A usage error since P9 (/ holds the home directory); a ro or rw grant of / stays 77.
     let e = resolve_with(&request("/", &[], false), &FakeHost::debian()).expect_err("DIR=/ must be refused");
-    assert_eq!(crate::error::code_of(&e), crate::error::POLICY);
-    assert!(crate::error::one_line(&e).contains("expose"), "{}", crate::error::one_line(&e));
+    assert_eq!(crate::error::code_of(&e), USAGE);
+    assert!(crate::error::one_line(&e).contains("choose a project directory"), "{}", crate::error::one_line(&e));
 }
 
 #[test]
@@ -151,7 +163,7 @@ fn p3_include_cycle_names_the_chain() {
         .file("/cfg/a.toml", "include = [\"b\"]")
         .file("/cfg/b.toml", "include = [\"c\"]")
         .file("/cfg/c.toml", "include = [\"a\"]");
-    let (code, msg) = err_of(&host, &request("/home/u", &["a"], false));
+    let (code, msg) = err_of(&host, &request("/home/u/proj", &["a"], false));
     assert_eq!((code, msg.as_str()), (POLICY, "include cycle: a -> b -> c -> a"));
 }
 
@@ -181,7 +193,7 @@ fn p3_bad_profiles_exit_77() {
         (&["envbad"], "env \"A=B\""),
     ];
     for (profiles, want) in cases {
-        let (code, msg) = err_of(&host, &request("/home/u", profiles, false));
+        let (code, msg) = err_of(&host, &request("/home/u/proj", profiles, false));
         assert_eq!(code, POLICY, "{profiles:?}: {msg}");
         assert!(msg.contains(want), "{profiles:?}: {msg:?} lacks {want:?}");
     }
@@ -192,7 +204,7 @@ fn r4_missing_dir_or_home_is_a_usage_error() {
     let host = FakeHost::debian().file("/home/u/f", "");
     assert_eq!(err_of(&host, &request("/nowhere", &[], false)).0, USAGE);
     assert_eq!(err_of(&host, &request("/home/u/f", &[], false)).0, USAGE);
-    let mut req = request("/home/u", &[], false);
+    let mut req = request("/home/u/proj", &[], false);
     req.host_env.retain(|(k, _)| k != "HOME");
     assert_eq!(err_of(&host, &req).0, USAGE);
 }

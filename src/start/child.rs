@@ -3,7 +3,7 @@
 //! async-signal-safe calls (`signal-safety(7)`), and every one here is a bare system call.
 
 use crate::error::INTERNAL;
-use crate::sys::fds::{ARGS_FD, BWRAP_ARGS_FD, INIT_FD, PTY_FD, SECCOMP_FD, STDERR_FD};
+use crate::sys::fds::{ARGS_FD, BWRAP_ARGS_FD, GRANT_FD, INIT_FD, MAX_GRANTS, PTY_FD, SECCOMP_FD, STDERR_FD};
 use crate::sys::process::Cloned;
 use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 
@@ -15,6 +15,8 @@ pub const BOUNDS: u8 = 0xfc;
 const SEAL: u8 = 0xfd;
 /// Error-pipe tag: a `dup2(2)` failed.
 const DUP: u8 = 0xfe;
+/// Error-pipe tag: receiving or placing the bind descriptors failed.
+pub const GRANTS: u8 = 0xfa;
 /// Error-pipe tag: `execve(2)` of bwrap failed.
 pub const EXEC: u8 = 0xff;
 
@@ -36,7 +38,8 @@ pub struct Plan<'a> {
     /// fd n: those that were the caller's terminal, SPEC R2); it also goes to [`PTY_FD`].
     pub pty: Option<(RawFd, u32)>,
     /// The socket snug sends the entry files of this run's cgroups on, each cgroup's `tasks`
-    /// (v1) or `cgroup.procs` (v2) to write `0` to (SPEC K5; [`super::Nest::give_cgroups`]).
+    /// (v1) or `cgroup.procs` (v2) to write `0` to (SPEC K5; [`super::Nest::give_cgroups`]),
+    /// then the descriptors of the policy's binds (SPEC P7; [`super::Nest::give_grants`]).
     pub cgroups: RawFd,
     /// Where bwrap may be, in PATH's order: the first executable regular file is exec'd.
     pub program: &'a [*const libc::c_char],
@@ -55,7 +58,7 @@ pub struct Plan<'a> {
 /// The `clone3(2)` error.
 pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)> {
     // SAFETY: the child runs the body below, which makes only raw system calls (write,
-    // _exit, close, dup2, execve, and nestproc's and sigseal's) on integers and on memory
+    // _exit, close, dup2, recvmsg, fcntl, execve, and nestproc's and sigseal's) on integers and on memory
     // `plan` points at, all built before the call, and never returns.
     unsafe {
         let Cloned::Parent { pidfd, pid } = crate::sys::process::clone3(flags)? else {
@@ -63,9 +66,11 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             // cgroups, descriptors in place, signal state sealed, then exec bwrap. On
             // failure it writes a tag and `errno` to the error pipe and `_exit`s.
             let p = plan;
+            // Moved when it sits where a bind descriptor goes (`place_grants`).
+            let err = std::cell::Cell::new(p.err);
             let fail = |tag: u8, errno: i32| -> ! {
                 let bytes = crate::sys::codec::encode(tag, errno);
-                libc::write(p.err, bytes.as_ptr().cast(), bytes.len());
+                libc::write(err.get(), bytes.as_ptr().cast(), bytes.len());
                 libc::_exit(INTERNAL)
             };
             // Own process group (signals a terminal or a caller sends to snug's group never
@@ -112,9 +117,15 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
                     fail(DUP, nestproc::errno());
                 }
             }
+            // SPEC P7: the binds' sources as snug opened them, at GRANT_FD on; snug sends them
+            // once its policy is resolved, while bwrap's namespace is being prepared above.
+            let first_free = match place_grants(p.cgroups, &err) {
+                Ok(n) => GRANT_FD as u32 + n,
+                Err(errno) => fail(GRANTS, errno),
+            };
             // Nothing else the caller left open reaches the sandbox; bwrap closes
-            // BWRAP_ARGS_FD once it has read its options.
-            nestproc::cloexec_from(BWRAP_ARGS_FD as u32 + 1);
+            // BWRAP_ARGS_FD once it has read its options, and each bind's once it is bound.
+            nestproc::cloexec_from(first_free);
             if let Err(e) = sigseal::seal_ignored(p.ignored) {
                 fail(SEAL, e.0);
             }
@@ -198,12 +209,91 @@ unsafe fn enter_cgroups(sock: RawFd) -> Result<(), i32> {
         }
         c = libc::CMSG_NXTHDR(&msg, c);
     }
-    libc::close(sock);
     // Fewer than snug sent is a refusal, not a run outside its bounds.
     if entered != count as usize {
         return Err(libc::EPROTO);
     }
     Ok(())
+}
+
+/// Receive the bind descriptors on `sock` (one byte, their count, and up to [`MAX_GRANTS`]
+/// descriptors, `SCM_RIGHTS`), close `sock`, and put them at [`GRANT_FD`] on, without
+/// close-on-exec, so that bwrap has them. Whatever sat at those numbers is no longer needed
+/// (the sources of the fixed numbers were copied already), except the error pipe `err`,
+/// which moves above them. Returns how many. Raw calls only, on the stack.
+///
+/// # Safety
+/// For nest's child between clone and exec, after the fixed numbers are in place.
+unsafe fn place_grants(sock: RawFd, err: &std::cell::Cell<RawFd>) -> Result<u32, i32> {
+    let mut count = 0u8;
+    let mut iov = libc::iovec { iov_base: (&raw mut count).cast(), iov_len: 1 };
+    // CMSG_SPACE(240 * 4) is 976 bytes; u64s keep it aligned.
+    let mut space = [0u64; 124];
+    let mut msg: libc::msghdr = std::mem::zeroed();
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1 as _;
+    msg.msg_control = space.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&space) as _;
+    let got = loop {
+        let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC);
+        if n >= 0 || nestproc::errno() != libc::EINTR {
+            break n;
+        }
+    };
+    match got {
+        1 => {}
+        0 => return Err(libc::EPIPE),
+        _ => return Err(nestproc::errno()),
+    }
+    libc::close(sock);
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(libc::E2BIG);
+    }
+    let mut fds = [-1 as RawFd; MAX_GRANTS];
+    let mut n = 0usize;
+    let mut c = libc::CMSG_FIRSTHDR(&msg);
+    while !c.is_null() {
+        if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+            let data = libc::CMSG_DATA(c).cast::<RawFd>();
+            let k = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
+            for i in 0..k {
+                if n == MAX_GRANTS {
+                    return Err(libc::E2BIG);
+                }
+                fds[n] = data.add(i).read_unaligned();
+                n += 1;
+            }
+        }
+        c = libc::CMSG_NXTHDR(&msg, c);
+    }
+    if n != count as usize {
+        return Err(libc::EPROTO);
+    }
+    // Everything still needed goes above the range first, so no dup2 below clobbers it.
+    let above = GRANT_FD + n as RawFd;
+    let lift = |fd: RawFd| -> Result<RawFd, i32> {
+        if fd >= GRANT_FD && fd < above {
+            let moved = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, above);
+            if moved < 0 {
+                return Err(nestproc::errno());
+            }
+            libc::close(fd);
+            return Ok(moved);
+        }
+        Ok(fd)
+    };
+    err.set(lift(err.get())?);
+    for fd in fds.iter_mut().take(n) {
+        *fd = lift(*fd)?;
+    }
+    for (i, &fd) in fds.iter().take(n).enumerate() {
+        // dup2 leaves the copy without close-on-exec (`dup(2)`).
+        if libc::dup2(fd, GRANT_FD + i as RawFd) < 0 {
+            return Err(nestproc::errno());
+        }
+        libc::close(fd);
+    }
+    Ok(n as u32)
 }
 
 /// `CLOCK_MONOTONIC` in µs (`clock_gettime(2)`, async-signal-safe).

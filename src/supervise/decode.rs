@@ -68,6 +68,11 @@ impl Supervisor {
             Report::Empty => return log!("sandbox empty"),
             Report::Leaving(_) => return,
             Report::ExecFailed(e) => Event::ExecFailed(e),
+            Report::InitFailed(e) if e.0 == libc::ESTALE => Event::InitFailed(failure(
+                crate::error::POLICY,
+                "a mount inside DIR is not where snug placed it: a path inside DIR changed while the sandbox \
+                 was set up, and nothing ran",
+            )),
             Report::InitFailed(e) => {
                 let code = crate::error::errno_code(e.0, INTERNAL);
                 let hint = if e.0 == libc::EAGAIN { crate::bounds::cap_hint() } else { String::new() };

@@ -20,6 +20,12 @@ pub const PTY_FD: RawFd = 7;
 /// In bwrap only: the read end of the pipe its options come from (`--args 8`, `bwrap(1)`),
 /// written once snug's policy is resolved; bwrap closes it after reading.
 pub const BWRAP_ARGS_FD: RawFd = 8;
+/// In bwrap only: the first of the descriptors snug opened for the policy's binds (SPEC P7,
+/// `crate::grant_fd`), one each from here on, in the policy's order (`--bind-fd 9 DEST`,
+/// `bwrap(1)`); bwrap closes each once it has bound it.
+pub const GRANT_FD: RawFd = 9;
+/// At most this many bind descriptors (`SCM_MAX_FD` is 253 per message, `unix(7)`).
+pub const MAX_GRANTS: usize = 240;
 /// In pasta: the user namespace it joins, when passed as a descriptor (`/proc/self/fd/3`).
 pub const PASTA_USERNS_FD: RawFd = 3;
 

@@ -23,7 +23,12 @@ fn p5_env_patterns_and_env_file() {
         let mut args = vec!["-e", "AWS_*", "--env-file", f];
         args.extend(probe);
         let out = run(&mut snug_with(who, dir.path(), &home, &env, &args));
-        assert_eq!((code(out.status), out.out.as_str()), (0, "aws-value-one|aws-value-two|s3cret value|p|\n"), "{who:?}: {}", out.err);
+        assert_eq!(
+            (code(out.status), out.out.as_str()),
+            (0, "aws-value-one|aws-value-two|s3cret value|p|\n"),
+            "{who:?}: {}",
+            out.err
+        );
 
         let plan =
             run(&mut snug_with(who, dir.path(), &home, &env, &["-n", "-e", "AWS_*", "--env-file", f, "--", "true"]));
