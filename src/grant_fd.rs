@@ -69,6 +69,11 @@ pub fn open(policy: &Policy, dry_run: bool) -> anyhow::Result<Vec<Opened>> {
     let mut walked: Vec<(usize, Walked)> = Vec::new();
     for (index, m) in policy.mounts.iter().enumerate() {
         let Some(src) = bind_source(m) else { continue };
+        if dry_run && src.is_relative() {
+            // A file snug writes only when it runs (`--net-allow`'s /etc/hosts), shown by
+            // what it holds: there is nothing to open yet.
+            continue;
+        }
         match walk(src, uid) {
             Ok(w) => walked.push((index, w)),
             Err(Walk::Os(Errno::NOENT)) if dry_run && policy.create.iter().any(|c| c == src) => {}

@@ -56,5 +56,11 @@ mod tests {
         assert!(!protected(Path::new(".git/objects/ab/cdef"), false));
         assert!(!protected(Path::new(".git/refs/heads/main"), false));
         assert!(!protected(Path::new("src/.envrc"), false));
+        // Replacing a directory that leads to no protected path protects nothing.
+        assert!(!protected(Path::new("src"), true));
+        assert!(!protected(Path::new("docs/.git"), true));
+        // A protected path itself is not above itself (`under` says what it is).
+        assert!(!above(Path::new(".envrc"), ".envrc"));
+        assert!(above(Path::new(".git/modules/sub"), ".git/modules/*/hooks"));
     }
 }

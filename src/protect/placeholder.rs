@@ -102,8 +102,17 @@ fn hold(root: &Path, path: &Path, dir: bool) -> Result<OwnedFd, Errno> {
         Err(e) => return Err(e),
     }
     let kind = if dir { OFlags::DIRECTORY } else { OFlags::empty() };
-    let fd = openat(&pdir, &name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | kind, Mode::empty())
-        .map_err(|_| Errno::EXIST)?;
+    let fd = match openat(&pdir, &name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | kind, Mode::empty()) {
+        Ok(fd) => fd,
+        // Another user's run made it (root's, in a DIR both use): its mode lets no one else
+        // read it. Opened by path, it is checked and used, never locked, so never removed
+        // here: its own run removes it at its end ([`release`] cannot lock a path descriptor).
+        Err(Errno::ACCESS) if made.is_err() => {
+            openat(&pdir, &name, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC | kind, Mode::empty())
+                .map_err(|_| Errno::EXIST)?
+        }
+        Err(_) => return Err(Errno::EXIST),
+    };
     let st = fstat(&fd)?;
     if made.is_ok() {
         // The umask may have taken bits off: the mode is what marks it.
@@ -111,7 +120,10 @@ fn hold(root: &Path, path: &Path, dir: bool) -> Result<OwnedFd, Errno> {
     } else if !marked(&st) {
         return Err(Errno::EXIST);
     }
-    flock(&fd, FlockOperation::LockShared)?;
+    match flock(&fd, FlockOperation::LockShared) {
+        Err(Errno::BADF) if made.is_err() => {} // opened by path: another user's placeholder
+        r => r?,
+    }
     Ok(fd)
 }
 
