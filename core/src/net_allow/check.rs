@@ -73,4 +73,31 @@ mod tests {
         assert_eq!(refused(ip("192.0.2.1"), &own, &a), None);
         assert_eq!(refused(ip("127.0.0.2"), &own, &a), Some(Reason::Loopback));
     }
+
+    #[test]
+    fn n6_multicast_and_broadcast_are_refused() {
+        let none = Allowed::default();
+        assert_eq!(refused(ip("224.0.0.1"), &[], &none), Some(Reason::AddressNotAllowed));
+        assert_eq!(refused(ip("239.255.255.250"), &[], &none), Some(Reason::AddressNotAllowed));
+        assert_eq!(refused(ip("255.255.255.255"), &[], &none), Some(Reason::AddressNotAllowed));
+        assert_eq!(refused(ip("ff02::1"), &[], &none), Some(Reason::AddressNotAllowed));
+        assert_eq!(refused(ip("ff05::1:3"), &[], &none), Some(Reason::AddressNotAllowed));
+        assert_eq!(refused(ip("::ffff:224.0.0.1"), &[], &none), Some(Reason::AddressNotAllowed));
+    }
+
+    #[test]
+    fn n6_edges_of_the_refused_blocks() {
+        let none = Allowed::default();
+        assert_eq!(refused(ip("::"), &[], &none), Some(Reason::Loopback));
+        assert_eq!(refused(ip("febf::1"), &[], &none), Some(Reason::LinkLocal));
+        assert_eq!(refused(ip("fec0::1"), &[], &none), None);
+        assert_eq!(refused(ip("10.0.169.254"), &[], &none), None);
+        assert_eq!(refused(ip("169.254.169.1"), &[], &none), Some(Reason::LinkLocal));
+        assert_eq!(refused(ip("fd00:ec2::253"), &[], &none), None);
+        assert_eq!(refused(ip("fd73:6e75:6700::1"), &[], &none), Some(Reason::AddressNotAllowed));
+        assert_eq!(refused(ip("198.20.0.1"), &[], &none), None);
+        let a = Allowed::parse(&["224.0.0.0/4", "fe80::/10"]).unwrap();
+        assert_eq!(refused(ip("224.0.0.1"), &[], &a), None);
+        assert_eq!(refused(ip("fe80::1"), &[], &a), None);
+    }
 }

@@ -215,4 +215,70 @@ mod tests {
         assert_eq!(t.others, 20);
         assert_eq!(t.refusals(), Tally::MAX_SUBJECTS as u64 + 1);
     }
+
+    #[test]
+    fn n7_a_decision_reads_as_one_line() {
+        let mut x = Decision {
+            kind: "tcp",
+            subject: "a.example:443".into(),
+            upstream: Some("203.0.113.5:443".into()),
+            verdict: Verdict::Allowed,
+            sent: 5,
+            received: 0,
+        };
+        assert_eq!(x.to_string(), "tcp a.example:443 via 203.0.113.5:443: allowed, 5 bytes out, 0 in");
+        x.sent = 0;
+        x.received = 7;
+        assert_eq!(x.to_string(), "tcp a.example:443 via 203.0.113.5:443: allowed, 0 bytes out, 7 in");
+        x.sent = 3;
+        assert_eq!(x.to_string(), "tcp a.example:443 via 203.0.113.5:443: allowed, 3 bytes out, 7 in");
+        let q = Decision {
+            kind: "dns",
+            subject: "x.example".into(),
+            upstream: None,
+            verdict: Verdict::Refused(Reason::NameNotAllowed),
+            sent: 0,
+            received: 0,
+        };
+        assert_eq!(q.to_string(), "dns x.example: refused (name not allowed)");
+    }
+
+    #[test]
+    fn n7_tally_adds_the_bytes_each_way() {
+        let mut t = Tally::default();
+        let mut x = d("a.example:443", Verdict::Allowed);
+        x.sent = 5;
+        x.received = 7;
+        t.add(&x);
+        x.sent = 2;
+        x.received = 3;
+        t.add(&x);
+        assert_eq!(t.entries[&("a.example:443".to_string(), None)], (2, 7, 10));
+        assert_eq!(t.refusals(), 0);
+    }
+
+    #[test]
+    fn n7_line_shows_ten_subjects_then_how_many_more() {
+        let mut ten = Tally::default();
+        for i in 0..10 {
+            ten.add(&d(&format!("n{i}.example"), Verdict::Refused(Reason::NameNotAllowed)));
+        }
+        let line = ten.line().unwrap();
+        assert!(line.starts_with("refused 10 connections and names: n0.example (name not allowed), "), "{line}");
+        assert!(!line.contains("more in the report") && !line.contains('×'), "{line}");
+        let mut twelve = ten.clone();
+        twelve.add(&d("n10.example", Verdict::Refused(Reason::NameNotAllowed)));
+        twelve.add(&d("n11.example", Verdict::Refused(Reason::NameNotAllowed)));
+        let line = twelve.line().unwrap();
+        assert!(line.ends_with(", 2 more in the report; --net-allow NAME allows one"), "{line}");
+        let mut eleven = ten.clone();
+        eleven.add(&d("n10.example", Verdict::Refused(Reason::NameNotAllowed)));
+        assert!(eleven.line().unwrap().contains(", 1 more in the report;"));
+        let mut one = Tally::default();
+        one.add(&d("x.example", Verdict::Refused(Reason::Udp)));
+        assert_eq!(
+            one.line().unwrap(),
+            "refused 1 connection or name: x.example (UDP not allowed); --net-allow NAME allows one"
+        );
+    }
 }

@@ -285,4 +285,60 @@ mod tests {
         assert_eq!(e.pattern, "b.example:2000-2001");
         assert!(e.to_string().contains("256"), "{e}");
     }
+
+    #[test]
+    fn n5_name_rules() {
+        assert_eq!(valid_name("A-b.Example."), Some("a-b.example".to_string()));
+        assert_eq!(valid_name("_dmarc.example"), Some("_dmarc.example".to_string()));
+        assert_eq!(valid_name("x-_y.example"), Some("x-_y.example".to_string()));
+        for bad in ["", ".", "a..example", "-a.example", "a-.example", "a b.example", "a*.example", "a/b"] {
+            assert_eq!(valid_name(bad), None, "{bad}");
+        }
+        let l63 = "a".repeat(63);
+        assert!(valid_name(&format!("{l63}.example")).is_some());
+        assert!(valid_name(&format!("{l63}a.example")).is_none());
+        let n253 = format!("{l63}.{l63}.{l63}.{}", "b".repeat(61));
+        assert_eq!(n253.len(), 253);
+        assert!(valid_name(&n253).is_some());
+        assert!(valid_name(&format!("{n253}c")).is_none());
+    }
+
+    #[test]
+    fn n5_subdomain_pattern_needs_a_label_before_the_name() {
+        let below = Host::Below("pkgs.example".into());
+        assert!(name_matches(&below, "a.pkgs.example"));
+        assert!(!name_matches(&below, ".pkgs.example"));
+        assert!(!name_matches(&below, "pkgs.example"));
+        assert!(!name_matches(&below, "xpkgs.example"));
+        assert!(!name_matches(&below, "kgs.example"));
+        assert!(name_matches(&Host::Name("pkgs.example".into()), "pkgs.example"));
+    }
+
+    #[test]
+    fn n5_empty_patterns_allow_nothing() {
+        let none = allowed(&[] as &[&str]);
+        assert!(none.is_empty());
+        assert!(none.ports().is_empty() && !none.name_allowed("example.com"));
+        assert!(!allowed(&["example.com"]).is_empty());
+    }
+
+    #[test]
+    fn n5_port_and_prefix_edges() {
+        let a = allowed(&["db.example:5432-5433", "one.example:7-7"]);
+        assert!(!a.name_port_allowed("db.example", 5431) && a.name_port_allowed("db.example", 5432));
+        assert!(a.name_port_allowed("one.example", 7) && !a.name_port_allowed("one.example", 8));
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let all = allowed(&["0.0.0.0/0", "10.1.2.3/32:22", "2001:db8::/128"]);
+        assert!(all.addr_allowed(ip("203.0.113.9"), 443) && !all.addr_allowed(ip("2001:db8::9"), 443));
+        assert!(all.addr_allowed(ip("10.1.2.3"), 22) && !all.addr_allowed(ip("10.1.2.4"), 22));
+        assert!(all.addr_allowed(ip("2001:db8::"), 443) && !all.addr_allowed(ip("2001:db8::1"), 443));
+        let six = allowed(&["::/0"]);
+        assert!(six.addr_allowed(ip("2001:db8::9"), 80) && !six.addr_allowed(ip("203.0.113.9"), 80));
+        assert!(six.addr_named(ip("fe80::1")) && !six.addr_named(ip("127.0.0.1")));
+        assert!(Pattern::parse("2001:db8::/129").is_err() && Pattern::parse("10.0.0.0/x").is_err());
+        assert!(Pattern::parse("[2001:db8::1]22").is_err() && Pattern::parse("[2001:db8::1").is_err());
+        assert!(Pattern::parse("[2001:db8::1]").is_ok_and(|p| p.ports == [(443, 443), (80, 80)]));
+        assert!(Pattern::parse("example.com").is_ok_and(|p| p.host == Host::Name("example.com".into())));
+        assert!(Pattern::parse("x.example:22").is_ok_and(|p| p.ports == [(22, 22)]));
+    }
 }

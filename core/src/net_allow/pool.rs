@@ -115,4 +115,31 @@ mod tests {
         let (last4, _) = at(MAX_NAMES as u32 - 1);
         assert!(in_pool(last4.into()));
     }
+
+    #[test]
+    fn n5_pool_counts_names_and_maps_every_v6_address_back() {
+        let mut p = Pool::default();
+        assert!(p.is_empty());
+        assert_eq!(p.len(), 0);
+        p.addresses("a.example").unwrap();
+        assert!(!p.is_empty());
+        assert_eq!(p.len(), 1);
+        let (_, b6) = p.addresses("b.example").unwrap();
+        let (_, c6) = p.addresses("c.example").unwrap();
+        p.addresses("a.example").unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.name_of(b6.into()), Some("b.example"));
+        assert_eq!(p.name_of(c6.into()), Some("c.example"));
+        assert_eq!(p.name_of(V4_BASE.into()), None, "the block's first address is no name's");
+        assert_eq!(p.name_of(V6_BASE.into()), None);
+    }
+
+    #[test]
+    fn n5_pool_blocks_edges() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(in_pool(ip("198.18.0.0")) && in_pool(ip("198.19.255.255")));
+        assert!(!in_pool(ip("198.17.255.255")) && !in_pool(ip("198.20.0.0")));
+        assert!(in_pool(ip("fd73:6e75:6700:0:ffff:ffff:ffff:ffff")) && in_pool(ip("fd73:6e75:6700::")));
+        assert!(!in_pool(ip("fd73:6e75:6700:1::")) && !in_pool(ip("fd73:6e75:66ff:ffff:ffff:ffff:ffff:ffff")));
+    }
 }
