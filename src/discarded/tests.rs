@@ -3,26 +3,12 @@ use crate::policy::Mount;
 
 fn policy(home: &Path) -> Policy {
     let mount = |kind, dest: &Path| Mount { kind, src: None, dest: dest.to_path_buf(), profile: "t".into() };
-    Policy {
-        profiles: vec!["@home".into()],
-        mounts: vec![
-            mount(MountKind::Tmpfs, home),
-            mount(MountKind::Ro, &home.join(".gitconfig")),
-            mount(MountKind::Tmpfs, Path::new("/tmp")),
-        ],
-        env: Vec::new(),
-        net: false,
-        net_allow: Vec::new(),
-        target: PathBuf::from("/"),
-        home: home.to_path_buf(),
-        max_procs: None,
-        memory: None,
-        create: Vec::new(),
-        allow_userns: false,
-        unprotect: Vec::new(),
-        protected: Vec::new(),
-        cow: false,
-    }
+    let mounts = vec![
+        mount(MountKind::Tmpfs, home),
+        mount(MountKind::Ro, &home.join(".gitconfig")),
+        mount(MountKind::Tmpfs, Path::new("/tmp")),
+    ];
+    Policy { profiles: vec!["@home".into()], ..Policy::bare(Path::new("/"), home, mounts) }
 }
 
 /// A watched `$HOME` holding what pip --user and a cache write, and a bind's mountpoint.

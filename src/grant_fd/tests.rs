@@ -18,22 +18,7 @@ fn policy(target: &Path, mounts: &[(MountKind, PathBuf)]) -> Policy {
         .iter()
         .map(|(kind, p)| Mount { kind: *kind, src: Some(p.clone()), dest: p.clone(), profile: "test".into() })
         .collect();
-    Policy {
-        profiles: vec![],
-        mounts,
-        env: vec![],
-        net: false,
-        net_allow: Vec::new(),
-        target: target.to_path_buf(),
-        home: PathBuf::from("/nonexistent"),
-        max_procs: None,
-        memory: None,
-        create: vec![],
-        allow_userns: false,
-        unprotect: vec![],
-        protected: vec![],
-        cow: false,
-    }
+    Policy::bare(target, Path::new("/nonexistent"), mounts)
 }
 
 fn error_of(r: anyhow::Result<Vec<Opened>>) -> (i32, String) {

@@ -286,3 +286,25 @@ fn p5_grants_follow_the_profile_rules_and_name_the_flag() {
     let (code, msg) = fails(g(&[], &["EDITOR=nano"]), &["ed"]);
     assert_eq!((code, msg.as_str()), (POLICY, "env EDITOR: profile ed sets \"vi\", -e sets \"nano\""));
 }
+
+/// Test fixtures of other modules: a policy of `mounts` alone, every other field empty.
+impl Policy {
+    pub(crate) fn bare(target: &Path, home: &Path, mounts: Vec<Mount>) -> Policy {
+        Policy {
+            profiles: vec![],
+            mounts,
+            env: vec![],
+            net: false,
+            net_allow: vec![],
+            target: target.to_path_buf(),
+            home: home.to_path_buf(),
+            max_procs: None,
+            memory: None,
+            create: vec![],
+            allow_userns: false,
+            unprotect: vec![],
+            protected: vec![],
+            cow: false,
+        }
+    }
+}

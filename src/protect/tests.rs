@@ -12,22 +12,7 @@ fn policy(dir: &Path, extra: Vec<Mount>) -> Policy {
     let mut mounts = vec![rw(dir)];
     mounts.extend(extra);
     mounts.sort_by(|a, b| a.dest.cmp(&b.dest));
-    Policy {
-        profiles: vec![],
-        mounts,
-        env: vec![],
-        net: false,
-        net_allow: Vec::new(),
-        target: dir.to_path_buf(),
-        home: PathBuf::from("/nonexistent"),
-        max_procs: None,
-        memory: None,
-        create: vec![],
-        allow_userns: false,
-        unprotect: vec![],
-        protected: vec![],
-        cow: false,
-    }
+    Policy::bare(dir, Path::new("/nonexistent"), mounts)
 }
 
 fn repo(dir: &Path) {
