@@ -18,10 +18,11 @@ mod caller;
 mod dir_rule;
 pub mod program;
 pub use caller::create_missing;
-use caller::passed;
 mod grants;
 mod net_allow;
 pub use grants::{env_entries, raw_values, with_raw_values, Grants};
+mod resolve;
+pub use resolve::resolve_with;
 mod show;
 #[cfg(test)]
 mod tests;
@@ -34,12 +35,11 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::error::{failure, POLICY, USAGE};
-use crate::host::{host_env, passwd_home, Entry, Host, RealHost};
-use crate::profiles::includes::visit;
+use crate::error::{failure, POLICY};
+use crate::host::{host_env, passwd_home, RealHost};
 use crate::profiles::{self, Profile};
 pub use values::optional;
-use values::{environment, expand, expand_value, normalise, Vars};
+use values::{expand, expand_value, normalise, Vars};
 
 /// PATH inside the sandbox: fixed, so a host PATH cannot point into hidden directories.
 pub const SANE_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
@@ -163,162 +163,6 @@ pub fn resolve(req: &Request) -> anyhow::Result<Policy> {
     resolve_with(req, &RealHost)
 }
 
-/// Resolve `req` against `host`. Reads profile files and stats paths; nothing else.
-///
-/// # Errors
-/// [`USAGE`] (64): DIR missing or not a directory, DIR the home directory, above it or `/`
-/// (P9), HOME unset or relative.
-/// [`POLICY`] (77): unknown profile, bad profile file, include cycle, a ro/rw path that
-/// does not exist, a bad path or env entry, two profiles setting one variable differently,
-/// an attempt to replace /dev or /proc. Every message is one line naming the profile
-/// (and its file) and the key.
-pub fn resolve_with(req: &Request, host: &dyn Host) -> anyhow::Result<Policy> {
-    let get = |k: &str| req.host_env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    let home = match get("HOME").map(Path::new) {
-        Some(h) if h.is_absolute() => normalise(h),
-        _ => return Err(failure(USAGE, "HOME must be set to an absolute path")),
-    };
-    let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    // Named as the DIR argument: `snug /nope` is read as a directory, not a command (O7).
-    let target = host.canonicalize(&dir).map_err(|e| {
-        let why = values::io_text(&e);
-        failure(USAGE, format!("DIR {}: {why}{}", dir.display(), crate::hints::dir_hint(&dir)))
-    })?;
-    // bwrap's command line is text: a path that is not UTF-8 would name another directory.
-    if target.to_str().is_none() || home.to_str().is_none() {
-        return Err(failure(USAGE, format!("{}: DIR and HOME must be valid UTF-8", dir.display())));
-    }
-    dir_rule::check(&target, &dir, &home, host)?; // SPEC P9
-                                                  // A parent that is / would bind the whole host read-only, undoing @sys's short list: a
-                                                  // DIR directly below / gets no parent mount.
-    let parent = target.parent().filter(|p| *p != Path::new("/")).map(Path::to_path_buf);
-    let vars = Vars { home: home.clone(), target_parent: parent, target };
-
-    let mut names: Vec<String> = Vec::new();
-    if !req.no_defaults {
-        names.extend(profiles::DEFAULTS.iter().map(|s| s.to_string()));
-    }
-    names.extend(req.profiles.iter().cloned());
-    let mut order: Vec<Profile> = Vec::new();
-    for name in &names {
-        visit(name, &mut Vec::new(), &mut order, &mut |n| profiles::load(n, &req.config_dirs, host))?;
-    }
-    // DIR's own policy after the caller's profiles, before the command line's grants (P6).
-    let project = if req.project { crate::project::load(&vars.target, &req.host_env, host)? } else { None };
-    if let Some((p, more)) = project {
-        for name in &more {
-            visit(name, &mut vec![p.name.clone()], &mut order, &mut |n| profiles::load(n, &req.config_dirs, host))?;
-        }
-        order.push(p);
-    }
-    let grants = grants::as_profiles(&req.grants, &req.host_env);
-    let in_effect: Vec<String> = order.iter().map(|p| p.name.clone()).collect();
-    order.extend(grants);
-    let unprotect = grants::lifted(&order, &vars)?;
-
-    let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
-    let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
-    let (mut net, mut allow_userns, mut cow) = (false, false, false);
-    let mut net_allow = Vec::new();
-    let (mut max_procs, mut memory): (Option<u64>, Option<u64>) = (None, None);
-    let mut create: Vec<PathBuf> = Vec::new();
-    // `NAME+` entries: prepended to NAME with `:`, first profile first, so profiles combine.
-    let mut prepend: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for p in &order {
-        if let Some(n) = p.max_procs {
-            if n < crate::bounds::MIN_MAX_PROCS {
-                return Err(bad(p, "max_procs", &n.to_string(), "must be at least 3 (bwrap and init count)"));
-            }
-            max_procs = Some(max_procs.map_or(n, |m| m.min(n)));
-        }
-        if let Some(text) = &p.memory {
-            let bytes = crate::bounds::parse_size(text).map_err(|e| bad(p, "memory", text, &e.to_string()))?;
-            memory = Some(memory.map_or(bytes, |m| m.min(bytes)));
-        }
-        for (key, kind, list) in
-            [("ro", MountKind::Ro, &p.ro), ("rw", MountKind::Rw, &p.rw), ("tmpfs", MountKind::Tmpfs, &p.tmpfs)]
-        {
-            for raw in list {
-                let (optional, raw) = optional(raw);
-                let Some(dest) = expand(raw, &vars).map_err(|e| bad(p, key, raw, &e.to_string()))? else {
-                    continue; // {target_parent} when DIR's parent is /
-                };
-                if dest == Path::new("/") && kind != MountKind::Tmpfs {
-                    return Err(bad(p, key, raw, "binding the host's / would expose all of it; use a DIR below /"));
-                }
-                if kind != MountKind::Tmpfs && host.stat(&dest) == Entry::Missing {
-                    if optional && kind == MountKind::Rw && p.create_rw && dest.starts_with(&vars.home) {
-                        create.push(dest.clone()); // a toolchain's cache: made before the run
-                    } else if optional {
-                        continue;
-                    } else {
-                        return Err(bad(p, key, raw, &format!("{} does not exist", dest.display())));
-                    }
-                }
-                if dest == Path::new("/dev") || dest == Path::new("/proc") {
-                    return Err(bad(p, key, raw, "/dev and /proc are always private"));
-                }
-                let src = (kind != MountKind::Tmpfs).then(|| dest.clone());
-                ask(&mut mounts, Mount { kind, src, dest, profile: p.name.clone() });
-            }
-        }
-        if p.host_view {
-            sys_host_view(p, host, &mut mounts);
-        }
-        net_allow::add(p, &mut net_allow).map_err(|(raw, why)| bad(p, "net_allow", &raw, &why))?;
-        passed(p, &req.host_env, host, &mut env, &mut mounts);
-        (net, allow_userns, cow) = (net | p.net, allow_userns | p.allow_userns, cow | p.cow);
-        for (k, raw) in &p.env {
-            if k.is_empty() || k.contains(['=', '\0']) || raw.contains('\0') {
-                return Err(bad(p, "env", k, "not a valid environment entry"));
-            }
-            let v = &expand_value(raw, &vars).map_err(|e| bad(p, "env", k, &e.to_string()))?;
-            if let Some(var) = k.strip_suffix('+').filter(|v| !v.is_empty()) {
-                prepend.entry(var.to_string()).or_default().push(v.clone());
-                continue;
-            }
-            match env.get(k) {
-                Some((v0, p0)) if v0 != v => {
-                    let who = grants::who(p);
-                    return Err(failure(POLICY, format!("env {k}: profile {p0} sets {v0:?}, {who} sets {v:?}")));
-                }
-                Some(_) => {}
-                None => {
-                    env.insert(k.clone(), (v.clone(), p.name.clone()));
-                }
-            }
-        }
-    }
-    for (path, kind) in [("/dev", MountKind::Dev), ("/proc", MountKind::Proc), ("/tmp", MountKind::Tmpfs)] {
-        let dest = PathBuf::from(path);
-        // DIR = /tmp/x: DIR's parent read-only would show the host's whole /tmp, its sockets
-        // too (an ssh-agent's). The private /tmp wins over `@parent-ro`, as `@home`'s tmpfs
-        // does when the parent is $HOME; DIR is still bound inside it.
-        let parent_tmp = |m: &Mount| path == "/tmp" && m.kind == MountKind::Ro && m.profile == "@parent-ro";
-        if mounts.get(&dest).is_none_or(parent_tmp) {
-            let profile = BASE.to_string();
-            mounts.insert(dest.clone(), Mount { kind, src: None, dest, profile });
-        }
-    }
-
-    Ok(Policy {
-        profiles: in_effect,
-        mounts: mounts.into_values().collect(),
-        env: environment(&req.host_env, &vars.home, env, prepend),
-        net,
-        net_allow,
-        target: vars.target,
-        home,
-        max_procs,
-        memory,
-        create,
-        allow_userns,
-        unprotect,
-        protected: Vec::new(),
-        cow,
-    })
-}
-
 /// A profile path or env value with its placeholders expanded for `HOME=home` and
 /// `DIR=target`, as [`resolve`] would (for `snug profile show`). A path is checked like a
 /// mount; `Ok(None)`: it uses `{target_parent}` and DIR's parent is `/`.
@@ -360,27 +204,6 @@ pub fn request_from_host(
         host_env: env,
         grants,
         project,
-    }
-}
-
-/// `@sys`'s host-dependent part: [`profiles::SYS_LINKS`] as on the host, existing
-/// [`profiles::SYS_ETC`] entries read-only.
-fn sys_host_view(p: &Profile, host: &dyn Host, mounts: &mut BTreeMap<PathBuf, Mount>) {
-    let profile = p.name.clone();
-    for path in profiles::SYS_LINKS {
-        let dest = PathBuf::from(path);
-        let (kind, src) = match host.lstat(&dest) {
-            Entry::Symlink(t) => (MountKind::Symlink, t),
-            Entry::Dir => (MountKind::Ro, dest.clone()),
-            Entry::File | Entry::Missing => continue,
-        };
-        ask(mounts, Mount { kind, src: Some(src), dest, profile: profile.clone() });
-    }
-    for path in profiles::SYS_ETC {
-        let dest = PathBuf::from(path);
-        if host.stat(&dest) != Entry::Missing {
-            ask(mounts, Mount { kind: MountKind::Ro, src: Some(dest.clone()), dest, profile: profile.clone() });
-        }
     }
 }
 

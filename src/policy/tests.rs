@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::error::{code_of, one_line};
+use crate::error::{code_of, one_line, USAGE};
 use crate::host::FakeHost;
 
 fn request(dir: &str, profiles: &[&str], no_defaults: bool) -> Request {
