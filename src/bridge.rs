@@ -136,7 +136,8 @@ impl Bridge {
     pub fn hung_up(&self) -> bool {
         let mut one = [libc::pollfd { fd: self.tty.fd().as_raw_fd(), events: 0, revents: 0 }];
         self.hung_up
-            || (crate::fdpoll::poll_raw(&mut one, 0).is_ok() && one[0].revents & (libc::POLLHUP | libc::POLLERR) != 0)
+            || (crate::sys::poll::poll_raw(&mut one, 0).is_ok()
+                && one[0].revents & (libc::POLLHUP | libc::POLLERR) != 0)
     }
 
     /// Whether the pty's foreground is its session leader's own group. For `snug exec` that

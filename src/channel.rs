@@ -6,8 +6,8 @@
 
 use rustix::io::Errno;
 use rustix::net::{
-    recvmsg, sendmmsg, sendmsg, socketpair, AddressFamily, MMsgHdr, RecvAncillaryBuffer, RecvAncillaryMessage,
-    RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+    recvmsg, sendmmsg, sendmsg, MMsgHdr, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
 };
 use snug_core::{Pid, Signal, WaitStatus};
 use std::io::{self, IoSlice, IoSliceMut};
@@ -159,7 +159,7 @@ impl Channel {
     /// # Errors
     /// The `socketpair(2)` error.
     pub fn pair() -> io::Result<(Channel, Channel)> {
-        let (a, b) = socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
+        let (a, b) = crate::sys::packet::pair()?;
         Ok((Channel { fd: a }, Channel { fd: b }))
     }
 

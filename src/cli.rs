@@ -104,7 +104,7 @@ pub struct RunArgs {
     /// `--name NAME` (SPEC L1); `None`: a generated one.
     pub name: Option<String>,
     /// `--jobs wait|grace|kill` (SPEC L4).
-    pub jobs: crate::live::Jobs,
+    pub jobs: snug_core::init::Jobs,
     /// `--no-project`: do not apply DIR's `.snug.toml` (SPEC P6).
     pub no_project: bool,
     /// `--allow-userns`: let the payload create user namespaces (SPEC X2).
@@ -315,7 +315,7 @@ where
         events: cli.more.events_to()?,
         timeout: cli.timeout.as_deref().map(duration).transpose()?.filter(|d| !d.is_zero()),
         name: cli.name,
-        jobs: cli.jobs.as_deref().and_then(crate::live::Jobs::from_word).unwrap_or_default(),
+        jobs: cli.jobs.as_deref().and_then(snug_core::init::Jobs::from_word).unwrap_or_default(),
         no_project: cli.no_project,
         allow_userns: cli.allow_userns,
         cow: cli.cow.cow,

@@ -98,11 +98,7 @@ fn run(
     let payload = crate::pidfd::open(held.pid.raw()).ok();
     let hello = serve::Hello { init: me, payload };
     // SPEC L3, L4: `snug exec` and what is left after the main process.
-    let jobs = match jobs.and_then(|w| crate::live::Jobs::from_word(w)).unwrap_or_default() {
-        crate::live::Jobs::Kill => Jobs::Kill,
-        crate::live::Jobs::Wait => Jobs::Wait,
-        crate::live::Jobs::Grace => Jobs::Grace,
-    };
+    let jobs = jobs.and_then(|w| Jobs::from_word(w)).unwrap_or_default();
     let own_group = Pid(rustix::process::getpgrp().as_raw_nonzero().get());
     let cfg = Config { terminal: pty.is_some(), jobs, payload: held.pid, own_group, hold: spec.hold };
     let execs = exec::Execs::new(spec.env.clone());

@@ -105,10 +105,10 @@ impl Bwrap {
 
 /// What follows bwrap's options: `--`, init's path in the sandbox and its arguments (the
 /// init flag, the mode and `--jobs`; CMD and the environment travel in a memfd, SPEC R7).
-fn init_tail(mode: Mode, jobs: crate::live::Jobs) -> Vec<String> {
+fn init_tail(mode: Mode, jobs: snug_core::init::Jobs) -> Vec<String> {
     let mut tail = vec!["--".to_string(), bwrap::INIT_PATH.to_string(), crate::init::FLAG.to_string()];
     tail.push(mode.word().to_string());
-    if jobs != crate::live::Jobs::Kill {
+    if jobs != snug_core::init::Jobs::Kill {
         tail.push(jobs.word().to_string()); // SPEC L4: init outlives the main process
     }
     tail
@@ -124,7 +124,7 @@ fn init_tail(mode: Mode, jobs: crate::live::Jobs) -> Vec<String> {
 /// the runtime directory.
 pub fn command_line(
     policy: &Policy,
-    (mode, jobs): (Mode, crate::live::Jobs),
+    (mode, jobs): (Mode, snug_core::init::Jobs),
     runtime: Option<&std::path::Path>,
     found: &Bwrap,
     opened: &[crate::grant_fd::Opened],
@@ -197,7 +197,7 @@ pub fn run(
     begun: Begun,
     on_init: OnInit,
     record: &mut RunRecord,
-    (bind, jobs): (impl FnOnce() -> Result<Option<crate::live::server::Server>>, crate::live::Jobs),
+    (bind, jobs): (impl FnOnce() -> Result<Option<crate::live::server::Server>>, snug_core::init::Jobs),
 ) -> Result<Outcome> {
     let Plan { argv, mode, cmd, env, limits, hold, cow, grants } = *plan;
     let Begun { signals, tty, pty, bwrap, tail, ignored, mut attempt } = begun;

@@ -21,36 +21,6 @@ use std::ffi::OsString;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// What happens to the sandbox's other processes when the payload's main process exits
-/// (`--jobs`, SPEC L4).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Jobs {
-    /// Killed at once (SPEC R5), the default.
-    #[default]
-    Kill,
-    /// Left running under supervision; snug ends, with the main process's status, once the
-    /// sandbox is empty.
-    Wait,
-    /// Sent SIGTERM and given the 1.0 s grace.
-    Grace,
-}
-
-impl Jobs {
-    /// The word on the command line and on init's.
-    pub fn word(self) -> &'static str {
-        match self {
-            Jobs::Kill => "kill",
-            Jobs::Wait => "wait",
-            Jobs::Grace => "grace",
-        }
-    }
-
-    /// The value of a word; `None` for anything else.
-    pub fn from_word(w: &str) -> Option<Jobs> {
-        [Jobs::Kill, Jobs::Wait, Jobs::Grace].into_iter().find(|j| j.word() == w)
-    }
-}
-
 fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
@@ -190,7 +160,5 @@ mod tests {
         let g = generated_name(&[OsString::from("/usr/bin/sleep"), OsString::from("5")]);
         assert!(g.starts_with("sleep-") && g.len() == 10 && valid_name(&g), "{g}");
         assert!(generated_name(&[]).starts_with("run-"));
-        assert_eq!(Jobs::from_word("wait"), Some(Jobs::Wait));
-        assert_eq!(Jobs::from_word("nope"), None);
     }
 }

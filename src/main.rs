@@ -47,8 +47,6 @@ mod stack;
 mod start;
 mod supervise;
 mod sys;
-/// `poll(2)` helpers, by the name the poll loops use.
-use sys::poll as fdpoll;
 mod tty;
 
 use crate::cli::Command;

@@ -73,7 +73,7 @@ impl Pinned {
 
     /// Whether the process has exited (the pidfd polls readable, `pidfd_open(2)`).
     pub fn exited(&self) -> bool {
-        crate::fdpoll::readable(&self.fd, Some(std::time::Duration::ZERO))
+        crate::sys::poll::readable(&self.fd, Some(std::time::Duration::ZERO))
     }
 
     /// Reap the process, which must be snug's child (`waitid(2)` with `P_PIDFD`), and give

@@ -179,7 +179,7 @@ pub fn nest(
     let own = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
     let (err_r, err_w) = pipe()?; // nest's setup errors; EOF once bwrap is exec'd
     let (bw_r, bw_w) = pipe()?; // bwrap's stderr
-    let (cg_ours, cg_theirs) = crate::live::socket::pair().context("socketpair")?;
+    let (cg_ours, cg_theirs) = crate::sys::packet::pair().context("socketpair")?;
     // The caller's stderr reaches init at fd 4; in terminal mode the pty's slave instead when
     // it was the caller's terminal (SPEC R2).
     let stderr = match pty {

@@ -195,7 +195,7 @@ impl Supervisor {
         if let Some(own) = self.own_net.as_mut() {
             own.poll_fds(&mut fds);
         }
-        if crate::fdpoll::poll_raw(&mut fds, timeout).is_err() {
+        if crate::sys::poll::poll_raw(&mut fds, timeout).is_err() {
             return false; // EINTR
         }
         if fds[slot::INIT].revents & libc::POLLOUT != 0 {

@@ -11,6 +11,7 @@ pub mod codec;
 pub mod cpu;
 pub mod fd;
 pub mod fds;
+pub mod packet;
 pub mod poll;
 pub mod process;
 pub mod signal;

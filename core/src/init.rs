@@ -27,14 +27,31 @@ use exec::Execs;
 
 /// What happens to the sandbox's other processes when the payload's main process exits
 /// (`--jobs`, SPEC L4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Jobs {
-    /// Init exits at once, so the kernel kills them (R5).
+    /// Init exits at once, so the kernel kills them (R5), the default.
+    #[default]
     Kill,
     /// Init outlives the main process until the sandbox is empty (L4).
     Wait,
     /// They get SIGTERM and the grace (L4).
     Grace,
+}
+
+impl Jobs {
+    /// The word on snug's command line and on init's.
+    pub fn word(self) -> &'static str {
+        match self {
+            Jobs::Kill => "kill",
+            Jobs::Wait => "wait",
+            Jobs::Grace => "grace",
+        }
+    }
+
+    /// The value of a word; `None` for anything else.
+    pub fn from_word(w: &str) -> Option<Jobs> {
+        [Jobs::Kill, Jobs::Wait, Jobs::Grace].into_iter().find(|j| j.word() == w)
+    }
 }
 
 /// How init runs; fixed when it starts.

@@ -51,7 +51,7 @@ impl Bridge {
             master.events &= libc::POLLIN;
             let mut fds = vec![tty, master];
             fds.extend(watch.fds());
-            if crate::fdpoll::poll_raw(&mut fds, -1).is_err() {
+            if crate::sys::poll::poll_raw(&mut fds, -1).is_err() {
                 continue; // EINTR
             }
             if watch.ends(&fds[2..]) {

@@ -9,8 +9,8 @@
 //! client sends CMD and its descriptors, and signals, and init reports the start and the end.
 //! This is the descriptors' side; what a message means is decided in `snug_core::init`.
 
-use crate::live::socket::{self, Got};
 use crate::live::wire;
+use crate::sys::packet::{self, Got};
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::io::Errno;
 use snug_core::init::{ExecId, FromClient, ToClient};
@@ -81,7 +81,7 @@ impl Execs {
     pub fn recv(&mut self, id: ExecId) -> Option<FromClient> {
         let c = self.conns.get_mut(&id).filter(|c| c.open)?;
         loop {
-            match socket::recv(c.sock.as_fd()) {
+            match packet::recv(c.sock.as_fd()) {
                 Got::Packet(b, fds) if b.first() == Some(&wire::RUN) && b.len() == 2 && matches!(fds.len(), 4 | 5) => {
                     let tty = b[1] & wire::FLAG_TTY != 0 && fds.len() == 5;
                     c.pending = Some((fds, tty));
@@ -137,7 +137,7 @@ impl Execs {
             ToClient::Stopped(sig) => wire::tagged(wire::STOPPED, sig.raw()),
             ToClient::Exited(status) => wire::tagged(wire::EXITED, status.to_raw()),
         };
-        let _ = socket::send(c.sock.as_fd(), &bytes, &[]);
+        let _ = packet::send(c.sock.as_fd(), &bytes, &[]);
     }
 
     /// Open a pty from the sandbox's own `/dev/ptmx` (`pts(4)`) and send `id`'s client its
@@ -152,7 +152,7 @@ impl Execs {
             Err(e) => (e.raw_os_error(), None),
         };
         let fds: Vec<BorrowedFd<'_>> = master.iter().map(|m| m.as_fd()).collect();
-        let _ = socket::send(c.sock.as_fd(), &wire::tagged(wire::MASTER, errno), &fds);
+        let _ = packet::send(c.sock.as_fd(), &wire::tagged(wire::MASTER, errno), &fds);
     }
 
     /// Close `id`'s socket and pipe.

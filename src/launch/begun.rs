@@ -69,7 +69,7 @@ impl Begun {
 pub fn begin(
     mode: Mode,
     tty: Option<CallerTty>,
-    jobs: crate::live::Jobs,
+    jobs: snug_core::init::Jobs,
     memory: bool,
     allow_userns: bool,
 ) -> Result<Begun> {

@@ -152,7 +152,7 @@ fn relay(
             .as_ref()
             .and_then(|b| b.deadline())
             .map_or(-1, |at| at.saturating_duration_since(std::time::Instant::now()).as_micros().div_ceil(1000) as i32);
-        if crate::fdpoll::poll_raw(&mut fds, timeout).is_err() {
+        if crate::sys::poll::poll_raw(&mut fds, timeout).is_err() {
             continue; // EINTR
         }
         let mut events = Vec::new();

@@ -65,7 +65,7 @@ mod tests {
     /// the sandboxed peer's refusal is tested end to end in tests/live/sandboxes.rs.
     #[test]
     fn x4_own_namespace_peer_passes() {
-        let (a, _b) = super::super::socket::pair().unwrap();
+        let (a, _b) = crate::sys::packet::pair().unwrap();
         let me = std::process::id() as i32;
         assert!(in_own_pid_namespace(a.as_fd(), me));
         assert!(!in_own_pid_namespace(a.as_fd(), 0));

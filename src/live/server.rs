@@ -79,7 +79,13 @@ impl Server {
     ///
     /// # Errors
     /// 64 when a live run already has the name; 71 when the socket cannot be made.
-    pub fn bind(dir: &Path, name: &str, cmd: &str, mode: &'static str, jobs: super::Jobs) -> anyhow::Result<Server> {
+    pub fn bind(
+        dir: &Path,
+        name: &str,
+        cmd: &str,
+        mode: &'static str,
+        jobs: snug_core::init::Jobs,
+    ) -> anyhow::Result<Server> {
         sweep(dir);
         Server::bind_swept(dir, name, cmd, mode, jobs)
     }
@@ -95,7 +101,7 @@ impl Server {
         name: &str,
         cmd: &str,
         mode: &'static str,
-        jobs: super::Jobs,
+        jobs: snug_core::init::Jobs,
     ) -> anyhow::Result<Server> {
         sweep(dir);
         let stem = name.rsplit_once('-').map_or(name, |(s, _)| s).to_string();
@@ -117,7 +123,13 @@ impl Server {
         &self.name
     }
 
-    fn bind_swept(dir: &Path, name: &str, cmd: &str, mode: &'static str, jobs: super::Jobs) -> anyhow::Result<Server> {
+    fn bind_swept(
+        dir: &Path,
+        name: &str,
+        cmd: &str,
+        mode: &'static str,
+        jobs: snug_core::init::Jobs,
+    ) -> anyhow::Result<Server> {
         let path = dir.join(format!("{name}.sock"));
         let os = |what: &str, e: std::io::Error| {
             failure(crate::error::OS_ERROR, format!("{what} {}: {}", path.display(), crate::error::io_text(&e)))

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::error::{failure, INTERNAL, UNAVAILABLE};
-use crate::fdpoll::{readable, ready};
 use crate::log::log;
 use crate::pidfd::Pinned;
 use crate::sys::fds::PASTA_USERNS_FD as USERNS_FD;
+use crate::sys::poll::{readable, ready};
 
 /// How long pasta may take to configure the namespace (it takes tens of milliseconds).
 pub const READY_WITHIN: Duration = Duration::from_secs(5);

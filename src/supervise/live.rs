@@ -4,10 +4,10 @@
 
 use super::Supervisor;
 use crate::live::server::Host;
-use crate::live::Jobs;
 use crate::signals::Delivered;
 use anyhow::{anyhow, bail};
 use rustix::fd::{AsFd, OwnedFd};
+use snug_core::init::Jobs;
 
 impl Host for Supervisor {
     fn state(&self) -> &'static str {
@@ -35,7 +35,7 @@ impl Host for Supervisor {
         if !self.chan_open {
             bail!("the sandbox is ending");
         }
-        let (ours, theirs) = crate::live::socket::pair().map_err(|e| anyhow!("socketpair: {e}"))?;
+        let (ours, theirs) = crate::sys::packet::pair().map_err(|e| anyhow!("socketpair: {e}"))?;
         match self.chan.exec(theirs.as_fd()) {
             Ok(true) => Ok(ours),
             Ok(false) => Err(anyhow!("the sandbox init is busy (stopped?)")),

@@ -278,3 +278,13 @@ fn cont_after_only_the_grace_signals_and_never_for_a_stopped_job() {
         assert!(!cont_after(sig, false), "{sig}: only the grace's signals get a CONT");
     }
 }
+
+#[test]
+fn l4_jobs_words_round_trip_and_kill_is_the_default() {
+    for jobs in [Jobs::Kill, Jobs::Wait, Jobs::Grace] {
+        assert_eq!(Jobs::from_word(jobs.word()), Some(jobs), "{jobs:?}");
+    }
+    assert_eq!([Jobs::Kill.word(), Jobs::Wait.word(), Jobs::Grace.word()], ["kill", "wait", "grace"]);
+    assert_eq!(Jobs::from_word("nope"), None);
+    assert_eq!(Jobs::default(), Jobs::Kill);
+}

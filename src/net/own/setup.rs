@@ -92,7 +92,7 @@ pub fn make(init: &Pinned, wants: &[Want]) -> Result<Vec<Made>> {
     }
     // Joining one's own user namespace is EINVAL: only another one is joined.
     let join_user = !same_ns(&owner, "/proc/self/ns/user");
-    let (ours, theirs) = crate::live::socket::pair().context("socketpair")?;
+    let (ours, theirs) = crate::sys::packet::pair().context("socketpair")?;
     let routes = [route_message(libc::AF_INET as u8, 1), route_message(libc::AF_INET6 as u8, 2)];
     let (owner_fd, net_fd, sock) = (owner.as_raw_fd(), net.as_raw_fd(), theirs.as_raw_fd());
     // SAFETY: the child makes only raw system calls (setns, socket, setsockopt, bind, listen,
@@ -115,7 +115,7 @@ pub fn make(init: &Pinned, wants: &[Want]) -> Result<Vec<Made>> {
 
 /// Read what the child sent until it closed its end.
 fn collect(ours: &OwnedFd, wants: &[Want]) -> Result<Vec<Made>> {
-    use crate::live::socket::{readable, recv, Got};
+    use crate::sys::packet::{readable, recv, Got};
     let mut made = Vec::new();
     loop {
         if !readable(ours.as_fd(), 5000) {
