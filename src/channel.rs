@@ -1,5 +1,5 @@
 //! The channel between snug and its sandbox init: a `SOCK_SEQPACKET` socketpair
-//! (`unix(7)`), one [`crate::sys::codec`] frame per packet, pidfds passed with `SCM_RIGHTS`.
+//! (`unix(7)`), one [`snug_core::wire`] frame per packet, pidfds passed with `SCM_RIGHTS`.
 //!
 //! Messages come from inside the sandbox; snug treats each as a hint it checks before
 //! acting (docs/design.md, "The channel").
@@ -9,7 +9,6 @@ use rustix::net::{
     recvmsg, sendmmsg, sendmsg, MMsgHdr, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
     SendAncillaryMessage, SendFlags,
 };
-use snug_core::{Pid, Signal, WaitStatus};
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
@@ -20,115 +19,10 @@ pub use outbox::Outbox;
 /// The fixed descriptor numbers, kept where callers of the channel have always found them.
 pub use crate::sys::fds::{INIT_FD, PTY_FD, SECCOMP_FD, STDERR_FD};
 
-/// Messages init sends to snug.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Report {
-    /// Init is up and leads the sandbox group; carries a pidfd of init.
-    Hello,
-    /// The payload was forked; value: its pid in the sandbox; carries a pidfd of it.
-    Started(Pid),
-    /// The payload stopped (terminal mode only: detached, nothing acts on it, B5); value: the
-    /// stop signal. SIGTTIN or SIGTTOU while the hand-over is deferred: it needs its terminal.
-    Stopped(Signal),
-    /// A ^C reached the sandbox; true when it reached no handler: every process it was sent
-    /// to ignored or blocked SIGINT, so a second one within 1 s is a force-quit (SPEC T3).
-    Interrupt(bool),
-    /// Every sandbox process was stopped on [`Order::Stop`] (T12).
-    Halted,
-    /// The payload's main process ended so (`waitpid(2)`).
-    Exited(WaitStatus),
-    /// After [`Report::Exited`] during a grace: the sandbox has no process left.
-    Empty,
-    /// The payload could not be executed; value: the `errno` of `execve(2)`.
-    ExecFailed(snug_core::Errno),
-    /// Init itself failed; value: an `errno`.
-    InitFailed(snug_core::Errno),
-    /// Init exits now, at the payload's end (SPEC R5); value: how many sandbox processes its
-    /// exit kills, `None` when it could not count them (for `--report`, O5).
-    Leaving(Option<u32>),
-}
-
-pub use snug_core::orders::{Order, Resume};
-
-/// What init receives on the channel: an order, or a `snug exec` (SPEC L3), whose packet
-/// carries one end of a socket on which the client sends CMD and its descriptors and init
-/// reports its end. The exec is no decision of either core, so it is no [`Order`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Message {
-    /// An order of snug's core.
-    Order(Order),
-    /// Start a command for `snug exec`.
-    Exec,
-}
-
-use crate::sys::codec::{self, encode, FRAME};
-
-impl Report {
-    fn to_bytes(self) -> [u8; FRAME] {
-        match self {
-            Report::Hello => encode(1, 0),
-            Report::Started(p) => encode(2, p.raw()),
-            Report::Stopped(s) => encode(3, s.raw()),
-            Report::Interrupt(u) => encode(4, u as i32),
-            Report::Halted => encode(5, 0),
-            Report::Exited(s) => encode(6, s.to_raw()),
-            Report::Empty => encode(7, 0),
-            Report::ExecFailed(e) => encode(8, e.0),
-            Report::InitFailed(e) => encode(9, e.0),
-            Report::Leaving(n) => encode(11, n.and_then(|n| i32::try_from(n).ok()).unwrap_or(-1)),
-        }
-    }
-
-    fn from_bytes(b: &[u8]) -> Option<Report> {
-        let (tag, v) = codec::decode(b)?;
-        Some(match tag {
-            1 => Report::Hello,
-            2 => Report::Started(Pid(v)),
-            3 => Report::Stopped(Signal(v)),
-            4 => Report::Interrupt(v != 0),
-            5 => Report::Halted,
-            6 => Report::Exited(WaitStatus::from_raw(v)),
-            7 => Report::Empty,
-            8 => Report::ExecFailed(snug_core::Errno(v)),
-            9 => Report::InitFailed(snug_core::Errno(v)),
-            11 => Report::Leaving(u32::try_from(v).ok()),
-            _ => return None,
-        })
-    }
-}
-
-impl Message {
-    fn to_bytes(self) -> [u8; FRAME] {
-        match self {
-            Message::Order(Order::Go) => encode(1, 0),
-            Message::Order(Order::Grace) => encode(2, 0),
-            Message::Order(Order::Signal(sig)) => encode(3, sig.raw()),
-            Message::Order(Order::Continue(Resume::Job)) => encode(4, 0),
-            Message::Order(Order::Continue(Resume::All)) => encode(4, 1),
-            Message::Order(Order::Key(sig)) => encode(5, sig.raw()),
-            Message::Order(Order::Stop) => encode(6, 0),
-            Message::Order(Order::Front(f)) => encode(7, f as i32),
-            Message::Exec => encode(8, 0),
-            Message::Order(Order::Typed(sig)) => encode(9, sig.raw()),
-        }
-    }
-
-    fn from_bytes(b: &[u8]) -> Option<Message> {
-        let (tag, v) = codec::decode(b)?;
-        Some(match tag {
-            1 => Message::Order(Order::Go),
-            2 => Message::Order(Order::Grace),
-            3 => Message::Order(Order::Signal(Signal(v))),
-            4 => Message::Order(Order::Continue(if v == 0 { Resume::Job } else { Resume::All })),
-            5 => Message::Order(Order::Key(Signal(v))),
-            6 => Message::Order(Order::Stop),
-            7 => Message::Order(Order::Front(v != 0)),
-            8 => Message::Exec,
-            9 => Message::Order(Order::Typed(Signal(v))),
-            _ => return None,
-        })
-    }
-}
+pub use snug_core::orders::Order;
+use snug_core::wire::FRAME;
+/// The messages, init to snug and snug to init, with their one encoding.
+pub use snug_core::wire::{FromInit, ToInit};
 
 /// One end of the channel.
 #[derive(Debug)]
@@ -177,8 +71,8 @@ impl Channel {
     ///
     /// # Errors
     /// The `sendmsg(2)` error (`EPIPE` when snug is gone).
-    pub fn report(&self, r: Report, pass: Option<BorrowedFd<'_>>) -> io::Result<()> {
-        self.send(r.to_bytes(), pass)
+    pub fn report(&self, r: FromInit, pass: Option<BorrowedFd<'_>>) -> io::Result<()> {
+        self.send(r.encode(), pass)
     }
 
     /// Send `reports` in order, each with its descriptor (`SCM_RIGHTS`) when given (init
@@ -187,8 +81,8 @@ impl Channel {
     ///
     /// # Errors
     /// The `sendmmsg(2)` error (`EPIPE` when snug is gone); what was sent before stays sent.
-    pub fn reports(&self, reports: &[(Report, Option<BorrowedFd<'_>>)]) -> io::Result<()> {
-        let frames: Vec<[u8; FRAME]> = reports.iter().map(|(r, _)| r.to_bytes()).collect();
+    pub fn reports(&self, reports: &[(FromInit, Option<BorrowedFd<'_>>)]) -> io::Result<()> {
+        let frames: Vec<[u8; FRAME]> = reports.iter().map(|(r, _)| r.encode()).collect();
         let passed: Vec<Vec<BorrowedFd<'_>>> = reports.iter().map(|(_, f)| f.iter().copied().collect()).collect();
         let mut spaces = vec![[MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))]; reports.len()];
         let mut controls: Vec<SendAncillaryBuffer<'_, '_, '_>> =
@@ -219,19 +113,19 @@ impl Channel {
     /// # Errors
     /// The `sendmsg(2)` error (`EPIPE` when init is gone).
     pub fn order(&self, o: Order) -> io::Result<bool> {
-        match self.send_with(Message::Order(o).to_bytes(), None, SendFlags::DONTWAIT) {
+        match self.send_with(ToInit::Order(o).encode(), None, SendFlags::DONTWAIT) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),
         }
     }
 
-    /// [`Message::Exec`] with `fd`, the exec's socket, passed along (`SCM_RIGHTS`).
+    /// [`ToInit::Exec`] with `fd`, the exec's socket, passed along (`SCM_RIGHTS`).
     ///
     /// # Errors
     /// As [`Channel::order`].
     pub fn exec(&self, fd: BorrowedFd<'_>) -> io::Result<bool> {
-        match self.send_with(Message::Exec.to_bytes(), Some(fd), SendFlags::DONTWAIT) {
+        match self.send_with(ToInit::Exec.encode(), Some(fd), SendFlags::DONTWAIT) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),
@@ -242,16 +136,16 @@ impl Channel {
     ///
     /// # Errors
     /// The `recvmsg(2)` error.
-    pub fn recv_report(&self, nonblock: bool) -> io::Result<Received<Report>> {
-        self.recv_as(nonblock, Report::from_bytes)
+    pub fn recv_report(&self, nonblock: bool) -> io::Result<Received<FromInit>> {
+        self.recv_as(nonblock, FromInit::decode)
     }
 
     /// Receive an order or an exec (init side).
     ///
     /// # Errors
     /// The `recvmsg(2)` error.
-    pub fn recv_message(&self, nonblock: bool) -> io::Result<Received<Message>> {
-        self.recv_as(nonblock, Message::from_bytes)
+    pub fn recv_message(&self, nonblock: bool) -> io::Result<Received<ToInit>> {
+        self.recv_as(nonblock, ToInit::decode)
     }
 
     fn recv_as<T>(&self, nonblock: bool, decode: fn(&[u8]) -> Option<T>) -> io::Result<Received<T>> {
@@ -317,26 +211,27 @@ impl Channel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use snug_core::{Signal, WaitStatus};
 
     #[test]
     fn reports_and_orders_round_trip_with_a_descriptor() {
         let (a, b) = Channel::pair().unwrap();
         let probe = std::fs::File::open("/dev/null").unwrap();
-        a.report(Report::Exited(WaitStatus::Exited(15)), Some(probe.as_fd())).unwrap();
+        a.report(FromInit::Exited(WaitStatus::Exited(15)), Some(probe.as_fd())).unwrap();
         match b.recv_report(false).unwrap() {
-            Received::Packet(Some(Report::Exited(WaitStatus::Exited(15))), Some(_fd)) => {}
+            Received::Packet(Some(FromInit::Exited(WaitStatus::Exited(15))), Some(_fd)) => {}
             _ => panic!("wrong packet"),
         }
         assert!(b.order(Order::Grace).unwrap());
-        assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(Some(Message::Order(Order::Grace)), None)));
+        assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(Some(ToInit::Order(Order::Grace)), None)));
         assert!(b.order(Order::Signal(Signal::USR2)).unwrap());
         assert!(matches!(
             a.recv_message(false).unwrap(),
-            Received::Packet(Some(Message::Order(Order::Signal(Signal::USR2))), None)
+            Received::Packet(Some(ToInit::Order(Order::Signal(Signal::USR2))), None)
         ));
         let probe = std::fs::File::open("/dev/null").unwrap();
         assert!(b.exec(probe.as_fd()).unwrap());
-        assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(Some(Message::Exec), Some(_))));
+        assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(Some(ToInit::Exec), Some(_))));
         assert!(matches!(a.recv_message(true).unwrap(), Received::Empty));
         drop(b);
         assert!(matches!(a.recv_message(false).unwrap(), Received::Closed));
@@ -355,6 +250,6 @@ mod tests {
             assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(None, None)), "{len} bytes");
         }
         b.order(Order::Go).unwrap();
-        assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(Some(Message::Order(Order::Go)), None)));
+        assert!(matches!(a.recv_message(false).unwrap(), Received::Packet(Some(ToInit::Order(Order::Go)), None)));
     }
 }

@@ -13,7 +13,7 @@
 //! dropped: the kernel's next event (a child reaped, the sandbox empty) tells the state
 //! machine what became of it, and init must keep reaping whatever else goes wrong.
 
-use crate::channel::{Channel, Report, INIT_FD, PTY_FD, STDERR_FD};
+use crate::channel::{Channel, FromInit, INIT_FD, PTY_FD, STDERR_FD};
 use crate::payload_args::ARGS_FD;
 use crate::signals::SignalFd;
 use rustix::io::Errno;
@@ -60,7 +60,7 @@ pub fn main(args: &[String]) -> ! {
     let code = match run(&chan, mode, args.get(1), fds.stderr, fds.spec, fds.pty) {
         Ok(code) => code,
         Err(e) => {
-            let _ = chan.report(Report::InitFailed(snug_core::Errno(e.raw_os_error())), None);
+            let _ = chan.report(FromInit::InitFailed(snug_core::Errno(e.raw_os_error())), None);
             1
         }
     };
@@ -87,7 +87,7 @@ fn run(
     let program = match crate::payload_args::resolve(&spec) {
         Ok(p) => p,
         Err(e) => {
-            let _ = chan.report(Report::ExecFailed(snug_core::Errno(e.raw_os_error())), None);
+            let _ = chan.report(FromInit::ExecFailed(snug_core::Errno(e.raw_os_error())), None);
             return Ok(127); // snug exits 126 or 127
         }
     };
@@ -101,7 +101,7 @@ fn run(
     let jobs = jobs.and_then(|w| Jobs::from_word(w)).unwrap_or_default();
     let own_group = Pid(rustix::process::getpgrp().as_raw_nonzero().get());
     let cfg = Config { terminal: pty.is_some(), jobs, payload: held.pid, own_group, hold: spec.hold };
-    let execs = exec::Execs::new(spec.env.clone());
+    let execs = exec::ExecSockets::new(spec.env.clone());
     Ok(serve::serve(chan, &signals, held, pty, cfg, execs, hello))
 }
 

@@ -14,7 +14,7 @@ use crate::log::log;
 use crate::mode::Mode;
 use crate::policy::Policy;
 use crate::report::RunRecord;
-use crate::supervise::{OnInit, Outcome, Supervisor};
+use crate::supervise::{OnInit, Outcome, SupervisorLoop};
 use anyhow::{Context, Result};
 use begun::Attempt;
 use std::ffi::OsString;
@@ -238,7 +238,7 @@ pub fn run(
     });
     crate::bounds::sweep(); // while bwrap sets the sandbox up (SPEC B1)
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-    let (outcome, filled) = Supervisor::new(mode, nest, ours, signals, name, on_init)
+    let (outcome, filled) = SupervisorLoop::new(mode, nest, ours, signals, name, on_init)
         .terminal(bridge)
         .live(control, jobs)
         .run(std::mem::take(record));

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::channel::Report;
+use crate::channel::FromInit;
 use crate::pidfd::Pinned;
 use crate::signals::Delivered;
 use snug_core::supervisor::Action;
@@ -189,32 +189,32 @@ impl RunRecord {
     /// sandbox straight from the terminal (T2: origin `terminal`, not relayed by snug; one snug
     /// relayed as a key is already listed), and how many processes the end kills (R5: init counts them before its exit;
     /// 0 when the sandbox emptied by itself during a grace).
-    pub fn report(&mut self, r: Report) {
+    pub fn report(&mut self, r: FromInit) {
         let now = Instant::now();
         match r {
-            Report::Started(_) => {
+            FromInit::Started(_) => {
                 self.started.get_or_insert(now);
                 live::payload("payload_started", None);
             }
-            Report::ExecFailed(_) => self.exec_failed = true,
-            Report::Exited(st) if !self.exec_failed && self.payload.is_none() => {
+            FromInit::ExecFailed(_) => self.exec_failed = true,
+            FromInit::Exited(st) if !self.exec_failed && self.payload.is_none() => {
                 self.payload = Some((now, st.to_raw()));
                 live::payload("payload_exited", Some(st.to_raw()));
             }
-            Report::Stopped(sig) => live::stopped(sig.raw()),
-            Report::Interrupt(_) if self.keys > 0 => self.keys -= 1,
-            Report::Interrupt(_) => {
+            FromInit::Stopped(sig) => live::stopped(sig.raw()),
+            FromInit::Interrupt(_) if self.keys > 0 => self.keys -= 1,
+            FromInit::Interrupt(_) => {
                 let at = now - self.start;
                 let e =
                     SignalEvent { sig: libc::SIGINT, origin: Origin::Terminal, at, action: "delivered_by_terminal" };
                 live::signal(&e);
                 self.push(e);
             }
-            Report::Empty => {
+            FromInit::Empty => {
                 self.killed = Some(0);
                 live::killed(Some(0));
             }
-            Report::Leaving(n) => {
+            FromInit::Leaving(n) => {
                 self.killed = n;
                 live::killed(n);
             }

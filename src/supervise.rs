@@ -57,7 +57,7 @@ mod slot {
 }
 
 /// The descriptors and handles the loop watches and acts on; the run's state is `core`.
-pub struct Supervisor {
+pub struct SupervisorLoop {
     /// Every decision, and the state they read.
     core: Core,
     /// bwrap, pid 1 of the outer namespace (pinned): killing it tears the sandbox down.
@@ -92,16 +92,23 @@ pub struct Supervisor {
     draining: drain::Draining,
 }
 
-impl Supervisor {
+impl SupervisorLoop {
     /// A supervisor for a started nest; `cmd` names the payload in 126/127 messages.
-    pub fn new(mode: Mode, nest: Nest, chan: Channel, signals: SignalFd, cmd: String, on_init: OnInit) -> Supervisor {
+    pub fn new(
+        mode: Mode,
+        nest: Nest,
+        chan: Channel,
+        signals: SignalFd,
+        cmd: String,
+        on_init: OnInit,
+    ) -> SupervisorLoop {
         let cfg = Config {
             terminal: matches!(mode, Mode::Terminal { .. }),
             immediate: matches!(mode, Mode::Terminal { immediate: true }),
             hup_ignored: crate::signals::ignored(libc::SIGHUP),
             ..Config::default()
         };
-        Supervisor {
+        SupervisorLoop {
             core: Core::new(cfg),
             bwrap: nest.pid1,
             bwrap_err: Some(nest.bwrap_err),
@@ -125,7 +132,7 @@ impl Supervisor {
 
     /// Attach the bridge (terminal mode). An immediate hand-over goes raw now, before the
     /// payload starts, so that typeahead reaches it (T1, T14).
-    pub fn terminal(mut self, bridge: Option<Bridge>) -> Supervisor {
+    pub fn terminal(mut self, bridge: Option<Bridge>) -> SupervisorLoop {
         self.bridge = bridge;
         let fx = self.core.start();
         self.carry_out(fx);

@@ -11,5 +11,6 @@ pub mod orders;
 pub mod protect;
 pub mod supervisor;
 pub mod types;
+pub mod wire;
 
 pub use types::{Errno, Pid, Signal, WaitStatus};

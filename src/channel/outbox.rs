@@ -41,8 +41,8 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::Message;
     use crate::channel::Received;
+    use crate::channel::ToInit;
     use snug_core::Signal;
 
     /// G3 with a stopped init: orders beyond the socket's room queue instead of blocking,
@@ -63,7 +63,7 @@ mod tests {
         assert_eq!(out.queue, [Order::Signal(Signal::USR1), Order::Grace, Order::Signal(Signal::TERM)]);
         let mut got = Vec::new();
         while out.waiting() || !got.ends_with(&[Order::Signal(Signal::TERM)]) {
-            if let Ok(Received::Packet(Some(Message::Order(o)), _)) = init.recv_message(true) {
+            if let Ok(Received::Packet(Some(ToInit::Order(o)), _)) = init.recv_message(true) {
                 got.push(o);
             }
             out.flush(&snug);

@@ -3,8 +3,8 @@
 
 use super::procfs;
 use super::serve::Serve;
-use crate::channel::Report as Wire;
 use snug_core::init::{self, Effect, Event, Report, Target};
+use snug_core::wire::FromInit;
 use snug_core::Signal;
 use std::ops::ControlFlow;
 
@@ -61,15 +61,15 @@ fn signal(to: Target, sig: Signal) {
 }
 
 /// A report as the channel carries it, with what it asks to be measured.
-fn wire(r: Report) -> Wire {
+fn wire(r: Report) -> FromInit {
     match r {
-        Report::Stopped(sig) => Wire::Stopped(sig),
-        Report::Interrupt { among } => Wire::Interrupt(procfs::int_unanswered(among)),
-        Report::Halted => Wire::Halted,
-        Report::Exited(status) => Wire::Exited(status),
-        Report::Empty => Wire::Empty,
-        Report::ExecFailed(errno) => Wire::ExecFailed(errno),
-        Report::Leaving => Wire::Leaving(left()),
+        Report::Stopped(sig) => FromInit::Stopped(sig),
+        Report::Interrupt { among } => FromInit::Interrupt(procfs::int_unanswered(among)),
+        Report::Halted => FromInit::Halted,
+        Report::Exited(status) => FromInit::Exited(status),
+        Report::Empty => FromInit::Empty,
+        Report::ExecFailed(errno) => FromInit::ExecFailed(errno),
+        Report::Leaving => FromInit::Leaving(left()),
     }
 }
 

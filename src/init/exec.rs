@@ -9,12 +9,12 @@
 //! client sends CMD and its descriptors, and signals, and init reports the start and the end.
 //! This is the descriptors' side; what a message means is decided in `snug_core::init`.
 
-use crate::live::wire;
 use crate::sys::packet::{self, Got};
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::io::Errno;
 use snug_core::init::{ExecId, FromClient, ToClient};
-use snug_core::{Pid, Signal};
+use snug_core::wire::{ExecAsk, ExecTold};
+use snug_core::Pid;
 use std::collections::BTreeMap;
 use std::ffi::CString;
 
@@ -32,7 +32,7 @@ struct Conn {
     /// The client's end is still open (a hung-up socket would poll readable forever).
     open: bool,
     /// The descriptors of the last run request, and whether its fifth is a pty's slave:
-    /// what [`Execs::spawn`] starts CMD with.
+    /// what [`ExecSockets::spawn`] starts CMD with.
     pending: Option<(Vec<OwnedFd>, bool)>,
 }
 
@@ -46,17 +46,17 @@ pub enum Fd {
 }
 
 /// The exec sockets of one sandbox.
-pub struct Execs {
+pub struct ExecSockets {
     /// The payload's environment.
     env: Vec<CString>,
     conns: BTreeMap<ExecId, Conn>,
     next: u32,
 }
 
-impl Execs {
+impl ExecSockets {
     /// No exec yet; `env` is the payload's environment.
-    pub fn new(env: Vec<CString>) -> Execs {
-        Execs { env, conns: BTreeMap::new(), next: 0 }
+    pub fn new(env: Vec<CString>) -> ExecSockets {
+        ExecSockets { env, conns: BTreeMap::new(), next: 0 }
     }
 
     /// snug sent a new exec socket: its name.
@@ -77,24 +77,21 @@ impl Execs {
     }
 
     /// The next message on `id`'s socket; `None` when nothing more waits. Packets that are
-    /// no message are skipped; the descriptors of a run request are kept for [`Execs::spawn`].
+    /// no message are skipped; the descriptors of a run request are kept for [`ExecSockets::spawn`].
     pub fn recv(&mut self, id: ExecId) -> Option<FromClient> {
         let c = self.conns.get_mut(&id).filter(|c| c.open)?;
         loop {
             match packet::recv(c.sock.as_fd()) {
-                Got::Packet(b, fds) if b.first() == Some(&wire::RUN) && b.len() == 2 && matches!(fds.len(), 4 | 5) => {
-                    let tty = b[1] & wire::FLAG_TTY != 0 && fds.len() == 5;
-                    c.pending = Some((fds, tty));
-                    return Some(FromClient::Run { tty });
-                }
-                Got::Packet(b, _) => {
-                    if let Some(sig) = wire::value(&b, wire::KILL) {
-                        return Some(FromClient::Kill(Signal(sig)));
+                Got::Packet(b, fds) => match ExecAsk::decode(&b) {
+                    Some(ExecAsk::Run { tty }) if matches!(fds.len(), 4 | 5) => {
+                        let tty = tty && fds.len() == 5;
+                        c.pending = Some((fds, tty));
+                        return Some(FromClient::Run { tty });
                     }
-                    if wire::value(&b, wire::OPEN_PTY) == Some(0) {
-                        return Some(FromClient::OpenPty);
-                    }
-                }
+                    Some(ExecAsk::Kill(sig)) => return Some(FromClient::Kill(sig)),
+                    Some(ExecAsk::OpenPty) => return Some(FromClient::OpenPty),
+                    Some(ExecAsk::Run { .. }) | None => {}
+                },
                 Got::TooLong => {}
                 Got::Empty => return None,
                 Got::Closed => {
@@ -131,13 +128,7 @@ impl Execs {
     /// Tell `id`'s client; a client that is gone does not hear it.
     pub fn send(&self, id: ExecId, m: ToClient) {
         let Some(c) = self.conns.get(&id) else { return };
-        let bytes = match m {
-            ToClient::Started(pid) => wire::tagged(wire::STARTED, pid.raw()),
-            ToClient::Failed(errno) => wire::tagged(wire::FAILED, errno.0),
-            ToClient::Stopped(sig) => wire::tagged(wire::STOPPED, sig.raw()),
-            ToClient::Exited(status) => wire::tagged(wire::EXITED, status.to_raw()),
-        };
-        let _ = packet::send(c.sock.as_fd(), &bytes, &[]);
+        let _ = packet::send(c.sock.as_fd(), &ExecTold::Cmd(m).encode(), &[]);
     }
 
     /// Open a pty from the sandbox's own `/dev/ptmx` (`pts(4)`) and send `id`'s client its
@@ -152,7 +143,7 @@ impl Execs {
             Err(e) => (e.raw_os_error(), None),
         };
         let fds: Vec<BorrowedFd<'_>> = master.iter().map(|m| m.as_fd()).collect();
-        let _ = packet::send(c.sock.as_fd(), &wire::tagged(wire::MASTER, errno), &fds);
+        let _ = packet::send(c.sock.as_fd(), &ExecTold::Master(snug_core::Errno(errno)).encode(), &fds);
     }
 
     /// Close `id`'s socket and pipe.

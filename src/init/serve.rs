@@ -3,10 +3,10 @@
 //! `waitpid(2)` gives the children's. Every event goes to [`snug_core::init::Init::on`];
 //! the effects it returns are carried out in `carry.rs`. Nothing is decided here.
 
-use super::exec::{self, Execs};
+use super::exec::{self, ExecSockets};
 use super::held::Held;
 use super::procfs::Sandbox;
-use crate::channel::{Channel, Message, Received, Report};
+use crate::channel::{Channel, FromInit, Received, ToInit};
 use crate::signals::SignalFd;
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::process::{wait, WaitOptions};
@@ -27,9 +27,9 @@ pub struct Serve<'a> {
     pub(super) go: Option<OwnedFd>,
     /// The payload's exec-error pipe, until it said something or reached EOF.
     pub(super) exec_err: Option<OwnedFd>,
-    pub(super) execs: Execs,
+    pub(super) execs: ExecSockets,
     /// Reports to send together once the effects in a row are carried out.
-    pub(super) reports: Vec<crate::channel::Report>,
+    pub(super) reports: Vec<FromInit>,
 }
 
 /// One descriptor of the poll set, by name.
@@ -56,7 +56,7 @@ pub fn serve(
     held: Held,
     pty: Option<OwnedFd>,
     cfg: Config,
-    execs: Execs,
+    execs: ExecSockets,
     hello: Hello,
 ) -> i32 {
     let payload = cfg.payload;
@@ -83,8 +83,8 @@ impl Serve<'_> {
         // root only until init exits, which waits for snug's go.
         self.handle(Event::Start)?;
         let said = [
-            (Report::Hello, Some(hello.init.as_fd())),
-            (Report::Started(payload), hello.payload.as_ref().map(|p| p.as_fd())),
+            (FromInit::Hello, Some(hello.init.as_fd())),
+            (FromInit::Started(payload), hello.payload.as_ref().map(|p| p.as_fd())),
         ];
         if self.chan.reports(&said).is_err() {
             return ControlFlow::Break(1); // snug is gone
@@ -168,10 +168,10 @@ impl Serve<'_> {
     fn orders(&mut self) -> ControlFlow<i32> {
         loop {
             let ev = match self.chan.recv_message(true) {
-                Ok(Received::Packet(Some(Message::Exec), Some(fd))) => Event::ExecOpened(self.execs.add(fd)),
-                Ok(Received::Packet(Some(Message::Order(o)), _)) => Event::Order(o),
+                Ok(Received::Packet(Some(ToInit::Exec), Some(fd))) => Event::ExecOpened(self.execs.add(fd)),
+                Ok(Received::Packet(Some(ToInit::Order(o)), _)) => Event::Order(o),
                 // An exec without its socket, or a packet that is no message: nothing to do.
-                Ok(Received::Packet(Some(Message::Exec), None) | Received::Packet(None, _)) => continue,
+                Ok(Received::Packet(Some(ToInit::Exec), None) | Received::Packet(None, _)) => continue,
                 Ok(Received::Empty) => return ControlFlow::Continue(()),
                 Ok(Received::Closed) | Err(_) => Event::SnugGone,
             };

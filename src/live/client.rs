@@ -10,10 +10,10 @@
 
 use super::lockfile::{self, Holder};
 use super::socket::{self, Got};
-use super::wire;
 use crate::end::Outcome;
 use crate::error::{failure, OS_ERROR, POLICY, USAGE};
 use rustix::fd::{AsFd, OwnedFd};
+use snug_core::wire::{Control, FRAME};
 use std::path::{Path, PathBuf};
 
 /// A verified connection to a live run's snug.
@@ -220,7 +220,7 @@ pub fn expect_ok(name: &str, got: Got) -> anyhow::Result<(Vec<u8>, Vec<OwnedFd>)
 pub fn signal(name: &str, sig: i32) -> anyhow::Result<Outcome> {
     let pidfd = match reach(name)?.1 {
         Reached::Live(c) if !c.stopped() => {
-            match c.ask(&wire::tagged(wire::SIGNAL, sig), 2000) {
+            match c.ask(Control::Signal(snug_core::Signal(sig)).encode(&mut [0; FRAME]), 2000) {
                 // It stopped before reading the request, which waits for it as a kill's
                 // signal would.
                 Got::Empty if c.alive() && c.stopped() => {}

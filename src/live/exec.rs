@@ -8,14 +8,16 @@
 //! it and needs no state per exec; snug checked the caller's credentials (L5) before handing
 //! it out, and init trusts only its shape.
 
+use super::client;
 use super::socket::{self, Got};
-use super::{client, wire};
 use crate::end::Outcome;
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND, OS_ERROR};
 use crate::signals::SignalFd;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use snug_core::exec_client::{Client, Effect, End, Event, Tty};
-use snug_core::{Signal, WaitStatus};
+use snug_core::init::ToClient;
+use snug_core::wire::{Control, ExecAsk, ExecTold, FRAME};
+use snug_core::{Errno, Signal};
 use std::ffi::OsString;
 
 /// How long `exec` waits for a run that is still starting.
@@ -36,7 +38,7 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
     // for it, bounded, rather than fail a `snug … & snug exec …` that raced it.
     let until = std::time::Instant::now() + STARTING;
     let (_, mut fds) = loop {
-        match c.ask(&[wire::EXEC], 5000) {
+        match c.ask(Control::Exec.encode(&mut [0; FRAME]), 5000) {
             Got::Packet(b, _) if b == STILL_STARTING && std::time::Instant::now() < until => {
                 socket::readable(c.pidfd.as_fd(), 10); // 10 ms, or at once if the run ended
             }
@@ -80,8 +82,8 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
     if let Some(p) = &pty {
         fds.push(p.slave.as_fd());
     }
-    let flags = if pty.is_some() { wire::FLAG_TTY } else { 0 };
-    socket::send(sock.as_fd(), &[wire::RUN, flags], &fds)
+    let run = ExecAsk::Run { tty: pty.is_some() };
+    socket::send(sock.as_fd(), run.encode(&mut [0; FRAME]), &fds)
         .map_err(|e| failure(OS_ERROR, format!("{name}: cannot hand CMD to the sandbox: {e}")))?;
     drop(fds);
     // CMD holds the slave now; the master reads EIO once CMD's side is all closed.
@@ -114,14 +116,17 @@ const PTY_ANSWER_MS: i32 = 5000;
 /// its own (a `/dev` bound from the host, say), or an init that does not answer (an older
 /// snug's run), gets one of the host's, which works the same but has no name inside.
 fn open_pty(sock: BorrowedFd<'_>, tty: &crate::tty::CallerTty) -> std::io::Result<crate::pty::Pty> {
-    let _ = socket::send(sock, &wire::tagged(wire::OPEN_PTY, 0), &[]);
+    let _ = socket::send(sock, ExecAsk::OpenPty.encode(&mut [0; FRAME]), &[]);
     match socket::recv_within(sock, PTY_ANSWER_MS) {
-        Got::Packet(b, mut fds) if wire::value(&b, wire::MASTER) == Some(0) && fds.len() == 1 => {
+        Got::Packet(b, mut fds) if ExecTold::decode(&b) == Some(ExecTold::Master(Errno(0))) && fds.len() == 1 => {
             crate::pty::adopt(fds.remove(0), tty)
         }
         got => {
             let why = match got {
-                Got::Packet(b, _) => wire::value(&b, wire::MASTER).map_or("?".into(), crate::error::strerror),
+                Got::Packet(b, _) => match ExecTold::decode(&b) {
+                    Some(ExecTold::Master(e)) => crate::error::strerror(e.0),
+                    _ => "?".into(),
+                },
                 _ => "no answer".into(),
             };
             crate::log::log!("exec: no pty inside the sandbox ({why}): one of the host's");
@@ -176,15 +181,14 @@ fn relay(
         }
         if fds[0].revents != 0 {
             match socket::recv(sock.as_fd()) {
-                Got::Packet(b, _) => {
-                    if let Some(status) = wire::value(&b, wire::EXITED) {
-                        events.push(Event::Exited(WaitStatus::from_raw(status)));
-                    } else if let Some(e) = wire::value(&b, wire::FAILED) {
-                        events.push(Event::Failed(snug_core::Errno(e)));
-                    } else if let Some(sig) = wire::value(&b, wire::STOPPED) {
-                        events.push(Event::Stopped { sig: Signal(sig), bridge: bridge.is_some() });
+                Got::Packet(b, _) => match ExecTold::decode(&b) {
+                    Some(ExecTold::Cmd(ToClient::Exited(status))) => events.push(Event::Exited(status)),
+                    Some(ExecTold::Cmd(ToClient::Failed(e))) => events.push(Event::Failed(e)),
+                    Some(ExecTold::Cmd(ToClient::Stopped(sig))) => {
+                        events.push(Event::Stopped { sig, bridge: bridge.is_some() })
                     }
-                }
+                    Some(ExecTold::Cmd(ToClient::Started(_)) | ExecTold::Master(_)) | None => {}
+                },
                 Got::Empty | Got::TooLong => {}
                 Got::Closed => events.push(Event::Closed),
             }
@@ -216,7 +220,7 @@ fn carry_out(
         for fx in todo {
             match (fx, bridge.as_deref_mut()) {
                 (Effect::Tell(sig), _) => {
-                    let _ = socket::send(sock.as_fd(), &wire::tagged(wire::KILL, sig.raw()), &[]);
+                    let _ = socket::send(sock.as_fd(), ExecAsk::Kill(sig).encode(&mut [0; FRAME]), &[]);
                 }
                 (Effect::StopSelf(sig), b) => {
                     crate::signals::stop_with(sig.raw(), true);

@@ -10,8 +10,8 @@
 use super::client::{self, Conn, Refused};
 use super::lockfile::{self, Holder};
 use super::socket::{self, Got};
-use super::wire;
 use rustix::fd::AsFd;
+use snug_core::wire::{Control, FRAME};
 use std::path::{Path, PathBuf};
 
 /// How long `ps` waits for the answers of all runs together, in milliseconds.
@@ -62,7 +62,7 @@ fn first(name: &str, path: &Path, owner: Option<u32>) -> First {
         Err(_) => return First::Row(None),
     };
     if !conn.stopped() {
-        let _ = socket::send(conn.fd.as_fd(), &[wire::INFO], &[]);
+        let _ = socket::send(conn.fd.as_fd(), Control::Info.encode(&mut [0; FRAME]), &[]);
     }
     First::Asked(Box::new(Asked { name: name.to_string(), conn, held, got: Got::Empty }))
 }

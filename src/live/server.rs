@@ -7,6 +7,7 @@ use super::socket::{self, Got, Peer};
 use super::wire;
 use crate::error::{failure, USAGE};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
+use snug_core::wire::Control;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -271,27 +272,27 @@ impl Server {
     fn answer(&mut self, i: usize, bytes: &[u8], host: &mut dyn Host) -> Reply {
         let from = self.conns[i].peer.pid;
         let text = |t: &str| Reply::Text(t.to_string());
-        match bytes {
-            [wire::INFO] => Reply::Text(format!("J{}", self.info(host))),
-            [wire::SIGNAL, ..] => match wire::value(bytes, wire::SIGNAL).filter(|s| (1..=64).contains(s)) {
-                Some(sig) => Reply::Text(format!("ok {}", host.signal(sig, from))),
-                None => text("err bad signal"),
-            },
-            [wire::STOP, now @ (0 | 1)] => {
+        match Control::decode(bytes) {
+            Some(Control::Info) => Reply::Text(format!("J{}", self.info(host))),
+            Some(Control::Signal(sig)) if (1..=64).contains(&sig.raw()) => {
+                Reply::Text(format!("ok {}", host.signal(sig.raw(), from)))
+            }
+            Some(Control::Signal(_)) => text("err bad signal"),
+            Some(Control::Stop { now }) => {
                 self.conns[i].waiting = true;
                 host.stopping();
                 host.signal(libc::SIGTERM, from);
-                if *now == 1 {
+                if now {
                     // A second TERM within the grace is G4's teardown: the same path as kill.
                     host.signal(libc::SIGTERM, from);
                 }
                 text("ok")
             }
-            [wire::EXEC] => match host.exec() {
+            Some(Control::Exec) => match host.exec() {
                 Ok(fd) => Reply::Fd(fd),
                 Err(why) => Reply::Text(format!("err {why}")),
             },
-            _ => text("err unknown request"),
+            None => text("err unknown request"),
         }
     }
 

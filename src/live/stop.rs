@@ -11,6 +11,7 @@ use crate::end::Outcome;
 use crate::error::{failure, OS_ERROR};
 use rustix::event::{PollFd, PollFlags};
 use rustix::fd::{AsFd, BorrowedFd};
+use snug_core::wire::{Control, FRAME};
 use std::path::Path;
 
 /// `snug stop NAME [--now]`.
@@ -31,7 +32,7 @@ pub fn stop(name: &str, now: bool) -> anyhow::Result<Outcome> {
             }
         }
         (_, Reached::Live(c)) => {
-            match c.ask(&[wire::STOP, u8::from(now)], 2000) {
+            match c.ask(Control::Stop { now }.encode(&mut [0; FRAME]), 2000) {
                 // It stopped before reading the request, which waits in its queue: continue
                 // it, and the request's TERM follows (a stop never waits for a `fg`).
                 Got::Empty if c.alive() && c.stopped() => send(name, c.pidfd.as_fd(), libc::SIGCONT)?,

@@ -16,20 +16,20 @@ fn exited(code: i32) -> i32 {
 #[test]
 fn o5_payload_and_payload_signal() {
     let mut r = RunRecord::new();
-    r.report(Report::Started(Pid(2)));
-    r.report(Report::Exited(WaitStatus::from_raw(exited(3))));
+    r.report(FromInit::Started(Pid(2)));
+    r.report(FromInit::Exited(WaitStatus::from_raw(exited(3))));
     assert_eq!(r.close(&Outcome::Status(exited(3))), EndedBy::Payload);
     let mut r = RunRecord::new();
-    r.report(Report::Exited(WaitStatus::from_raw(libc::SIGKILL)));
+    r.report(FromInit::Exited(WaitStatus::from_raw(libc::SIGKILL)));
     assert_eq!(r.close(&Outcome::Signal(libc::SIGKILL)), EndedBy::PayloadSignal);
 }
 
 #[test]
 fn o5_relayed_handled_even_with_exit_0() {
     let mut r = RunRecord::new();
-    r.report(Report::Started(Pid(2)));
+    r.report(FromInit::Started(Pid(2)));
     r.signal(&got(libc::SIGTERM, 0, 42), Action::RelayWithGrace);
-    r.report(Report::Exited(WaitStatus::from_raw(0)));
+    r.report(FromInit::Exited(WaitStatus::from_raw(0)));
     assert_eq!(r.close(&Outcome::Status(0)), EndedBy::RelayedHandled);
     let v: Value = serde_json::from_str(&r.to_json(EndedBy::RelayedHandled, &Outcome::Status(0))).unwrap();
     assert_eq!(v["signals"][0]["name"], "TERM");
@@ -41,7 +41,7 @@ fn o5_relayed_handled_even_with_exit_0() {
 #[test]
 fn o5_a_signal_after_the_payload_ended_did_not_end_it() {
     let mut r = RunRecord::new();
-    r.report(Report::Exited(WaitStatus::from_raw(0)));
+    r.report(FromInit::Exited(WaitStatus::from_raw(0)));
     r.signal(&got(libc::SIGTERM, 0, 42), Action::RelayWithGrace);
     assert_eq!(r.close(&Outcome::Status(0)), EndedBy::Payload);
 }
@@ -59,8 +59,8 @@ fn o5_teardowns_and_errors() {
     r.teardown(EndedBy::SecondSignal, None);
     assert_eq!(r.close(&Outcome::Signal(libc::SIGTERM)), EndedBy::SecondSignal);
     let mut r = RunRecord::new();
-    r.report(Report::ExecFailed(snug_core::Errno(libc::ENOENT)));
-    r.report(Report::Exited(WaitStatus::from_raw(exited(127))));
+    r.report(FromInit::ExecFailed(snug_core::Errno(libc::ENOENT)));
+    r.report(FromInit::Exited(WaitStatus::from_raw(exited(127))));
     assert_eq!(r.close(&Outcome::Fail(crate::error::failure(127, "x: not found"))), EndedBy::SnugError);
     let v: Value = serde_json::from_str(
         &r.to_json(EndedBy::SnugError, &Outcome::Fail(crate::error::failure(127, "x: not found"))),
@@ -77,7 +77,7 @@ fn o6_timeout_fires_once_and_names_its_term() {
     assert!(r.deadline().is_some());
     r.timing_out();
     r.signal(&got(libc::SIGTERM, 0, 1), Action::RelayWithGrace);
-    r.report(Report::Exited(WaitStatus::from_raw(0)));
+    r.report(FromInit::Exited(WaitStatus::from_raw(0)));
     assert_eq!(r.close(&Outcome::Status(0)), EndedBy::Timeout);
     let v: Value = serde_json::from_str(&r.to_json(EndedBy::Timeout, &Outcome::Status(124 << 8))).unwrap();
     assert_eq!(v["signals"][0]["origin"], "timeout");

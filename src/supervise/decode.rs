@@ -2,9 +2,9 @@
 //! origin and the caller's terminal as it is now, a report checked before it is believed
 //! (DESIGN.md, "Channel"). Nothing here decides what to do.
 
-use super::Supervisor;
+use super::SupervisorLoop;
 use crate::bridge;
-use crate::channel::{Received, Report};
+use crate::channel::{FromInit, Received};
 use crate::error::{failure, INTERNAL};
 use crate::log::log;
 use crate::pidfd::Pinned;
@@ -13,7 +13,7 @@ use snug_core::supervisor::{Event, Origin, Tty};
 use snug_core::{Pid, Signal, WaitStatus};
 use std::os::fd::OwnedFd;
 
-impl Supervisor {
+impl SupervisorLoop {
     /// Everything init sent, until its socket is empty or closed.
     pub(super) fn read_reports(&mut self) {
         loop {
@@ -31,10 +31,10 @@ impl Supervisor {
         }
     }
 
-    fn on_report(&mut self, r: Report, fd: Option<OwnedFd>) {
+    fn on_report(&mut self, r: FromInit, fd: Option<OwnedFd>) {
         self.record.report(r);
         let event = match r {
-            Report::Hello => match fd.and_then(|fd| Pinned::adopt(fd).ok()) {
+            FromInit::Hello => match fd.and_then(|fd| Pinned::adopt(fd).ok()) {
                 Some(init) => {
                     log!(
                         "tree: bwrap pid {} (pid 1 of the outer namespace), init pid {} (pid 1 of the sandbox, leads its group)",
@@ -46,34 +46,34 @@ impl Supervisor {
                 }
                 None => Event::Failed(failure(INTERNAL, "sandbox init sent no usable pidfd")),
             },
-            Report::Started(sandbox_pid) => {
+            FromInit::Started(sandbox_pid) => {
                 self.payload = fd.and_then(|fd| Pinned::adopt(fd).ok());
                 let host = self.payload.as_ref().map_or(0, |p| p.host_pid);
                 log!("payload started: pid {host} (pid {} in the sandbox)", sandbox_pid.raw());
                 Event::Started { tty: self.tty(None) }
             }
-            Report::Stopped(sig) => {
+            FromInit::Stopped(sig) => {
                 // A hint from inside: believed only if the payload really is stopped.
                 let state = self.payload.as_ref().and_then(Pinned::state);
                 log!("payload stopped by {} (state {state:?})", signame(sig.raw()));
                 let really = matches!(state, Some('T') | Some('t'));
                 Event::Stopped { sig, really, tty: self.tty(None) }
             }
-            Report::Halted => Event::Halted,
-            Report::Interrupt(unanswered) => Event::Interrupt { unanswered },
-            Report::Exited(status) => {
+            FromInit::Halted => Event::Halted,
+            FromInit::Interrupt(unanswered) => Event::Interrupt { unanswered },
+            FromInit::Exited(status) => {
                 log!("payload ended: {}", describe(status));
                 Event::Exited(status)
             }
-            Report::Empty => return log!("sandbox empty"),
-            Report::Leaving(_) => return,
-            Report::ExecFailed(e) => Event::ExecFailed(e),
-            Report::InitFailed(e) if e.0 == libc::ESTALE => Event::InitFailed(failure(
+            FromInit::Empty => return log!("sandbox empty"),
+            FromInit::Leaving(_) => return,
+            FromInit::ExecFailed(e) => Event::ExecFailed(e),
+            FromInit::InitFailed(e) if e.0 == libc::ESTALE => Event::InitFailed(failure(
                 crate::error::POLICY,
                 "a mount inside DIR is not where snug placed it: a path inside DIR changed while the sandbox \
                  was set up, and nothing ran",
             )),
-            Report::InitFailed(e) => {
+            FromInit::InitFailed(e) => {
                 let code = crate::error::errno_code(e.0, INTERNAL);
                 let hint = if e.0 == libc::EAGAIN { crate::bounds::cap_hint() } else { String::new() };
                 Event::InitFailed(failure(code, format!("sandbox init failed: {}{hint}", crate::error::strerror(e.0))))

@@ -3,7 +3,7 @@
 //! the first ended the sandbox already, or the payload ended on its own and this one says
 //! "enough") or `snug stop --now` ends the wait.
 
-use super::Supervisor;
+use super::SupervisorLoop;
 use crate::bridge::Watch;
 use crate::log::log;
 
@@ -16,7 +16,7 @@ pub(super) struct Draining {
     pub ended: bool,
 }
 
-impl Supervisor {
+impl SupervisorLoop {
     /// Copy the pty's last bytes to the caller's terminal, then its own settings back (T7).
     pub(super) fn drain(&mut self) {
         let Some(mut b) = self.bridge.take() else { return };
@@ -35,7 +35,7 @@ impl Supervisor {
     }
 }
 
-impl Watch for Supervisor {
+impl Watch for SupervisorLoop {
     fn fds(&self) -> Vec<libc::pollfd> {
         let mut fds = vec![libc::pollfd { fd: self.signals.raw(), events: libc::POLLIN, revents: 0 }];
         self.control_fds(&mut fds);

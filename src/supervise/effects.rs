@@ -2,13 +2,13 @@
 //! decides: each effect is one system call or a few, and the two that answer ([`Effect::Raw`],
 //! [`Effect::StopSelf`]) hand their answer back to the core as an event.
 
-use super::Supervisor;
+use super::SupervisorLoop;
 use crate::log::log;
 use crate::signals::{signame, Delivered, SI_KERNEL};
 use snug_core::supervisor::{Effect, Event, Note, Order, Origin, FORCE_QUIT, GRACE};
 use std::time::Instant;
 
-impl Supervisor {
+impl SupervisorLoop {
     /// Carry out `fx`, in order.
     pub(super) fn carry_out(&mut self, fx: Vec<Effect>) {
         for e in fx {

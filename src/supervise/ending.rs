@@ -1,11 +1,11 @@
 //! How snug leaves (SPEC R3, R4): the [`End`] the core chose, in exit codes and words.
 
-use super::{Outcome, Supervisor};
+use super::{Outcome, SupervisorLoop};
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND};
 use snug_core::supervisor::End;
 use snug_core::WaitStatus;
 
-impl Supervisor {
+impl SupervisorLoop {
     /// How snug ends, given what ended the run (`None`: nothing said).
     pub(super) fn outcome(&mut self, end: Option<End<anyhow::Error>>) -> Outcome {
         match end {

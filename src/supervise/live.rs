@@ -2,14 +2,14 @@
 //! enter the core exactly as a signal from a process does (G1–G6), and `snug exec` gets a
 //! socket to init.
 
-use super::Supervisor;
+use super::SupervisorLoop;
 use crate::live::server::Host;
 use crate::signals::Delivered;
 use anyhow::{anyhow, bail};
 use rustix::fd::{AsFd, OwnedFd};
 use snug_core::init::Jobs;
 
-impl Host for Supervisor {
+impl Host for SupervisorLoop {
     fn state(&self) -> &'static str {
         self.core.state()
     }
@@ -44,9 +44,9 @@ impl Host for Supervisor {
     }
 }
 
-impl Supervisor {
+impl SupervisorLoop {
     /// Attach this run's control socket (SPEC L1) and what `--jobs` asked (L4).
-    pub fn live(mut self, server: Option<crate::live::server::Server>, jobs: Jobs) -> Supervisor {
+    pub fn live(mut self, server: Option<crate::live::server::Server>, jobs: Jobs) -> SupervisorLoop {
         self.control = server;
         self.core.set_jobs_grace(jobs == Jobs::Grace);
         self
@@ -61,7 +61,7 @@ impl Supervisor {
         at
     }
 
-    /// Serve the control socket after a poll (`ready` from [`Supervisor::control_fds`]).
+    /// Serve the control socket after a poll (`ready` from [`SupervisorLoop::control_fds`]).
     pub(super) fn on_control(&mut self, ready: &[libc::pollfd]) {
         if let Some(mut s) = self.control.take() {
             s.on_ready(ready, self);

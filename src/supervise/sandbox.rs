@@ -1,9 +1,9 @@
 //! bwrap's stderr: its error line before init's hello (the sandbox never started), else
 //! each line as a `snug: bwrap:` line (R4).
 
-use super::Supervisor;
+use super::SupervisorLoop;
 
-impl Supervisor {
+impl SupervisorLoop {
     /// Read what bwrap wrote; at EOF stop watching.
     pub(super) fn read_bwrap_err(&mut self) {
         let Some(fd) = &self.bwrap_err else { return };
