@@ -1,24 +1,26 @@
 //! End: snug leaves as the payload did (SPEC R3): its exit code, or death by its signal.
 
 use crate::log::log;
+use snug_core::{Signal, WaitStatus};
 
 /// How the run ended: what the supervisor found, for the functions below.
 pub enum Outcome {
-    /// The payload's raw wait status (`waitpid(2)`).
-    Status(i32),
+    /// The payload's wait status (`waitpid(2)`), or the one snug leaves with (`exit(N)`).
+    Status(WaitStatus),
     /// snug dies of this signal (teardown after a grace, force-quit).
-    Signal(i32),
+    Signal(Signal),
     /// snug's own failure.
     Fail(anyhow::Error),
 }
 
-/// Exit as a raw wait status (`waitpid(2)`) says: `exit(N)` for an exit, [`die_of`] for a
+/// Exit as a wait status (`waitpid(2)`) says: `exit(N)` for an exit, [`die_of`] for a
 /// signal.
-pub fn as_status(raw: i32) -> ! {
-    if libc::WIFSIGNALED(raw) {
-        die_of(libc::WTERMSIG(raw))
-    }
-    let code = if libc::WIFEXITED(raw) { libc::WEXITSTATUS(raw) } else { crate::error::INTERNAL };
+pub fn as_status(status: WaitStatus) -> ! {
+    let code = match status {
+        WaitStatus::Signaled { sig, .. } => die_of(sig),
+        WaitStatus::Exited(code) => code,
+        WaitStatus::Stopped(_) | WaitStatus::Continued => crate::error::INTERNAL,
+    };
     log!("snug exits {code}");
     std::process::exit(code)
 }
@@ -26,8 +28,9 @@ pub fn as_status(raw: i32) -> ! {
 /// Die of `sig` so the caller sees `WIFSIGNALED` (a shell's `$?` is 128+n and its `for`
 /// loop stops on ^C): core dumps off (`setrlimit(2)` RLIMIT_CORE 0), `sig` back to `SIG_DFL`
 /// and unblocked, then `kill(2)` ourselves; exit 128+n if that did not end us (SPEC R3).
-pub fn die_of(sig: i32) -> ! {
+pub fn die_of(sig: Signal) -> ! {
     use std::io::Write;
+    let sig = sig.raw();
     log!("snug dies of {}", crate::signals::signame(sig));
     let _ = std::io::stdout().flush();
     use rustix::process::{setrlimit, Resource, Rlimit};

@@ -52,6 +52,7 @@ mod tty;
 use crate::cli::Command;
 use crate::end::Outcome;
 use crate::report::{EndedBy, RunRecord};
+use snug_core::{Signal, WaitStatus};
 
 #[global_allocator]
 static GLOBAL: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
@@ -102,7 +103,7 @@ fn work() -> ! {
     let outcome = match outcome {
         // Said by `settle`, with the bound.
         Outcome::Fail(e) if error::code_of(&e) == error::INTERNAL && hits.oom_kills > Some(0) => {
-            Outcome::Signal(libc::SIGKILL)
+            Outcome::Signal(Signal::KILL)
         }
         o => o,
     };
@@ -111,7 +112,7 @@ fn work() -> ! {
     log::log!("cgroups removed");
     live::server::cleanup(); // and its control socket (SPEC L5)
     match settle(outcome, &mut record, sink) {
-        Outcome::Status(raw) => end::as_status(raw),
+        Outcome::Status(status) => end::as_status(status),
         Outcome::Signal(sig) => end::die_of(sig),
         Outcome::Fail(e) => {
             log::say!("snug: {}", error::one_line(&e));
@@ -129,7 +130,7 @@ fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) 
     let ended_by = record.close(&outcome);
     // K5, O5: an OOM kill or refused forks get one line, the report's reason.
     // snug's own failure already has its line (with the bound's hint where it applies).
-    let said = matches!(outcome, Outcome::Fail(_) | Outcome::Status(0)) && ended_by != EndedBy::Oom;
+    let said = matches!(outcome, Outcome::Fail(_) | Outcome::Status(WaitStatus::Exited(0))) && ended_by != EndedBy::Oom;
     if record.hit_bound() && !said {
         log::say!("snug: {}", record.reason_line(ended_by, &outcome));
     }
@@ -138,7 +139,7 @@ fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) 
             // O6: a timeout is snug's decision, so it says so, once, whatever -v says.
             let after = record.timeout_text().map(|t| format!(" ({t})")).unwrap_or_default();
             log::say!("snug: the timeout{after} ended the run: exit {}", error::TIMED_OUT);
-            Outcome::Status(error::TIMED_OUT << 8)
+            Outcome::Status(WaitStatus::Exited(error::TIMED_OUT))
         }
         o => o,
     };
@@ -168,7 +169,7 @@ fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) 
 /// with `line`; any other end stays, and `line` is printed.
 fn unwritable(outcome: Outcome, line: &str) -> Outcome {
     match outcome {
-        Outcome::Status(0) => Outcome::Fail(error::failure(error::REPORT, line.to_string())),
+        Outcome::Status(WaitStatus::Exited(0)) => Outcome::Fail(error::failure(error::REPORT, line.to_string())),
         o => {
             log::say!("snug: {line}");
             o
@@ -194,7 +195,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         Command::Exec { name, cmd } => return live::exec::run(&name, &cmd),
         Command::Cow(c) => {
             let (text, code) = cow::command(c)?;
-            return print(text).map(|_| Outcome::Status(code << 8));
+            return print(text).map(|_| Outcome::Status(WaitStatus::Exited(code)));
         }
     };
     sandbox(&args, record, sink)
@@ -350,13 +351,13 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     }
     let cmd_words = payload_args::lossy(&cmd);
     let hint = match outcome {
-        Outcome::Status(raw) if !quiet => {
-            hints::dropped_env(raw, &request.host_env, &policy.env, policy.net, &cmd_words)
+        Outcome::Status(status) if !quiet => {
+            hints::dropped_env(status, &request.host_env, &policy.env, policy.net, &cmd_words)
         }
         _ => None,
     };
     // O11: a hint only after a run that failed, where it may bear on the failure.
-    let failed = !matches!(outcome, Outcome::Status(0));
+    let failed = !matches!(outcome, Outcome::Status(WaitStatus::Exited(0)));
     for line in hint.iter().chain(worktree.iter().filter(|_| failed && !quiet)) {
         log::say!("snug: {line}");
     }
@@ -371,5 +372,5 @@ fn print(text: String) -> anyhow::Result<Outcome> {
         let errno = e.raw_os_error().unwrap_or(libc::EIO);
         error::failure(error::INTERNAL, format!("cannot write to stdout: {}", error::strerror(errno)))
     })?;
-    Ok(Outcome::Status(0))
+    Ok(Outcome::Status(WaitStatus::Exited(0)))
 }

@@ -24,7 +24,7 @@ impl Mode {
     /// whatever fds 0–2 are. The terminal comes back open for the run.
     pub fn detect() -> (Mode, Option<CallerTty>) {
         let Some(tty) = CallerTty::open() else { return (Mode::Detached, None) };
-        let both = tty.stdio_mask() & 0b011 == 0b011;
+        let both = tty.stdio_mask().in_and_out();
         (Mode::Terminal { immediate: both && tty.in_front() }, Some(tty))
     }
 

@@ -14,6 +14,7 @@ use crate::channel::FromInit;
 use crate::pidfd::Pinned;
 use crate::signals::Delivered;
 use snug_core::supervisor::Action;
+use snug_core::{Signal, WaitStatus};
 
 pub use crate::report_sink::Sink;
 
@@ -59,7 +60,7 @@ pub struct RunRecord {
     wanted: bool,
     started: Option<Instant>,
     grace: Option<Instant>,
-    payload: Option<(Instant, i32)>,
+    payload: Option<(Instant, WaitStatus)>,
     exec_failed: bool,
     teardown: Option<EndedBy>,
     killed: Option<u32>,
@@ -198,10 +199,10 @@ impl RunRecord {
             }
             FromInit::ExecFailed(_) => self.exec_failed = true,
             FromInit::Exited(st) if !self.exec_failed && self.payload.is_none() => {
-                self.payload = Some((now, st.to_raw()));
-                live::payload("payload_exited", Some(st.to_raw()));
+                self.payload = Some((now, st));
+                live::payload("payload_exited", Some(st));
             }
-            FromInit::Stopped(sig) => live::stopped(sig.raw()),
+            FromInit::Stopped(sig) => live::stopped(sig),
             FromInit::Interrupt(_) if self.keys > 0 => self.keys -= 1,
             FromInit::Interrupt(_) => {
                 let at = now - self.start;
@@ -266,12 +267,8 @@ impl RunRecord {
             return if ended.is_some() { EndedBy::RelayedHandled } else { EndedBy::GraceExpired };
         }
         match self.payload {
-            Some((_, st))
-                if libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGKILL && self.hits.oom_kills > Some(0) =>
-            {
-                EndedBy::Oom
-            }
-            Some((_, st)) if libc::WIFSIGNALED(st) => EndedBy::PayloadSignal,
+            Some((_, WaitStatus::Signaled { sig: Signal::KILL, .. })) if self.hits.oom_kills > Some(0) => EndedBy::Oom,
+            Some((_, WaitStatus::Signaled { .. })) => EndedBy::PayloadSignal,
             Some(_) => EndedBy::Payload,
             None if self.teardown.is_none() && self.hits.oom_kills > Some(0) => EndedBy::Oom,
             None => self.teardown.unwrap_or(EndedBy::SnugError),

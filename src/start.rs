@@ -163,7 +163,7 @@ pub fn nest(
     (program, ignored): (&[std::path::PathBuf], u64),
     argv: &[String],
     fds: Passed<'_>,
-    pty: Option<(BorrowedFd<'_>, u32)>,
+    pty: Option<(BorrowedFd<'_>, crate::sys::fds::TtyFds)>,
 ) -> Result<Nest> {
     let Passed { channel, seccomp, payload_args, options } = fds;
     use rustix::process::{getgid, getuid};
@@ -183,7 +183,7 @@ pub fn nest(
     // The caller's stderr reaches init at fd 4; in terminal mode the pty's slave instead when
     // it was the caller's terminal (SPEC R2).
     let stderr = match pty {
-        Some((slave, mask)) if mask & 0b100 != 0 => slave,
+        Some((slave, mask)) if mask.has(2) => slave,
         _ => rustix::stdio::stderr(),
     };
     let fds = [high(channel)?, high(stderr)?, high(seccomp)?, high(&bw_w)?, high(payload_args)?, high(options)?];

@@ -16,6 +16,7 @@
 //! the job), and changes its settings only then.
 
 use crate::log::log;
+use crate::sys::fds::TtyFds;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
@@ -53,10 +54,10 @@ impl CallerTty {
         self.record = shared::Record::at(dir);
     }
 
-    /// Which of fds 0–2 are this terminal (bit n for fd n).
-    pub fn stdio_mask(&self) -> u32 {
+    /// Which of fds 0–2 are this terminal.
+    pub fn stdio_mask(&self) -> TtyFds {
         let fds = [rustix::stdio::stdin(), rustix::stdio::stdout(), rustix::stdio::stderr()];
-        fds.iter().enumerate().filter(|(_, fd)| is_it(**fd)).map(|(i, _)| 1 << i).sum()
+        TtyFds::of(|n| is_it(fds[n as usize]))
     }
 
     /// The descriptor, to poll, read and write.

@@ -29,13 +29,13 @@ fn net_like(name: &str) -> bool {
 /// given the caller's and the payload's environments and whether the sandbox has a network;
 /// or `None`.
 pub fn dropped_env(
-    status: i32,
+    status: snug_core::WaitStatus,
     caller: &[(String, String)],
     payload: &[(String, String)],
     net: bool,
     cmd: &[String],
 ) -> Option<String> {
-    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) == 0 {
+    if !matches!(status, snug_core::WaitStatus::Exited(code) if code != 0) {
         return None;
     }
     let dropped = |k: &str| !payload.iter().any(|(n, _)| n == k);
@@ -92,7 +92,7 @@ mod tests {
     #[test]
     fn n1_dropped_proxy_hint_only_after_a_failure_with_a_dropped_net_var() {
         let caller = env(&["https_proxy", "SSL_CERT_FILE", "FOO"]);
-        let failed = 1 << 8;
+        let failed = snug_core::WaitStatus::Exited(1);
         let pip: Vec<String> = ["sh", "-c", "pip install -r req.txt && pytest"].map(String::from).to_vec();
         let make: Vec<String> = ["make", "test"].map(String::from).to_vec();
         let hint = dropped_env(failed, &caller, &[], false, &pip).expect("hint");
@@ -100,8 +100,22 @@ mod tests {
             hint.contains("SSL_CERT_FILE, https_proxy") && hint.contains("-p @net") && !hint.contains("FOO"),
             "{hint}"
         );
-        assert_eq!(dropped_env(0, &caller, &[], false, &pip), None, "a success says nothing");
-        assert_eq!(dropped_env(libc::SIGKILL, &caller, &[], false, &pip), None, "a signal is not a missing proxy");
+        assert_eq!(
+            dropped_env(snug_core::WaitStatus::Exited(0), &caller, &[], false, &pip),
+            None,
+            "a success says nothing"
+        );
+        assert_eq!(
+            dropped_env(
+                snug_core::WaitStatus::Signaled { sig: snug_core::Signal::KILL, core: false },
+                &caller,
+                &[],
+                false,
+                &pip
+            ),
+            None,
+            "a signal is not a missing proxy"
+        );
         assert_eq!(dropped_env(failed, &env(&["SSL_CERT_FILE", "FOO"]), &[], false, &pip), None, "CA alone: quiet");
         assert_eq!(dropped_env(failed, &caller, &caller, true, &pip), None, "with @net all passed: quiet");
         // O11: a failure of a command that does not fetch is not the proxy's.

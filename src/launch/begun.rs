@@ -132,7 +132,7 @@ impl Attempt {
         let mut argv = vec!["bwrap".to_string()];
         argv.extend(["--args".to_string(), crate::sys::fds::BWRAP_ARGS_FD.to_string()]);
         argv.extend(tail.iter().cloned());
-        let mask = tty.map_or(0, CallerTty::stdio_mask);
+        let mask = tty.map_or(Default::default(), CallerTty::stdio_mask);
         let slave = pty.map(|p| (p.slave.as_fd(), mask));
         let passed = Passed {
             channel: theirs.as_fd(),

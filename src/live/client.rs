@@ -226,11 +226,11 @@ pub fn signal(name: &str, sig: i32) -> anyhow::Result<Outcome> {
                 Got::Empty if c.alive() && c.stopped() => {}
                 got => drop(expect_ok(name, got)?),
             }
-            return Ok(Outcome::Status(0));
+            return Ok(Outcome::Status(snug_core::WaitStatus::Exited(0)));
         }
         Reached::Live(c) => c.pidfd,
         Reached::Stopped(h) => h.pidfd,
     };
     crate::signals::send_pidfd(pidfd.as_fd(), sig).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))?;
-    Ok(Outcome::Status(0))
+    Ok(Outcome::Status(snug_core::WaitStatus::Exited(0)))
 }

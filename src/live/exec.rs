@@ -63,7 +63,7 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
         Some(t) => Some(open_pty(sock.as_fd(), t).map_err(|e| failure(OS_ERROR, format!("pty: {e}")))?),
         None => None,
     };
-    let mask = tty.as_ref().map_or(0, |t| t.stdio_mask());
+    let mask = tty.as_ref().map_or(Default::default(), |t| t.stdio_mask());
     let mut sigs: Vec<i32> = RELAYED.to_vec();
     if pty.is_some() {
         sigs.extend([libc::SIGWINCH, libc::SIGCONT, libc::SIGTSTP]);
@@ -73,7 +73,7 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
     let mut fds: Vec<BorrowedFd<'_>> = own.to_vec();
     if let Some(p) = &pty {
         for (i, fd) in fds.iter_mut().enumerate() {
-            if mask & (1 << i) != 0 {
+            if mask.has(i as i32) {
                 *fd = p.slave.as_fd();
             }
         }
@@ -98,7 +98,7 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
     let piped = rustix::fs::fstat(rustix::stdio::stdout())
         .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo);
     if let Some(b) = bridge.as_mut() {
-        if mask & 0b011 == 0b011 || (mask & 1 != 0 && !piped) {
+        if mask.in_and_out() || (mask.has(0) && !piped) {
             b.set_input(true);
         }
     }
@@ -196,8 +196,8 @@ fn relay(
         for ev in events {
             if let Some(end) = carry_out(&mut client, ev, sock, signals, bridge.as_deref_mut()) {
                 return match end {
-                    End::Status(status) => Ok(Outcome::Status(status.to_raw())),
-                    End::Signal(sig) => Ok(Outcome::Signal(sig.raw())),
+                    End::Status(status) => Ok(Outcome::Status(status)),
+                    End::Signal(sig) => Ok(Outcome::Signal(sig)),
                     End::Failed(e) => Err(exec_failed(e.0, cmd)),
                 };
             }

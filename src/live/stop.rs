@@ -44,7 +44,7 @@ pub fn stop(name: &str, now: bool) -> anyhow::Result<Outcome> {
     let words = end.as_deref().map_or("ended".to_string(), wire::end_words);
     crate::log::print(&crate::quote::controls_escaped(&format!("{name}: {words}")))
         .map_err(|e| failure(OS_ERROR, format!("stdout: {e}")))?;
-    Ok(Outcome::Status(0))
+    Ok(Outcome::Status(snug_core::WaitStatus::Exited(0)))
 }
 
 /// The stop of a run whose snug is stopped: it can neither accept nor answer, so the request

@@ -5,9 +5,10 @@
 /// How a run ended, as its `stop` callers are told: `exit N`, `signal N`, or `fail N TEXT`.
 pub fn end_text(outcome: &crate::end::Outcome) -> String {
     use crate::end::Outcome;
+    use snug_core::WaitStatus;
     match outcome {
-        Outcome::Status(raw) if libc::WIFSIGNALED(*raw) => format!("signal {}", libc::WTERMSIG(*raw)),
-        Outcome::Status(raw) => format!("exit {}", libc::WEXITSTATUS(*raw)),
+        Outcome::Status(WaitStatus::Signaled { sig, .. }) => format!("signal {sig}"),
+        Outcome::Status(status) => format!("exit {}", status.shell_code().unwrap_or(0)),
         Outcome::Signal(sig) => format!("signal {sig}"),
         Outcome::Fail(e) => format!("fail {} {}", crate::error::code_of(e), crate::error::one_line(e)),
     }

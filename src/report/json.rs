@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use snug_core::{Signal, WaitStatus};
 
 use super::{EndedBy, Origin, Outcome, RunRecord, SignalEvent, SCHEMA};
 use crate::quote::text::{Text, Texts};
@@ -21,11 +22,11 @@ impl RunRecord {
             name: self.name.as_deref(),
             ended_by: ended_by.name(),
             snug_exit: match outcome {
-                Outcome::Status(raw) => Status::of(*raw),
+                Outcome::Status(status) => Status::of(*status),
                 Outcome::Signal(sig) => Status::signal(*sig),
                 Outcome::Fail(e) => Status::Code { code: crate::error::code_of(e) },
             },
-            payload: self.payload.map(|(_, raw)| Status::of(raw)),
+            payload: self.payload.map(|(_, status)| Status::of(status)),
             error: self.error.as_deref(),
             signals,
             signals_omitted: self.omitted,
@@ -207,17 +208,16 @@ pub(super) enum Status {
 }
 
 impl Status {
-    /// From a raw wait status.
-    pub(super) fn of(raw: i32) -> Status {
-        if libc::WIFSIGNALED(raw) {
-            Status::signal(libc::WTERMSIG(raw))
-        } else {
-            Status::Code { code: libc::WEXITSTATUS(raw) }
+    /// From a wait status.
+    pub(super) fn of(status: WaitStatus) -> Status {
+        match status {
+            WaitStatus::Signaled { sig, .. } => Status::signal(sig),
+            _ => Status::Code { code: status.shell_code().unwrap_or(0) },
         }
     }
 
-    fn signal(sig: i32) -> Status {
-        Status::Signal { signal: short_name(sig), number: sig }
+    fn signal(sig: Signal) -> Status {
+        Status::Signal { signal: short_name(sig.raw()), number: sig.raw() }
     }
 }
 

@@ -26,10 +26,10 @@ pub(super) fn grace(sig: i32) {
     }
 }
 
-/// The payload's main process started, exited (raw wait status) or stopped (`sig`).
-pub(super) fn payload(what: &str, raw: Option<i32>) {
+/// The payload's main process started, or exited with `status`.
+pub(super) fn payload(what: &str, status: Option<snug_core::WaitStatus>) {
     if on() {
-        match raw {
+        match status {
             Some(st) => emit(what, json!({ "payload": Status::of(st) })),
             None => emit(what, json!({})),
         }
@@ -37,9 +37,9 @@ pub(super) fn payload(what: &str, raw: Option<i32>) {
 }
 
 /// The payload stopped with `sig` (terminal mode tells it).
-pub(super) fn stopped(sig: i32) {
+pub(super) fn stopped(sig: snug_core::Signal) {
     if on() {
-        emit("payload_stopped", json!({ "signal": short_name(sig) }));
+        emit("payload_stopped", json!({ "signal": short_name(sig.raw()) }));
     }
 }
 

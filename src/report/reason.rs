@@ -1,6 +1,7 @@
 //! The report's `reason`: who ended the run and why, in one line of plain words (SPEC O5).
 
 use super::{EndedBy, Origin, Outcome, RunRecord};
+use snug_core::WaitStatus;
 
 /// `1.5 s`, `90 s`, `300 ms`.
 pub(super) fn seconds(d: std::time::Duration) -> String {
@@ -11,11 +12,10 @@ pub(super) fn seconds(d: std::time::Duration) -> String {
     }
 }
 
-fn status(raw: i32) -> String {
-    if libc::WIFSIGNALED(raw) {
-        format!("was killed by {}", super::json::short_name(libc::WTERMSIG(raw)))
-    } else {
-        format!("exited with code {}", libc::WEXITSTATUS(raw))
+fn status(status: WaitStatus) -> String {
+    match status {
+        WaitStatus::Signaled { sig, .. } => format!("was killed by {}", super::json::short_name(sig.raw())),
+        _ => format!("exited with code {}", status.shell_code().unwrap_or(0)),
     }
 }
 

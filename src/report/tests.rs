@@ -3,7 +3,7 @@
 use super::json::short_name;
 use super::*;
 use serde_json::Value;
-use snug_core::{Pid, WaitStatus};
+use snug_core::{Pid, Signal, WaitStatus};
 
 fn got(sig: i32, code: i32, pid: u32) -> Delivered {
     Delivered { sig, code, pid }
@@ -18,10 +18,10 @@ fn o5_payload_and_payload_signal() {
     let mut r = RunRecord::new();
     r.report(FromInit::Started(Pid(2)));
     r.report(FromInit::Exited(WaitStatus::from_raw(exited(3))));
-    assert_eq!(r.close(&Outcome::Status(exited(3))), EndedBy::Payload);
+    assert_eq!(r.close(&Outcome::Status(WaitStatus::Exited(3))), EndedBy::Payload);
     let mut r = RunRecord::new();
     r.report(FromInit::Exited(WaitStatus::from_raw(libc::SIGKILL)));
-    assert_eq!(r.close(&Outcome::Signal(libc::SIGKILL)), EndedBy::PayloadSignal);
+    assert_eq!(r.close(&Outcome::Signal(Signal::KILL)), EndedBy::PayloadSignal);
 }
 
 #[test]
@@ -30,8 +30,9 @@ fn o5_relayed_handled_even_with_exit_0() {
     r.report(FromInit::Started(Pid(2)));
     r.signal(&got(libc::SIGTERM, 0, 42), Action::RelayWithGrace);
     r.report(FromInit::Exited(WaitStatus::from_raw(0)));
-    assert_eq!(r.close(&Outcome::Status(0)), EndedBy::RelayedHandled);
-    let v: Value = serde_json::from_str(&r.to_json(EndedBy::RelayedHandled, &Outcome::Status(0))).unwrap();
+    assert_eq!(r.close(&Outcome::Status(WaitStatus::Exited(0))), EndedBy::RelayedHandled);
+    let v: Value =
+        serde_json::from_str(&r.to_json(EndedBy::RelayedHandled, &Outcome::Status(WaitStatus::Exited(0)))).unwrap();
     assert_eq!(v["signals"][0]["name"], "TERM");
     assert_eq!(v["signals"][0]["pid"], 42);
     assert_eq!(v["signals"][0]["relayed"], true);
@@ -43,7 +44,7 @@ fn o5_a_signal_after_the_payload_ended_did_not_end_it() {
     let mut r = RunRecord::new();
     r.report(FromInit::Exited(WaitStatus::from_raw(0)));
     r.signal(&got(libc::SIGTERM, 0, 42), Action::RelayWithGrace);
-    assert_eq!(r.close(&Outcome::Status(0)), EndedBy::Payload);
+    assert_eq!(r.close(&Outcome::Status(WaitStatus::Exited(0))), EndedBy::Payload);
 }
 
 #[test]
@@ -51,13 +52,13 @@ fn o5_teardowns_and_errors() {
     let mut r = RunRecord::new();
     r.signal(&got(libc::SIGTERM, 0, 42), Action::RelayWithGrace);
     r.teardown(EndedBy::GraceExpired, None);
-    assert_eq!(r.close(&Outcome::Signal(libc::SIGTERM)), EndedBy::GraceExpired);
+    assert_eq!(r.close(&Outcome::Signal(Signal::TERM)), EndedBy::GraceExpired);
     r.teardown(EndedBy::SecondSignal, None); // the first reason stays
-    assert_eq!(r.close(&Outcome::Signal(libc::SIGTERM)), EndedBy::GraceExpired);
+    assert_eq!(r.close(&Outcome::Signal(Signal::TERM)), EndedBy::GraceExpired);
     let mut r = RunRecord::new();
     r.signal(&got(libc::SIGTERM, 0, 42), Action::RelayWithGrace);
     r.teardown(EndedBy::SecondSignal, None);
-    assert_eq!(r.close(&Outcome::Signal(libc::SIGTERM)), EndedBy::SecondSignal);
+    assert_eq!(r.close(&Outcome::Signal(Signal::TERM)), EndedBy::SecondSignal);
     let mut r = RunRecord::new();
     r.report(FromInit::ExecFailed(snug_core::Errno(libc::ENOENT)));
     r.report(FromInit::Exited(WaitStatus::from_raw(exited(127))));
@@ -78,8 +79,9 @@ fn o6_timeout_fires_once_and_names_its_term() {
     r.timing_out();
     r.signal(&got(libc::SIGTERM, 0, 1), Action::RelayWithGrace);
     r.report(FromInit::Exited(WaitStatus::from_raw(0)));
-    assert_eq!(r.close(&Outcome::Status(0)), EndedBy::Timeout);
-    let v: Value = serde_json::from_str(&r.to_json(EndedBy::Timeout, &Outcome::Status(124 << 8))).unwrap();
+    assert_eq!(r.close(&Outcome::Status(WaitStatus::Exited(0))), EndedBy::Timeout);
+    let v: Value =
+        serde_json::from_str(&r.to_json(EndedBy::Timeout, &Outcome::Status(WaitStatus::Exited(124)))).unwrap();
     assert_eq!(v["signals"][0]["origin"], "timeout");
     assert_eq!(v["snug_exit"]["code"], 124);
     assert_eq!(v["timeout_ms"], 0);
@@ -91,7 +93,7 @@ fn o5_signal_list_is_bounded() {
     for _ in 0..MAX_SIGNALS + 5 {
         r.signal(&got(libc::SIGUSR1, 0, 7), Action::Relay);
     }
-    let v: Value = serde_json::from_str(&r.to_json(EndedBy::Payload, &Outcome::Status(0))).unwrap();
+    let v: Value = serde_json::from_str(&r.to_json(EndedBy::Payload, &Outcome::Status(WaitStatus::Exited(0)))).unwrap();
     assert_eq!(v["signals"].as_array().map(Vec::len), Some(MAX_SIGNALS));
     assert_eq!(v["signals_omitted"], 5);
     assert_eq!((short_name(37), short_name(libc::SIGTERM)), ("RTMIN+3".into(), "TERM".into()));

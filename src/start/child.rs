@@ -34,9 +34,9 @@ pub struct Plan<'a> {
     /// Sources for fds 3, 4, 5, 2, 6 and 8 (channel, caller's stderr, seccomp, bwrap's
     /// stderr pipe, payload_args, bwrap's `--args` pipe), all at 10 or above.
     pub fds: [RawFd; 6],
-    /// In terminal mode, the sandbox's pty slave and which of fds 0–2 become it (bit n for
-    /// fd n: those that were the caller's terminal, SPEC R2); it also goes to [`PTY_FD`].
-    pub pty: Option<(RawFd, u32)>,
+    /// In terminal mode, the sandbox's pty slave and which of fds 0–2 become it (those that
+    /// were the caller's terminal, SPEC R2); it also goes to [`PTY_FD`].
+    pub pty: Option<(RawFd, crate::sys::fds::TtyFds)>,
     /// The socket snug sends the entry files of this run's cgroups on, each cgroup's `tasks`
     /// (v1) or `cgroup.procs` (v2) to write `0` to (SPEC K5; [`super::Nest::give_cgroups`]),
     /// then the descriptors of the policy's binds (SPEC P7; [`super::Nest::give_grants`]).
@@ -108,7 +108,7 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
                 libc::close(PTY_FD);
             }
             if let Some((slave, mask)) = p.pty {
-                for fd in (0..2).filter(|fd| mask & (1 << fd) != 0) {
+                for fd in (0..2).filter(|&fd| mask.has(fd)) {
                     if libc::dup2(slave, fd) < 0 {
                         fail(DUP, nestproc::errno());
                     }

@@ -3,7 +3,6 @@
 use super::{Outcome, SupervisorLoop};
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND};
 use snug_core::supervisor::End;
-use snug_core::WaitStatus;
 
 impl SupervisorLoop {
     /// How snug ends, given what ended the run (`None`: nothing said).
@@ -20,9 +19,9 @@ impl SupervisorLoop {
                 };
                 Outcome::Fail(failure(code, format!("{}: {what}", self.cmd)))
             }
-            Some(End::Payload(status)) => Outcome::Status(WaitStatus::to_raw(status)),
+            Some(End::Payload(status)) => Outcome::Status(status),
             Some(End::Failed(e)) => Outcome::Fail(e),
-            Some(End::TornDown(sig)) => Outcome::Signal(sig.raw()),
+            Some(End::TornDown(sig)) => Outcome::Signal(sig),
             None if self.init.is_none() => {
                 let said = String::from_utf8_lossy(&self.bwrap_said);
                 if said.trim().is_empty() {

@@ -26,6 +26,28 @@ pub const BWRAP_ARGS_FD: RawFd = 8;
 pub const GRANT_FD: RawFd = 9;
 /// At most this many bind descriptors (`SCM_MAX_FD` is 253 per message, `unix(7)`).
 pub const MAX_GRANTS: usize = 240;
+/// Which of fds 0–2 are the caller's terminal, so become the sandbox pty's slave (SPEC R2,
+/// T1). A copy of a bit set: a child between fork and exec may read it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TtyFds(u32);
+
+impl TtyFds {
+    /// The fds `n` in 0–2 for which `is_tty(n)`.
+    pub fn of(is_tty: impl Fn(RawFd) -> bool) -> TtyFds {
+        TtyFds((0..3).filter(|&n| is_tty(n)).map(|n| 1 << n).sum())
+    }
+
+    /// Whether fd `n` is the terminal.
+    pub const fn has(self, n: RawFd) -> bool {
+        self.0 & (1 << n) != 0
+    }
+
+    /// Both stdin and stdout are the terminal.
+    pub const fn in_and_out(self) -> bool {
+        self.has(0) && self.has(1)
+    }
+}
+
 /// In pasta: the user namespace it joins, when passed as a descriptor (`/proc/self/fd/3`).
 pub const PASTA_USERNS_FD: RawFd = 3;
 
@@ -51,4 +73,22 @@ fn for_query(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
     // SAFETY: used only for F_GETFD, which fails with EBADF on a closed number and has no
     // effect on an open one; the borrow does not outlive that call.
     unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TtyFds;
+
+    #[test]
+    fn r2_tty_fds_name_each_descriptor() {
+        let err_only = TtyFds::of(|n| n == 2);
+        assert!(err_only.has(2) && !err_only.has(0) && !err_only.has(1) && !err_only.in_and_out());
+        let in_only = TtyFds::of(|n| n == 0);
+        assert!(in_only.has(0) && !in_only.has(1) && !in_only.in_and_out());
+        let out_only = TtyFds::of(|n| n == 1);
+        assert!(out_only.has(1) && !out_only.has(0) && !out_only.in_and_out());
+        let all = TtyFds::of(|_| true);
+        assert!((0..3).all(|n| all.has(n)) && all.in_and_out());
+        assert_eq!(TtyFds::default(), TtyFds::of(|_| false));
+    }
 }
