@@ -7,9 +7,8 @@ pub fn end_text(outcome: &crate::end::Outcome) -> String {
     use crate::end::Outcome;
     use snug_core::WaitStatus;
     match outcome {
-        Outcome::Status(WaitStatus::Signaled { sig, .. }) => format!("signal {sig}"),
+        Outcome::Status(WaitStatus::Signaled { sig, .. }) | Outcome::Signal(sig) => format!("signal {}", sig.raw()),
         Outcome::Status(status) => format!("exit {}", status.shell_code().unwrap_or(0)),
-        Outcome::Signal(sig) => format!("signal {sig}"),
         Outcome::Fail(e) => format!("fail {} {}", crate::error::code_of(e), crate::error::one_line(e)),
     }
 }
@@ -33,6 +32,14 @@ mod tests {
 
     #[test]
     fn l2_end_words() {
+        use crate::end::Outcome;
+        use snug_core::{Signal, WaitStatus};
+        // A signal's number, not its Display ("signal 15"): with it, every stop's end read
+        // "ended (signal signal 15 …)".
+        assert_eq!(end_text(&Outcome::Signal(Signal::TERM)), "signal 15");
+        assert_eq!(end_text(&Outcome::Status(WaitStatus::Signaled { sig: Signal::KILL, core: true })), "signal 9");
+        assert_eq!(end_text(&Outcome::Status(WaitStatus::Exited(7))), "exit 7");
+        assert_eq!(end_words(&end_text(&Outcome::Signal(Signal::TERM))), "killed by SIGTERM");
         assert_eq!(end_words("exit 7"), "exited 7");
         assert_eq!(end_words("signal 15"), "killed by SIGTERM");
         let torn = "signal 15 (the payload did not end within the grace, so snug tore the sandbox down)";
