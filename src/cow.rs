@@ -7,6 +7,7 @@ pub mod changes;
 pub mod diff;
 pub mod mount;
 pub mod store;
+pub mod trash;
 
 use crate::error::{failure, UNAVAILABLE};
 use rustix::time::ClockId;
@@ -104,6 +105,7 @@ pub fn command(c: crate::cli::cow::CowCommand) -> anyhow::Result<(String, i32)> 
         }
         C::Discard { name } => {
             store::remove(&store::find(&name)?)?;
+            trash::sweep(&store::base()?);
             (format!("discarded {name}\n"), 0)
         }
     })
@@ -168,6 +170,7 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>) -> anyhow::Result<R
         let _ = store::remove(&kept);
         return Err(os(e));
     }
+    trash::sweep_in_background(base);
     Ok(Run { kept, dir: dir.to_path_buf(), root })
 }
 
@@ -236,7 +239,7 @@ pub fn finish(run: &Run) -> Option<(String, serde_json::Value)> {
         }
     };
     if changes.is_empty() {
-        let _ = store::remove(&run.kept);
+        let _ = trash::discard(&run.kept);
         return None;
     }
     let (a, m, d) = changes::counts(&changes);

@@ -227,6 +227,7 @@ pub fn run(
     if let Some(c) = cow {
         c.settle();
         crate::cow::mount::mount_in(attempt.nest.pid1.as_fd(), &c.dir, &c.options(), c.root)?;
+        log!("--cow: the overlay is mounted on {}", c.dir.display());
     }
     let control = bind()?;
     attempt.give_options(&with_console(options, pty.as_ref()));

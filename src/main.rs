@@ -340,6 +340,9 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         log::say!("snug: {line}");
         record.changes(value);
     }
+    if cow.is_some() {
+        log::log!("--cow: the kept changes read");
+    }
     let outcome = grant_fd::named(outcome?, &policy, &opened);
     if let Some(line) = record.network_line() {
         log::say!("snug: {line}");

@@ -4,7 +4,8 @@
 //!
 //! Split by concern: `cow/view.rs` (W1–W3: DIR untouched, the diff, apply equals the view),
 //! `cow/apply.rs` (W4: conflicts, escapes, protected paths, what is never applied),
-//! `cow/kept.rs` (W1's refusals, W5: SIGKILL, masks, W6: ordinary tools).
+//! `cow/kept.rs` (W1's refusals, W5: SIGKILL, masks, W6: ordinary tools), `cow/with.rs`
+//! (W1 with `-p @net`, `--net-allow`, `--jobs` and other grants' protected paths).
 
 mod common;
 
@@ -14,6 +15,8 @@ mod apply;
 mod kept;
 #[path = "cow/view.rs"]
 mod view;
+#[path = "cow/with.rs"]
+mod with;
 
 use common::{everyone, run_bounded, snug_cmd, workdir, Out, Who};
 use std::collections::BTreeMap;
