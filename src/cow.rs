@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod changes;
 pub mod diff;
+pub mod grants;
 pub mod mount;
 pub mod store;
 pub mod trash;
@@ -22,6 +23,9 @@ pub struct Run {
     pub dir: PathBuf,
     /// As root (`redirect_dir=on`) or as a user (`userxattr`).
     pub root: bool,
+    /// The grants inside DIR whose source is in DIR, bound by path in the overlay, relative
+    /// to DIR: walked again there once it is mounted ([`grants::expected`]).
+    pub inside: Vec<PathBuf>,
 }
 
 impl Run {
@@ -171,7 +175,7 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>) -> anyhow::Result<R
         return Err(os(e));
     }
     trash::sweep_in_background(base);
-    Ok(Run { kept, dir: dir.to_path_buf(), root })
+    Ok(Run { kept, dir: dir.to_path_buf(), root, inside: Vec::new() })
 }
 
 /// For `snug doctor` (SPEC W6): whether `--cow` can mount its overlay here, whether
