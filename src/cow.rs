@@ -188,7 +188,7 @@ pub fn limits() -> (bool, bool, String) {
         return (false, false, "needs Linux 5.11 for an overlay in a user namespace (userxattr)".into());
     }
     let fuse = crate::bwrap::find_program("fuse-overlayfs")
-        .map_or(String::new(), |p| format!(" ({} is installed but not used)", p.display()));
+        .map_or(String::new(), |p| format!(" ({} is installed and refuses the same rename: not used)", p.display()));
     let detail = format!(
         "overlay with userxattr, which refuses redirect_dir: rename(2) of a directory that existed before the \
          run fails with EXDEV (mv copies instead; git mv of a directory fails){fuse}"
