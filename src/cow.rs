@@ -90,7 +90,7 @@ pub fn start(
         record.name(name);
     }
     let command = record.context().command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-    prepare(name, dir, command)
+    prepare(name, dir, command, record.wall_start())
 }
 
 /// `snug diff|apply|discard` (SPEC W3, W4): what to print on stdout and the exit code.
@@ -121,12 +121,14 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 
 /// Prepare run `name` over DIR `dir`: the state directory checked (not inside DIR, on a
 /// filesystem that holds overlayfs' upper layer) and `STATE/cow/NAME` made. Nothing is
-/// copied: the cost does not depend on DIR's size (SPEC B10).
+/// copied: the cost does not depend on DIR's size (SPEC B10). The run's start is `started`,
+/// snug's own: a host file changed from then on is a conflict (W4), and the milliseconds of
+/// snug's start-up are what spares [`Run::settle`] its wait for the coarse clock.
 ///
 /// # Errors
 /// 69 saying which and what to set (`XDG_STATE_HOME`) where the state directory cannot hold
 /// the layer; 64 when changes named `name` are kept already; 71 when it cannot be made.
-pub fn prepare(name: &str, dir: &Path, command: Vec<String>) -> anyhow::Result<Run> {
+pub fn prepare(name: &str, dir: &Path, command: Vec<String>, started: std::time::SystemTime) -> anyhow::Result<Run> {
     let base = store::base()?;
     let set = "set XDG_STATE_HOME to a directory outside DIR on a local filesystem (ext4, xfs, btrfs)";
     if resolved(&base).starts_with(dir) {
@@ -157,7 +159,7 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>) -> anyhow::Result<R
     if let Some(why) = refused {
         return Err(failure(UNAVAILABLE, format!("--cow: the state directory {} is on {why}: {set}", base.display())));
     }
-    let started_ns = now_ns(ClockId::Realtime);
+    let started_ns = started.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let started = crate::report::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(started_ns as u64));
     let meta = store::Meta { dir: dir.to_path_buf(), started, started_ns, command, root };
     let kept = store::create(&base, name, &meta)?;
