@@ -59,3 +59,34 @@ pub fn expected(pid: i32, dir: &Path, rels: &[PathBuf]) -> anyhow::Result<Vec<Ex
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// P7, W1: the walk through a process's root (this one's) finds a directory inside DIR
+    /// with its directory's and its own device and inode, and refuses a symlink at the grant
+    /// and one on its way with 77. Positive control: with `RESOLVE_NO_SYMLINKS` left out of
+    /// the walk, `m/b` was found through the link `m`.
+    #[test]
+    fn p7_cow_walk_refuses_symlinks_in_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(dir.join("a/b")).unwrap();
+        std::os::unix::fs::symlink("/", dir.join("l")).unwrap();
+        std::os::unix::fs::symlink("a", dir.join("m")).unwrap();
+        let pid = std::process::id() as i32;
+        let found = expected(pid, &dir, &[PathBuf::from("a/b")]).unwrap();
+        let st = |p: &Path| {
+            std::fs::metadata(p)
+                .map(|m| (std::os::unix::fs::MetadataExt::dev(&m), std::os::unix::fs::MetadataExt::ino(&m)))
+                .unwrap()
+        };
+        assert_eq!(found[0].id, st(&dir.join("a/b")));
+        assert_eq!(found[0].parent, st(&dir.join("a")));
+        for rel in ["l", "m/b"] {
+            let e = expected(pid, &dir, &[PathBuf::from(rel)]).unwrap_err();
+            assert_eq!(crate::error::code_of(&e), POLICY, "{rel}: {e}");
+        }
+    }
+}
