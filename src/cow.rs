@@ -5,8 +5,10 @@
 pub mod apply;
 pub mod changes;
 pub mod diff;
+pub mod grants;
 pub mod mount;
 pub mod store;
+pub mod trash;
 
 use crate::error::{failure, UNAVAILABLE};
 use rustix::time::ClockId;
@@ -21,6 +23,9 @@ pub struct Run {
     pub dir: PathBuf,
     /// As root (`redirect_dir=on`) or as a user (`userxattr`).
     pub root: bool,
+    /// The grants inside DIR whose source is in DIR, bound by path in the overlay, relative
+    /// to DIR: walked again there once it is mounted ([`grants::expected`]).
+    pub inside: Vec<PathBuf>,
 }
 
 impl Run {
@@ -85,7 +90,7 @@ pub fn start(
         record.name(name);
     }
     let command = record.context().command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-    prepare(name, dir, command)
+    prepare(name, dir, command, record.wall_start())
 }
 
 /// `snug diff|apply|discard` (SPEC W3, W4): what to print on stdout and the exit code.
@@ -104,6 +109,7 @@ pub fn command(c: crate::cli::cow::CowCommand) -> anyhow::Result<(String, i32)> 
         }
         C::Discard { name } => {
             store::remove(&store::find(&name)?)?;
+            trash::sweep(&store::base()?);
             (format!("discarded {name}\n"), 0)
         }
     })
@@ -115,12 +121,14 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 
 /// Prepare run `name` over DIR `dir`: the state directory checked (not inside DIR, on a
 /// filesystem that holds overlayfs' upper layer) and `STATE/cow/NAME` made. Nothing is
-/// copied: the cost does not depend on DIR's size (SPEC B10).
+/// copied: the cost does not depend on DIR's size (SPEC B10). The run's start is `started`,
+/// snug's own: a host file changed from then on is a conflict (W4), and the milliseconds of
+/// snug's start-up are what spares [`Run::settle`] its wait for the coarse clock.
 ///
 /// # Errors
 /// 69 saying which and what to set (`XDG_STATE_HOME`) where the state directory cannot hold
 /// the layer; 64 when changes named `name` are kept already; 71 when it cannot be made.
-pub fn prepare(name: &str, dir: &Path, command: Vec<String>) -> anyhow::Result<Run> {
+pub fn prepare(name: &str, dir: &Path, command: Vec<String>, started: std::time::SystemTime) -> anyhow::Result<Run> {
     let base = store::base()?;
     let set = "set XDG_STATE_HOME to a directory outside DIR on a local filesystem (ext4, xfs, btrfs)";
     if resolved(&base).starts_with(dir) {
@@ -151,7 +159,7 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>) -> anyhow::Result<R
     if let Some(why) = refused {
         return Err(failure(UNAVAILABLE, format!("--cow: the state directory {} is on {why}: {set}", base.display())));
     }
-    let started_ns = now_ns(ClockId::Realtime);
+    let started_ns = started.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let started = crate::report::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(started_ns as u64));
     let meta = store::Meta { dir: dir.to_path_buf(), started, started_ns, command, root };
     let kept = store::create(&base, name, &meta)?;
@@ -168,7 +176,8 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>) -> anyhow::Result<R
         let _ = store::remove(&kept);
         return Err(os(e));
     }
-    Ok(Run { kept, dir: dir.to_path_buf(), root })
+    trash::sweep_in_background(base);
+    Ok(Run { kept, dir: dir.to_path_buf(), root, inside: Vec::new() })
 }
 
 /// For `snug doctor` (SPEC W6): whether `--cow` can mount its overlay here, whether
@@ -181,7 +190,7 @@ pub fn limits() -> (bool, bool, String) {
         return (false, false, "needs Linux 5.11 for an overlay in a user namespace (userxattr)".into());
     }
     let fuse = crate::bwrap::find_program("fuse-overlayfs")
-        .map_or(String::new(), |p| format!(" ({} is installed but not used)", p.display()));
+        .map_or(String::new(), |p| format!(" ({} is installed and refuses the same rename: not used)", p.display()));
     let detail = format!(
         "overlay with userxattr, which refuses redirect_dir: rename(2) of a directory that existed before the \
          run fails with EXDEV (mv copies instead; git mv of a directory fails){fuse}"
@@ -236,7 +245,7 @@ pub fn finish(run: &Run) -> Option<(String, serde_json::Value)> {
         }
     };
     if changes.is_empty() {
-        let _ = store::remove(&run.kept);
+        let _ = trash::discard(&run.kept);
         return None;
     }
     let (a, m, d) = changes::counts(&changes);

@@ -213,7 +213,6 @@ pub fn run(
         attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), (limits.shape(), ignored))?;
         attempt.nest.set_program(std::path::Path::new(&argv[0]));
     }
-    crate::payload_args::fill(&attempt.args, cmd, env, (hold, grants.1))?;
     attempt.bounds.limit(limits, attempt.nest.pid1.host_pid)?;
     // A nest started again above has not had them ([`Begun::give_grants`] gave the first).
     let fds: Vec<_> = grants.0.iter().map(|o| o.fd.as_fd()).collect();
@@ -224,10 +223,15 @@ pub fn run(
     if !grants.0.is_empty() && !grants.2 {
         return Err(failure(UNAVAILABLE, bwrap::NO_BIND_FD));
     }
+    let mut checks = grants.1.to_vec();
     if let Some(c) = cow {
         c.settle();
         crate::cow::mount::mount_in(attempt.nest.pid1.as_fd(), &c.dir, &c.options(), c.root)?;
+        log!("--cow: the overlay is mounted on {}", c.dir.display());
+        let inside = crate::cow::grants::expected(attempt.nest.pid1.host_pid, &c.dir, &c.inside)?;
+        checks.extend(crate::grant_fd::verify::encode(&inside));
     }
+    crate::payload_args::fill(&attempt.args, cmd, env, (hold, &checks))?;
     let control = bind()?;
     attempt.give_options(&with_console(options, pty.as_ref()));
     log!("mode: {}", mode.describe());

@@ -264,7 +264,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // SPEC W1: the kept directory before bwrap's command line, which hides the state
     // directory once it exists (W5).
-    let cow = match cow_on && !args.dry_run {
+    let mut cow = match cow_on && !args.dry_run {
         true => Some(cow::start(&mut name, generated, &policy.target, record, || live::generated_name(&cmd))?),
         false => None,
     };
@@ -272,8 +272,15 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     // `--dry-run` checks the same and shows the paths.
     let mut opened = grant_fd::open(&policy, args.dry_run)?;
     if cow_on {
-        // W1: DIR is an overlay in nest's namespace, which bwrap must bind by its path there.
-        opened.retain(|o| !policy.mounts[o.index].dest.starts_with(&policy.target));
+        // W1: DIR is an overlay in nest's namespace: what lies in it bwrap binds by its path
+        // there, walked again in the overlay once it is mounted (P7, [`cow::grants`]).
+        let in_dir =
+            |o: &grant_fd::Opened| policy.mounts[o.index].src.as_ref().is_some_and(|s| s.starts_with(&policy.target));
+        let (inside, rest): (Vec<_>, Vec<_>) = opened.into_iter().partition(in_dir);
+        if let Some(c) = cow.as_mut() {
+            c.inside = grant_fd::expected_inside(&policy, &inside).into_iter().map(|e| e.rel).collect();
+        }
+        opened = rest;
     }
     if let Some(b) = begun.as_mut() {
         b.give_grants(&opened)?; // bwrap's exec goes on while its options are built (B1)
@@ -338,6 +345,9 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     if let Some((line, value)) = cow.and_then(cow::finish) {
         log::say!("snug: {line}");
         record.changes(value);
+    }
+    if cow.is_some() {
+        log::log!("--cow: the kept changes read");
     }
     let outcome = grant_fd::named(outcome?, &policy, &opened);
     if let Some(line) = record.network_line() {

@@ -51,6 +51,16 @@ enum Missing {
     Nothing,
 }
 
+impl From<snug_core::protect::Missing> for Missing {
+    fn from(m: snug_core::protect::Missing) -> Missing {
+        match m {
+            snug_core::protect::Missing::Dir => Missing::Dir,
+            snug_core::protect::Missing::File => Missing::File,
+            snug_core::protect::Missing::Aside => Missing::Aside,
+        }
+    }
+}
+
 /// A path watched through the run: what was there (device, inode), `None` for nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Watch {
@@ -123,16 +133,8 @@ pub fn plan(policy: &Policy) -> anyhow::Result<Protection> {
     let mut p = Planner { policy, roots, out: Protection::default(), seen: Vec::new() };
     for i in 0..p.roots.len() {
         let root = p.roots[i].path.clone();
-        for (name, missing) in [
-            // A placeholder directory makes git fetch warn, an empty file shows in git status
-            // and gets committed: what the payload makes is moved aside instead.
-            (".gitmodules", Missing::Aside),
-            (".envrc", Missing::Dir),
-            (".vscode", Missing::Dir),
-            (".idea", Missing::Dir),
-            (".snug.toml", Missing::Dir),
-        ] {
-            if let Found::Symlink(target) = p.candidate(&root.join(name), missing)? {
+        for (name, missing) in snug_core::protect::AT_ROOT {
+            if let Found::Symlink(target) = p.candidate(&root.join(name), missing.into())? {
                 p.candidate(&target, Missing::Nothing)?;
             }
         }

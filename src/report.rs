@@ -295,6 +295,11 @@ impl RunRecord {
         self.network.as_ref().and_then(|t| t.line())
     }
 
+    /// When snug started, on the wall clock (`started_at`; `--cow`'s start, W4).
+    pub fn wall_start(&self) -> std::time::SystemTime {
+        self.wall_start
+    }
+
     /// The report's context to fill in: command, DIR, bounds, usage (O5).
     pub fn context(&mut self) -> &mut Context {
         &mut self.context

@@ -4,16 +4,22 @@
 //!
 //! Split by concern: `cow/view.rs` (W1–W3: DIR untouched, the diff, apply equals the view),
 //! `cow/apply.rs` (W4: conflicts, escapes, protected paths, what is never applied),
-//! `cow/kept.rs` (W1's refusals, W5: SIGKILL, masks, W6: ordinary tools).
+//! `cow/kept.rs` (W1's refusals, W5: SIGKILL, masks, W6: ordinary tools), `cow/with.rs`
+//! (W1 with `-p @net`, `--net-allow`, `--jobs` and other grants' protected paths),
+//! `cow/grants.rs` (P7: a grant inside DIR bound in the overlay).
 
 mod common;
 
 #[path = "cow/apply.rs"]
 mod apply;
+#[path = "cow/grants.rs"]
+mod grants;
 #[path = "cow/kept.rs"]
 mod kept;
 #[path = "cow/view.rs"]
 mod view;
+#[path = "cow/with.rs"]
+mod with;
 
 use common::{everyone, run_bounded, snug_cmd, workdir, Out, Who};
 use std::collections::BTreeMap;

@@ -105,6 +105,7 @@ pub fn list() -> Vec<Kept> {
     let mut out: Vec<Kept> = rd
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| e.file_name().to_str().is_some_and(crate::live::valid_name)) // not the trash
         .filter_map(|e| e.file_name().to_str().map(|n| load(n, e.path())))
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use snug_core::protect::{COMMONDIR, CONFIG, GIT, HOOKS, MODULES};
+
 use super::probe::{self, Kind};
 use super::{normalise, refused, Found, Missing, Planner};
 
@@ -14,7 +16,7 @@ impl Planner<'_> {
     /// `.git` at the root `root`: a directory, a file naming a git directory, a symlink, or
     /// nothing yet (then what the payload makes there is moved aside after the run).
     pub(super) fn dot_git(&mut self, root: &Path) -> anyhow::Result<()> {
-        let dot = root.join(".git");
+        let dot = root.join(GIT);
         let Some((i, rel)) = self.locate(&dot) else { return Ok(()) };
         match probe::probe(&self.roots[i].fd, &rel).map_err(|e| refused(&dot, e))? {
             Kind::Dir(..) => self.gitdir(&dot, root, true, 0),
@@ -43,8 +45,8 @@ impl Planner<'_> {
     /// `commondir` and the directory that names, and with `modules` the hooks and config of
     /// each `modules/*`.
     fn gitdir(&mut self, g: &Path, work: &Path, modules: bool, depth: usize) -> anyhow::Result<()> {
-        self.candidate(&g.join("hooks"), Missing::Dir)?;
-        if let Found::File(config) = self.candidate(&g.join("config"), Missing::File)? {
+        self.candidate(&g.join(HOOKS), Missing::Dir)?;
+        if let Found::File(config) = self.candidate(&g.join(CONFIG), Missing::File)? {
             if let Some(hooks) = self.locate(&config).and_then(|(i, rel)| probe::read_small(&self.roots[i].fd, &rel)) {
                 if let Some(path) = hooks_path(&hooks) {
                     let path = match path.strip_prefix("~/") {
@@ -58,7 +60,7 @@ impl Planner<'_> {
         if depth >= MAX_DEPTH {
             return Ok(());
         }
-        if let Found::File(file) = self.candidate(&g.join("commondir"), Missing::Aside)? {
+        if let Found::File(file) = self.candidate(&g.join(COMMONDIR), Missing::Aside)? {
             if let Some((i, rel)) = self.locate(&file) {
                 let text = probe::read_small(&self.roots[i].fd, &rel).unwrap_or_default();
                 let common = text.lines().next().unwrap_or_default().trim();
@@ -70,12 +72,12 @@ impl Planner<'_> {
         if !modules {
             return Ok(());
         }
-        let Some((i, rel)) = self.locate(&g.join("modules")) else { return Ok(()) };
-        let names = probe::subdirs(&self.roots[i].fd, &rel).map_err(|e| refused(&g.join("modules"), e))?;
+        let Some((i, rel)) = self.locate(&g.join(MODULES)) else { return Ok(()) };
+        let names = probe::subdirs(&self.roots[i].fd, &rel).map_err(|e| refused(&g.join(MODULES), e))?;
         for name in names {
-            let m = g.join("modules").join(name);
-            self.candidate(&m.join("hooks"), Missing::Dir)?;
-            self.candidate(&m.join("config"), Missing::File)?;
+            let m = g.join(MODULES).join(name);
+            self.candidate(&m.join(HOOKS), Missing::Dir)?;
+            self.candidate(&m.join(CONFIG), Missing::File)?;
         }
         Ok(())
     }
