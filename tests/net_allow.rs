@@ -24,6 +24,9 @@ mod escape;
 #[path = "net_allow/lifecycle.rs"]
 mod lifecycle;
 
+#[path = "net_allow/seen.rs"]
+mod seen;
+
 #[path = "net_allow/bounds.rs"]
 mod bounds;
 

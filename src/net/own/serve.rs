@@ -3,18 +3,20 @@
 //! accepted connection's destination (`getsockname(2)`: every address is local in the
 //! sandbox) decides it: a pool address is its name's, resolved on the host side, checked
 //! (N6), connected and copied; an address an address pattern names is connected as it is;
-//! anything else is reset at once. Every decision is logged under `-v` and counted (N7).
+//! anything else is reset at once. Attempts on ports no socket of snug's serves, which the
+//! kernel refuses, are seen on a packet socket ([`super::unserved`]). Every decision is
+//! logged under `-v`, emitted as an event (O9) and counted (N7).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use snug_core::net_allow::{check, Allowed, Decision, Pool, Reason, Tally, Verdict};
+use snug_core::net_allow::{check, unserved, Allowed, Decision, Pool, Reason, Tally, Verdict};
 
 use super::conn::{reset, Conn, State, Turn};
 use super::dns_tcp::DnsConn;
 use super::resolver::Resolver;
-use super::setup::Made;
+use super::setup::{Made, WATCH};
 use crate::log::log;
 
 /// At most this many connections at once, DNS over TCP included (SPEC N5); past it each new
@@ -31,6 +33,7 @@ enum Token {
     Inside(u64),
     Outside(u64),
     Dns(u64),
+    Watch,
 }
 
 /// The running network of snug's own: its sockets in the sandbox and its connections.
@@ -40,6 +43,10 @@ pub struct Served {
     own: Vec<IpAddr>,
     listeners: Vec<Made>,
     udp: Vec<Made>,
+    /// The packet socket that sees refusals on ports nobody serves, when it could be made.
+    watch: Option<OwnedFd>,
+    /// The ports snug's sockets serve, ascending.
+    served: Vec<u16>,
     pool: Pool,
     conns: HashMap<u64, Conn>,
     dns: HashMap<u64, DnsConn>,
@@ -54,12 +61,22 @@ impl Served {
     /// Serve `made` (the sockets [`super::setup::make`] made) for `allowed`; `own` are the
     /// host's addresses.
     pub fn new(allowed: Allowed, own: Vec<IpAddr>, made: Vec<Made>) -> Served {
+        let (watch, made): (Vec<Made>, Vec<Made>) = made.into_iter().partition(|m| m.want == WATCH);
+        let watch = watch.into_iter().next().map(|m| m.fd);
+        if watch.is_none() {
+            log!("net: no packet socket on the sandbox's lo: refusals on ports nobody serves go unseen");
+        }
         let (udp, listeners) = made.into_iter().partition(|m| m.want.kind == libc::SOCK_DGRAM);
+        let mut served: Vec<u16> = allowed.ports();
+        served.push(53);
+        served.sort_unstable();
         Served {
             allowed,
             own,
             listeners,
             udp,
+            watch,
+            served,
             pool: Pool::default(),
             conns: HashMap::new(),
             dns: HashMap::new(),
@@ -77,6 +94,10 @@ impl Served {
         if let Some(w) = self.resolver.wake_fd() {
             fds.push(watch(w.as_raw_fd(), libc::POLLIN));
             self.tokens.push(Token::Wake);
+        }
+        if let Some(w) = &self.watch {
+            fds.push(watch(w.as_raw_fd(), libc::POLLIN));
+            self.tokens.push(Token::Watch);
         }
         for (i, l) in self.listeners.iter().enumerate() {
             fds.push(watch(l.fd.as_raw_fd(), libc::POLLIN));
@@ -116,6 +137,9 @@ impl Served {
                 Token::Inside(id) => turns.entry(id).or_default().0 = p.revents,
                 Token::Outside(id) => turns.entry(id).or_default().1 = p.revents,
                 Token::Dns(id) => self.on_dns(id),
+                Token::Watch => {
+                    self.on_watch();
+                }
             }
         }
         self.tokens = tokens;
@@ -142,8 +166,52 @@ impl Served {
             sent: bytes.0,
             received: bytes.1,
         };
+        self.record(&d);
+    }
+
+    /// Log `d` under `-v`, emit it as a `net` event (O9) and count it (N7).
+    fn record(&mut self, d: &Decision) {
         log!("net: {d}");
-        self.tally.add(&d);
+        if crate::events::on() {
+            let reason = match d.verdict {
+                Verdict::Allowed => None,
+                Verdict::Refused(r) => Some(r.words()),
+            };
+            let fields = serde_json::json!({
+                "kind": d.kind,
+                "subject": d.subject,
+                "upstream": d.upstream,
+                "allowed": reason.is_none(),
+                "reason": reason,
+                "bytes_out": d.sent,
+                "bytes_in": d.received,
+            });
+            crate::events::emit("net", fields);
+        }
+        self.tally.add(d);
+    }
+
+    /// Count what the packet socket saw: attempts the kernel refused on ports nobody serves.
+    /// Returns how many packets it read (at most [`ACCEPT_BURST`]).
+    fn on_watch(&mut self) -> usize {
+        let Some(w) = &self.watch else { return 0 };
+        let packets = super::unserved::read(w, ACCEPT_BURST);
+        for packet in &packets {
+            let Some(a) = unserved::attempt(packet) else { continue };
+            let served = self.served.binary_search(&a.dest.port()).is_ok();
+            let name = self.pool.name_of(a.dest.ip());
+            if let Some(d) = unserved::decision(&a, name, &self.allowed, served) {
+                self.record(&d);
+            }
+        }
+        packets.len()
+    }
+
+    /// The decisions of the run, once what the packet socket holds is counted too: a
+    /// payload that ended right after a refused attempt left its answer there.
+    pub fn finish(mut self) -> Tally {
+        while self.on_watch() == ACCEPT_BURST {}
+        self.tally
     }
 
     fn refuse(&mut self, fd: OwnedFd, subject: String, why: Reason) {
@@ -255,8 +323,7 @@ impl Served {
             let Some((bytes, decision)) = super::dns::answer(&d.bytes, &self.allowed, &mut self.pool) else { continue };
             super::dns::reply(&self.udp[i].fd, &d, &bytes);
             if let Some(dec) = decision {
-                log!("net: {dec}");
-                self.tally.add(&dec);
+                self.record(&dec);
             }
         }
     }
@@ -265,8 +332,7 @@ impl Served {
         let Some(c) = self.dns.get_mut(&id) else { return };
         let (done, decisions) = c.on_ready(&self.allowed, &mut self.pool);
         for dec in decisions {
-            log!("net: {dec}");
-            self.tally.add(&dec);
+            self.record(&dec);
         }
         if done {
             self.dns.remove(&id);

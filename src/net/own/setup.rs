@@ -33,10 +33,13 @@ pub struct Made {
     pub fd: OwnedFd,
 }
 
-/// The sockets for DNS (UDP and TCP at 53, both families) and a TCP listener per port of
-/// `ports` in both families.
+/// The packet socket on `lo` that sees attempts on ports nobody serves ([`super::unserved`]).
+pub const WATCH: Want = Want { family: libc::AF_PACKET, kind: libc::SOCK_DGRAM, port: 0 };
+
+/// The packet socket ([`WATCH`]), the sockets for DNS (UDP and TCP at 53, both families)
+/// and a TCP listener per port of `ports` in both families.
 pub fn wanted(ports: &[u16]) -> Vec<Want> {
-    let mut out = Vec::new();
+    let mut out = vec![WATCH];
     for family in [libc::AF_INET, libc::AF_INET6] {
         out.push(Want { family, kind: libc::SOCK_DGRAM, port: 53 });
         out.push(Want { family, kind: libc::SOCK_STREAM, port: 53 });
@@ -77,7 +80,8 @@ const STEP_SOCKET: u32 = 4;
 const ERROR: u32 = u32::MAX;
 
 /// Route and make the sockets `wants` names in the network namespace of `init`, and return
-/// them. IPv6 is best effort: where the namespace has none, only IPv4 sockets come back.
+/// them. IPv6 is best effort: where the namespace has none, only IPv4 sockets come back;
+/// so is the packet socket ([`WATCH`]).
 ///
 /// # Errors
 /// 71 when the namespace cannot be joined, routed or given its IPv4 sockets (the step and
@@ -201,9 +205,11 @@ unsafe fn child(
             if w.family == libc::AF_INET6 && !v6 {
                 continue;
             }
-            match socket_for(w) {
+            let made = if *w == WATCH { super::unserved::socket() } else { socket_for(w) };
+            match made {
                 Ok(fd) => send_fd(sock, i as u32, fd),
-                Err(_) if w.family == libc::AF_INET6 => {}
+                // IPv6 and the packet socket are best effort: the run goes on without them.
+                Err(_) if w.family != libc::AF_INET => {}
                 Err(e) => fail(STEP_SOCKET, e),
             }
         }
