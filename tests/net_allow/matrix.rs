@@ -53,7 +53,7 @@ fn script(java: bool) -> String {
 }
 
 /// A bare repository with one commit, served over dumb http (`git update-server-info`).
-fn repo(dir: &Path) {
+pub fn repo(dir: &Path) {
     let git = |args: &[&str], at: &Path| {
         let o = std::process::Command::new(which("git")).args(args).current_dir(at).output().expect("git");
         assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));

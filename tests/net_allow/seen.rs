@@ -50,7 +50,7 @@ else:
 /// line held only the name: this row failed.
 #[test]
 fn n7_refusals_on_ports_nobody_serves_are_seen_and_o9_streamed() {
-    let Some(lab) = OwnLab::new(4, HOSTS) else { return };
+    let Some(lab) = OwnLab::new(6, HOSTS) else { return };
     let _s80 = lab.serve_remote(HTTP_PY, &["203.0.113.1", "80", "pkgs"]);
     let _s5432 = lab.serve_remote(HTTP_PY, &["203.0.113.1", "5432", "db"]);
     let _s5432v6 = lab.serve_remote(HTTP_PY, &["2001:db8:2::1", "5432", "db6"]);
