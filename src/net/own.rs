@@ -10,8 +10,8 @@
 //! connection to a served port, so each refusal is counted (N7). The cost is that a refused
 //! connection on a served port is reset after the handshake (`ECONNRESET` at the first read
 //! or write, within a millisecond) rather than refused at `connect(2)`; a port no pattern
-//! names has no listener and the kernel refuses it (`ECONNREFUSED`), which snug sees on a
-//! packet socket ([`unserved`]).
+//! names has no listener and the kernel refuses it (`ECONNREFUSED`), which snug sees on raw
+//! sockets in the sandbox's namespace ([`unserved`]).
 //!
 //! The sandbox's /etc/hosts is replaced by one naming only localhost: otherwise a name the
 //! host's file maps would resolve inside to its real address, which is then refused as an

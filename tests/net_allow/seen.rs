@@ -45,8 +45,8 @@ else:
 /// run goes on (the payload, given the stream's directory read-only, waits until its own
 /// refusal is in the stream), and so is the
 /// allowed connection, with its upstream. Control: the same probes reach a server on those
-/// ports without snug, in the same namespace. Without the packet socket on the sandbox's
-/// `lo` (the kernel's refusals unseen), the stream never showed the refusal and the stderr
+/// ports without snug, in the same namespace. Without the raw sockets in the sandbox's
+/// namespace (the kernel's refusals unseen), the stream never showed the refusal and the stderr
 /// line held only the name: this row failed.
 #[test]
 fn n7_refusals_on_ports_nobody_serves_are_seen_and_o9_streamed() {

@@ -2,9 +2,9 @@
 //! there (SPEC N7: "refused connections to ports snug does not serve included"). Every
 //! address in that namespace is local, so a TCP connection to a port without a listener is
 //! answered by the kernel with a reset, and a UDP datagram to a port without a socket with an
-//! ICMP "port unreachable"; both cross the namespace's `lo`, where snug's packet socket sees
-//! them. This module reads such a packet (from its IP header on) and names the attempt it
-//! answers; the binary turns that into a [`Decision`].
+//! ICMP "port unreachable"; both are delivered on the namespace's `lo`, where snug's raw
+//! sockets see them. This module reads such a packet and names the attempt it answers; the
+//! binary turns that into a [`Decision`].
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -54,8 +54,8 @@ fn v6(p: &[u8], at: usize) -> Option<IpAddr> {
     Some(IpAddr::V6(Ipv6Addr::from(b)))
 }
 
-/// The attempt `packet` (an IPv4 or IPv6 packet from its header on, as a packet socket of
-/// type `SOCK_DGRAM` gives it; `packet(7)`) refuses: a TCP reset with RST|ACK and sequence
+/// The attempt `packet` (an IPv4 or IPv6 packet from its header on, as a raw IPv4 socket
+/// gives it; `raw(7)`) refuses: a TCP reset with RST|ACK and sequence
 /// number 0 names the address and port it comes from; an ICMP port unreachable (type 3 code 3,
 /// ICMPv6 type 1 code 4; RFC 792, RFC 4443) names the destination of the UDP datagram it
 /// quotes. `None` for any other packet, and for a datagram that snug's resolver sent.
@@ -76,17 +76,25 @@ pub fn attempt(packet: &[u8]) -> Option<Attempt> {
                 _ => None,
             }
         }
-        6 => match *packet.get(6)? {
-            6 => tcp_reset(packet, 40, v6(packet, 8)?),
-            58 if be16(packet, 40)? == 0x0104 => {
-                let inner = packet.get(48..)?;
-                if inner.first()? >> 4 != 6 || *inner.get(6)? != 17 {
-                    return None;
-                }
-                udp(inner, 40, v6(inner, 24)?)
+        6 => attempt_v6(*packet.get(6)?, v6(packet, 8)?, packet.get(40..)?),
+        _ => None,
+    }
+}
+
+/// The same for what follows an IPv6 header: `next` is its next-header value, `from` its
+/// source address, `transport` the rest (a raw IPv6 socket gives no header, the source
+/// address beside the data; `raw(7)`, `ipv6(7)`). The kernel sends its resets and ICMPv6
+/// errors with no extension header.
+pub fn attempt_v6(next: u8, from: IpAddr, transport: &[u8]) -> Option<Attempt> {
+    match next {
+        6 => tcp_reset(transport, 0, from),
+        58 if be16(transport, 0)? == 0x0104 => {
+            let inner = transport.get(8..)?;
+            if inner.first()? >> 4 != 6 || *inner.get(6)? != 17 {
+                return None;
             }
-            _ => None,
-        },
+            udp(inner, 40, v6(inner, 24)?)
+        }
         _ => None,
     }
 }

@@ -4,7 +4,7 @@
 //! sandbox) decides it: a pool address is its name's, resolved on the host side, checked
 //! (N6), connected and copied; an address an address pattern names is connected as it is;
 //! anything else is reset at once. Attempts on ports no socket of snug's serves, which the
-//! kernel refuses, are seen on a packet socket ([`super::unserved`]). Every decision is
+//! kernel refuses, are seen on raw sockets ([`super::unserved`]). Every decision is
 //! logged under `-v`, emitted as an event (O9) and counted (N7).
 
 use std::collections::HashMap;
@@ -16,7 +16,7 @@ use snug_core::net_allow::{check, unserved, Allowed, Decision, Pool, Reason, Tal
 use super::conn::{reset, Conn, State, Turn};
 use super::dns_tcp::DnsConn;
 use super::resolver::Resolver;
-use super::setup::{Made, WATCH};
+use super::setup::Made;
 use crate::log::log;
 
 /// At most this many connections at once, DNS over TCP included (SPEC N5); past it each new
@@ -33,7 +33,7 @@ enum Token {
     Inside(u64),
     Outside(u64),
     Dns(u64),
-    Watch,
+    Watch(usize),
 }
 
 /// The running network of snug's own: its sockets in the sandbox and its connections.
@@ -43,8 +43,8 @@ pub struct Served {
     own: Vec<IpAddr>,
     listeners: Vec<Made>,
     udp: Vec<Made>,
-    /// The packet socket that sees refusals on ports nobody serves, when it could be made.
-    watch: Option<OwnedFd>,
+    /// The raw sockets that see refusals on ports nobody serves, those that could be made.
+    watch: Vec<Made>,
     /// The ports snug's sockets serve, ascending.
     served: Vec<u16>,
     pool: Pool,
@@ -61,10 +61,9 @@ impl Served {
     /// Serve `made` (the sockets [`super::setup::make`] made) for `allowed`; `own` are the
     /// host's addresses.
     pub fn new(allowed: Allowed, own: Vec<IpAddr>, made: Vec<Made>) -> Served {
-        let (watch, made): (Vec<Made>, Vec<Made>) = made.into_iter().partition(|m| m.want == WATCH);
-        let watch = watch.into_iter().next().map(|m| m.fd);
-        if watch.is_none() {
-            log!("net: no packet socket on the sandbox's lo: refusals on ports nobody serves go unseen");
+        let (watch, made): (Vec<Made>, Vec<Made>) = made.into_iter().partition(|m| m.want.kind == libc::SOCK_RAW);
+        if watch.is_empty() {
+            log!("net: no raw socket in the sandbox's namespace: refusals on ports nobody serves go unseen");
         }
         let (udp, listeners) = made.into_iter().partition(|m| m.want.kind == libc::SOCK_DGRAM);
         let mut served: Vec<u16> = allowed.ports();
@@ -95,9 +94,9 @@ impl Served {
             fds.push(watch(w.as_raw_fd(), libc::POLLIN));
             self.tokens.push(Token::Wake);
         }
-        if let Some(w) = &self.watch {
-            fds.push(watch(w.as_raw_fd(), libc::POLLIN));
-            self.tokens.push(Token::Watch);
+        for (i, w) in self.watch.iter().enumerate() {
+            fds.push(watch(w.fd.as_raw_fd(), libc::POLLIN));
+            self.tokens.push(Token::Watch(i));
         }
         for (i, l) in self.listeners.iter().enumerate() {
             fds.push(watch(l.fd.as_raw_fd(), libc::POLLIN));
@@ -137,8 +136,8 @@ impl Served {
                 Token::Inside(id) => turns.entry(id).or_default().0 = p.revents,
                 Token::Outside(id) => turns.entry(id).or_default().1 = p.revents,
                 Token::Dns(id) => self.on_dns(id),
-                Token::Watch => {
-                    self.on_watch();
+                Token::Watch(i) => {
+                    self.on_watch(i);
                 }
             }
         }
@@ -191,26 +190,27 @@ impl Served {
         self.tally.add(d);
     }
 
-    /// Count what the packet socket saw: attempts the kernel refused on ports nobody serves.
+    /// Count what raw socket `i` saw: attempts the kernel refused on ports nobody serves.
     /// Returns how many packets it read (at most [`ACCEPT_BURST`]).
-    fn on_watch(&mut self) -> usize {
-        let Some(w) = &self.watch else { return 0 };
-        let packets = super::unserved::read(w, ACCEPT_BURST);
-        for packet in &packets {
-            let Some(a) = unserved::attempt(packet) else { continue };
+    fn on_watch(&mut self, i: usize) -> usize {
+        let Some(w) = self.watch.get(i) else { return 0 };
+        let (attempts, read) = super::unserved::read(&w.fd, w.want.family, i32::from(w.want.port), ACCEPT_BURST);
+        for a in attempts {
             let served = self.served.binary_search(&a.dest.port()).is_ok();
             let name = self.pool.name_of(a.dest.ip());
             if let Some(d) = unserved::decision(&a, name, &self.allowed, served) {
                 self.record(&d);
             }
         }
-        packets.len()
+        read
     }
 
-    /// The decisions of the run, once what the packet socket holds is counted too: a
-    /// payload that ended right after a refused attempt left its answer there.
+    /// The decisions of the run, once what the raw sockets hold is counted too: a payload
+    /// that ended right after a refused attempt left its answer there.
     pub fn finish(mut self) -> Tally {
-        while self.on_watch() == ACCEPT_BURST {}
+        for i in 0..self.watch.len() {
+            while self.on_watch(i) == ACCEPT_BURST {}
+        }
         self.tally
     }
 

@@ -20,7 +20,7 @@ pub struct Want {
     pub family: i32,
     /// `SOCK_STREAM` (listening) or `SOCK_DGRAM`.
     pub kind: i32,
-    /// The port on the wildcard address.
+    /// The port on the wildcard address; a raw socket's (`SOCK_RAW`) protocol.
     pub port: u16,
 }
 
@@ -33,13 +33,14 @@ pub struct Made {
     pub fd: OwnedFd,
 }
 
-/// The packet socket on `lo` that sees attempts on ports nobody serves ([`super::unserved`]).
-pub const WATCH: Want = Want { family: libc::AF_PACKET, kind: libc::SOCK_DGRAM, port: 0 };
-
-/// The packet socket ([`WATCH`]), the sockets for DNS (UDP and TCP at 53, both families)
-/// and a TCP listener per port of `ports` in both families.
+/// The raw sockets that see attempts on ports nobody serves ([`super::unserved`]), then the
+/// sockets for DNS (UDP and TCP at 53, both families) and a TCP listener per port of `ports`
+/// in both families. A raw socket's `port` is its protocol.
 pub fn wanted(ports: &[u16]) -> Vec<Want> {
-    let mut out = vec![WATCH];
+    let mut out: Vec<Want> = super::unserved::WATCHED
+        .iter()
+        .map(|&(family, proto)| Want { family, kind: libc::SOCK_RAW, port: proto as u16 })
+        .collect();
     for family in [libc::AF_INET, libc::AF_INET6] {
         out.push(Want { family, kind: libc::SOCK_DGRAM, port: 53 });
         out.push(Want { family, kind: libc::SOCK_STREAM, port: 53 });
@@ -81,7 +82,7 @@ const ERROR: u32 = u32::MAX;
 
 /// Route and make the sockets `wants` names in the network namespace of `init`, and return
 /// them. IPv6 is best effort: where the namespace has none, only IPv4 sockets come back;
-/// so is the packet socket ([`WATCH`]).
+/// so are the raw sockets that see refusals on ports nobody serves.
 ///
 /// # Errors
 /// 71 when the namespace cannot be joined, routed or given its IPv4 sockets (the step and
@@ -205,11 +206,12 @@ unsafe fn child(
             if w.family == libc::AF_INET6 && !v6 {
                 continue;
             }
-            let made = if *w == WATCH { super::unserved::socket() } else { socket_for(w) };
+            let raw = w.kind == libc::SOCK_RAW;
+            let made = if raw { super::unserved::socket(w.family, i32::from(w.port)) } else { socket_for(w) };
             match made {
                 Ok(fd) => send_fd(sock, i as u32, fd),
-                // IPv6 and the packet socket are best effort: the run goes on without them.
-                Err(_) if w.family != libc::AF_INET => {}
+                // IPv6 and the raw sockets are best effort: the run goes on without them.
+                Err(_) if raw || w.family == libc::AF_INET6 => {}
                 Err(e) => fail(STEP_SOCKET, e),
             }
         }
