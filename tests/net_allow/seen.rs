@@ -41,7 +41,8 @@ else:
 /// at a port nothing serves, IPv4 and IPv6) are refused by the kernel at `connect(2)`
 /// (ECONNREFUSED within 50 ms) and still listed once each with their count on the stderr line
 /// and in the report, as is UDP to an allowed host and a name asked as A and AAAA (one entry,
-/// one count per question); `-v` shows each with its time; O9: each is a `net` event while the
+/// one count per question), and a 3 MB download arrives whole with its bytes in the report;
+/// `-v` shows each with its time; O9: each is a `net` event while the
 /// run goes on (the payload, given the stream's directory read-only, waits until its own
 /// refusal is in the stream), and so is the
 /// allowed connection, with its upstream. Control: the same probes reach a server on those
@@ -73,6 +74,7 @@ fn n7_refusals_on_ports_nobody_serves_are_seen_and_o9_streamed() {
             "python3 probe.py pkgs.example:5432 pkgs.example:5432 203.0.113.1:5432 [2001:db8:2::1]:22 pkgs.example:80\n\
              python3 clients.py wait {ev} '\"subject\":\"pkgs.example:5432\"'\n\
              python3 clients.py udp pkgs.example:9999\n\
+             curl -sS -o big http://pkgs.example/big/3000000 && echo big $(wc -c < big) $(tr -d x < big | wc -c)\n\
              python3 -c 'import socket; socket.getaddrinfo(\"evil.example.\", 80)' 2>/dev/null; echo asked\n"
         );
         let args = [
@@ -102,6 +104,8 @@ fn n7_refusals_on_ports_nobody_serves_are_seen_and_o9_streamed() {
         assert!(out.contains("pkgs.example:80 ok hello pkgs"), "{who:?}: {out}\n{}", o.err);
         assert!(out.lines().any(|l| l.starts_with("seen ")), "{who:?}: not streamed live: {out}");
         assert!(out.contains("udp fail 111") && out.contains("asked"), "{who:?}: {out}");
+        // Bulk data moves through splice(2): every byte arrives, and the report counts them.
+        assert!(out.contains("big 3000000 0"), "{who:?}: {out}\n{}", o.err);
 
         let line = o.err.lines().find(|l| l.starts_with("snug: refused ")).unwrap_or_default();
         for s in [
@@ -123,6 +127,8 @@ fn n7_refusals_on_ports_nobody_serves_are_seen_and_o9_streamed() {
         assert_eq!(count("[2001:db8:2::1]:22"), Some(1.into()), "{who:?}: {text}");
         assert_eq!(count("evil.example"), Some(2.into()), "{who:?}: {text}");
         assert_eq!(v["network"]["refused"], 7, "{who:?}: {text}");
+        let down = decisions.iter().find(|d| d["subject"] == "pkgs.example:80" && d["allowed"] == true);
+        assert!(down.is_some_and(|d| d["bytes_in"].as_u64() > Some(3_000_000)), "{who:?}: {text}");
 
         let verbose: Vec<&str> =
             o.err.lines().filter(|l| l.starts_with("snug: [") && l.contains(" ms] net: ")).collect();
