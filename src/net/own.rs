@@ -48,6 +48,9 @@ pub struct Own {
     allowed: Allowed,
     /// The replacement /etc/hosts on the host, until bwrap has bound it.
     hosts: Option<PathBuf>,
+    /// The host's own addresses (N6), read before bwrap starts: off the path between the
+    /// sandbox's start and the payload's (B9).
+    own: Vec<std::net::IpAddr>,
 }
 
 impl Own {
@@ -58,6 +61,7 @@ impl Own {
     /// 70 when that file cannot be written.
     pub fn plan(policy: &mut Policy, allowed: Allowed, dry_run: bool) -> Result<Own> {
         let mut hosts = None;
+        let own = if dry_run { Vec::new() } else { own_addresses() };
         if let Some(m) = policy.mounts.iter_mut().find(|m| m.dest == Path::new(HOSTS) && m.kind != MountKind::Tmpfs) {
             m.kind = MountKind::Ro;
             if dry_run {
@@ -68,7 +72,7 @@ impl Own {
                 hosts = Some(path);
             }
         }
-        Ok(Own { allowed, hosts })
+        Ok(Own { allowed, hosts, own })
     }
 
     /// What `--dry-run` shows: each pattern with the ports it allows, and where snug listens.
@@ -99,7 +103,7 @@ impl Own {
         raise_nofile();
         let made = setup::make(init, &setup::wanted(&self.allowed.ports()))?;
         log!("net: {} sockets made in the sandbox's network namespace", made.len());
-        Ok(Served::new(self.allowed.clone(), own_addresses(), made))
+        Ok(Served::new(self.allowed.clone(), std::mem::take(&mut self.own), made))
     }
 }
 
