@@ -48,7 +48,8 @@ else:
 /// allowed connection, with its upstream. Control: the same probes reach a server on those
 /// ports without snug, in the same namespace. Without the raw sockets in the sandbox's
 /// namespace (the kernel's refusals unseen), the stream never showed the refusal and the stderr
-/// line held only the name: this row failed.
+/// line held only the name: this row failed. The `started` event's argv, written by serde as
+/// `{"Unix":[bytes]}` per word, failed it too; it is text, as in the report.
 #[test]
 fn n7_refusals_on_ports_nobody_serves_are_seen_and_o9_streamed() {
     let Some(lab) = OwnLab::new(6, HOSTS) else { return };
@@ -142,12 +143,15 @@ fn n7_refusals_on_ports_nobody_serves_are_seen_and_o9_streamed() {
             assert!(verbose.iter().any(|l| l.contains(want)), "{who:?}: -v lacks {want}: {}", o.err);
         }
 
-        let stream: Vec<Value> = std::fs::read_to_string(&events)
+        let all: Vec<Value> = std::fs::read_to_string(&events)
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
-            .filter(|e: &Value| e["event"] == "net")
             .collect();
+        // The started event names the command line as the report does: text.
+        let started = all.first().cloned().unwrap_or_default();
+        assert!(started["argv"].as_array().is_some_and(|a| a.contains(&"--net-allow".into())), "{started}");
+        let stream: Vec<Value> = all.into_iter().filter(|e| e["event"] == "net").collect();
         let refused = |s: &str| stream.iter().filter(|e| e["subject"] == s && e["allowed"] == false).count();
         assert_eq!(refused("pkgs.example:5432"), 2, "{who:?}: {stream:?}");
         assert_eq!(refused("[2001:db8:2::1]:22"), 1, "{who:?}: {stream:?}");
