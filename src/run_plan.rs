@@ -98,8 +98,9 @@ pub(crate) fn run_started(
     let ctx = record.context();
     serde_json::json!({
         "name": name,
-        "argv": ctx.argv,
-        "command": ctx.command,
+        // As the report writes them (text, or base64 where not UTF-8), not serde's OsString.
+        "argv": crate::quote::text::Texts(&ctx.argv),
+        "command": crate::quote::text::Texts(&ctx.command),
         "dir": policy.target,
         "mode": mode.word(),
         "policy": { "profiles": policy.profiles, "mounts": policy.mounts, "net": policy.net, "env": env },

@@ -154,7 +154,7 @@ impl SupervisorLoop {
         }
         if let Some(own) = self.own_net.take() {
             // Its connections close with it, however they stand (N8).
-            self.record.network(own.tally.clone());
+            self.record.network(own.finish());
         }
         self.bwrap.reap();
         log!("bwrap reaped");

@@ -3,7 +3,8 @@
 //! (`net_allow/lab.rs`): documentation addresses only, nothing leaves the machine. Rows that
 //! need the lab need root and say so when skipped.
 //!
-//! Split by concern: `matrix` (N5: every client, allowed and refused), `escape` (N6),
+//! Split by concern: `matrix` (N5: every client, allowed and refused), `tls` (N5 over https,
+//! N6's DoH), `escape` (N6),
 //! `seen` (N7), `lifecycle` (N8, N3); flag and key handling are here.
 
 mod common;
@@ -23,6 +24,12 @@ mod escape;
 
 #[path = "net_allow/lifecycle.rs"]
 mod lifecycle;
+
+#[path = "net_allow/seen.rs"]
+mod seen;
+
+#[path = "net_allow/tls.rs"]
+mod tls;
 
 #[path = "net_allow/bounds.rs"]
 mod bounds;

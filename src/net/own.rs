@@ -10,7 +10,8 @@
 //! connection to a served port, so each refusal is counted (N7). The cost is that a refused
 //! connection on a served port is reset after the handshake (`ECONNRESET` at the first read
 //! or write, within a millisecond) rather than refused at `connect(2)`; a port no pattern
-//! names has no listener and the kernel refuses it (`ECONNREFUSED`), unseen by snug.
+//! names has no listener and the kernel refuses it (`ECONNREFUSED`), which snug sees on raw
+//! sockets in the sandbox's namespace ([`unserved`]).
 //!
 //! The sandbox's /etc/hosts is replaced by one naming only localhost: otherwise a name the
 //! host's file maps would resolve inside to its real address, which is then refused as an
@@ -22,6 +23,7 @@ mod dns_tcp;
 mod resolver;
 pub mod serve;
 mod setup;
+mod unserved;
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +48,9 @@ pub struct Own {
     allowed: Allowed,
     /// The replacement /etc/hosts on the host, until bwrap has bound it.
     hosts: Option<PathBuf>,
+    /// The host's own addresses (N6), read before bwrap starts: off the path between the
+    /// sandbox's start and the payload's (B9).
+    own: Vec<std::net::IpAddr>,
 }
 
 impl Own {
@@ -56,6 +61,7 @@ impl Own {
     /// 70 when that file cannot be written.
     pub fn plan(policy: &mut Policy, allowed: Allowed, dry_run: bool) -> Result<Own> {
         let mut hosts = None;
+        let own = if dry_run { Vec::new() } else { own_addresses() };
         if let Some(m) = policy.mounts.iter_mut().find(|m| m.dest == Path::new(HOSTS) && m.kind != MountKind::Tmpfs) {
             m.kind = MountKind::Ro;
             if dry_run {
@@ -66,7 +72,7 @@ impl Own {
                 hosts = Some(path);
             }
         }
-        Ok(Own { allowed, hosts })
+        Ok(Own { allowed, hosts, own })
     }
 
     /// What `--dry-run` shows: each pattern with the ports it allows, and where snug listens.
@@ -97,7 +103,7 @@ impl Own {
         raise_nofile();
         let made = setup::make(init, &setup::wanted(&self.allowed.ports()))?;
         log!("net: {} sockets made in the sandbox's network namespace", made.len());
-        Ok(Served::new(self.allowed.clone(), own_addresses(), made))
+        Ok(Served::new(self.allowed.clone(), std::mem::take(&mut self.own), made))
     }
 }
 

@@ -29,8 +29,41 @@ public class Fetch {
 }
 "#;
 
+/// A Rust client (std's `TcpStream`, the C library's resolver): `fetch_rs HOST:PORT` sends an
+/// HTTP/1.0 GET and prints the answer's last line, or `error WHAT`.
+const FETCH_RS: &str = r#"
+use std::io::{Read, Write};
+fn main() {
+    let target = std::env::args().nth(1).unwrap_or_default();
+    let got = std::net::TcpStream::connect(target.as_str()).and_then(|mut s| {
+        s.write_all(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")?;
+        let mut out = String::new();
+        s.read_to_string(&mut out)?;
+        Ok(out)
+    });
+    match got {
+        Ok(out) => println!("{}", out.lines().last().unwrap_or("")),
+        Err(e) => println!("error {e}"),
+    }
+}
+"#;
+
+/// The Rust client built into `dir` as `fetch_rs`; false (with a line) where no rustc is.
+fn rust_client(dir: &Path) -> bool {
+    let rustc = which("rustc");
+    if !Path::new(&rustc).exists() {
+        eprintln!("the Rust client row is skipped: no rustc");
+        return false;
+    }
+    std::fs::write(dir.join("fetch.rs"), FETCH_RS).expect("write");
+    let o = std::process::Command::new(rustc).args(["-O", "-o", "fetch_rs", "fetch.rs"]).current_dir(dir).output();
+    let ok = o.as_ref().is_ok_and(|o| o.status.success());
+    assert!(ok, "rustc: {:?}", o.map(|o| String::from_utf8_lossy(&o.stderr).to_string()));
+    ok
+}
+
 /// The payload: each client TRIES times, one labelled line each.
-fn script(java: bool) -> String {
+fn script(java: bool, rust: bool) -> String {
     let mut s = String::from("unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY no_proxy\n");
     s += &format!("for i in $(seq {TRIES}); do\n");
     s += "echo curl4 $(curl -sS -m 5 http://pkgs.example/ 2>&1)\n";
@@ -40,10 +73,19 @@ fn script(java: bool) -> String {
     s += "echo raw $(python3 probe.py pkgs.example:80 2>&1)\n";
     s += "echo node $(node -e 'fetch(\"http://pkgs.example/\").then(r=>r.text()).then(t=>console.log(t.trim()))' 2>&1)\n";
     s += "rm -rf clone; echo git $(git clone -q http://git.example/repo.git clone 2>&1 && cat clone/README)\n";
+    s += "echo wget $(wget -qO- http://pkgs.example/ 2>&1)\n";
+    s += "echo socat $(printf 'GET / HTTP/1.0\\r\\n\\r\\n' | socat - TCP:pkgs.example:80 2>&1 | tail -1)\n";
     if java {
         s += "echo java $(java Fetch.java http://pkgs.example/ 2>&1)\n";
     }
+    if rust {
+        s += "echo rust $(./fetch_rs pkgs.example:80 2>&1)\n";
+    }
     s += "done\n";
+    if rust {
+        s += "echo rust-no-name $(./fetch_rs other.example:80 2>&1)\n";
+        s += "echo rust-literal $(./fetch_rs 203.0.113.2:80 2>&1)\n";
+    }
     s += "echo no-name $(curl -sS -m 5 http://other.example/ 2>&1)\n";
     s += "echo no-name-py $(python3 probe.py other.example:80 2>&1)\n";
     s += "echo literal $(python3 probe.py 203.0.113.2:80 2>&1)\n";
@@ -53,7 +95,7 @@ fn script(java: bool) -> String {
 }
 
 /// A bare repository with one commit, served over dumb http (`git update-server-info`).
-fn repo(dir: &Path) {
+pub fn repo(dir: &Path) {
     let git = |args: &[&str], at: &Path| {
         let o = std::process::Command::new(which("git")).args(args).current_dir(at).output().expect("git");
         assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
@@ -80,7 +122,8 @@ s.serve_forever()
 "#;
 
 /// N5: curl (IPv4, IPv6, a host with IPv6 only), python3 urllib, a raw TCP client, Node's
-/// fetch, git clone over http and the JVM's HttpClient (when a JDK is installed), no proxy
+/// fetch, git clone over http, wget, socat, a Rust client (std's `TcpStream`, built here when
+/// rustc is at hand) and the JVM's HttpClient (when a JDK is installed), no proxy
 /// variables: every try to an allowed host succeeds; a name not allowed is NXDOMAIN; an IP
 /// literal and an allowed host's other port fail at once (reset or refused, ≤ 50 ms from the
 /// connect). Control: the same probe without snug, in the same namespace, reaches the hosts
@@ -107,7 +150,8 @@ fn n5_matrix_every_client_reaches_allowed_hosts_only() {
 
     for who in everyone() {
         let dir = workdir(who);
-        for (name, text) in [("probe.py", PROBE_PY), ("Fetch.java", FETCH_JAVA), ("run.sh", &script(java))] {
+        let rust = rust_client(dir.path());
+        for (name, text) in [("probe.py", PROBE_PY), ("Fetch.java", FETCH_JAVA), ("run.sh", &script(java, rust))] {
             file(dir.path(), name, text);
         }
         give(who, dir.path());
@@ -131,11 +175,18 @@ fn n5_matrix_every_client_reaches_allowed_hosts_only() {
             ("raw", "ok hello pkgs"),
             ("node", "hello pkgs"),
             ("git", "hello git"),
+            ("wget", "hello pkgs"),
+            ("socat", "hello pkgs"),
         ] {
             assert_eq!(count(label, want), TRIES, "{who:?} {label}: {out}\n{}", o.err);
         }
         if java {
             assert_eq!(count("java", "200 hello pkgs"), TRIES, "{who:?} java: {out}\n{}", o.err);
+        }
+        if rust {
+            assert_eq!(count("rust", "hello pkgs"), TRIES, "{who:?} rust: {out}\n{}", o.err);
+            assert_eq!(count("rust-no-name", "error failed to lookup address"), 1, "{who:?}: {out}");
+            assert_eq!(count("rust-literal", "error Connection reset"), 1, "{who:?}: {out}");
         }
         assert!(count("no-name", "Could not resolve host") == 1, "{who:?}: {out}");
         assert!(count("no-name-py", "fail NXDOMAIN") == 1, "{who:?}: {out}");

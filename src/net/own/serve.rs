@@ -3,13 +3,15 @@
 //! accepted connection's destination (`getsockname(2)`: every address is local in the
 //! sandbox) decides it: a pool address is its name's, resolved on the host side, checked
 //! (N6), connected and copied; an address an address pattern names is connected as it is;
-//! anything else is reset at once. Every decision is logged under `-v` and counted (N7).
+//! anything else is reset at once. Attempts on ports no socket of snug's serves, which the
+//! kernel refuses, are seen on raw sockets ([`super::unserved`]). Every decision is
+//! logged under `-v`, emitted as an event (O9) and counted (N7).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use snug_core::net_allow::{check, Allowed, Decision, Pool, Reason, Tally, Verdict};
+use snug_core::net_allow::{check, unserved, Allowed, Decision, Pool, Reason, Tally, Verdict};
 
 use super::conn::{reset, Conn, State, Turn};
 use super::dns_tcp::DnsConn;
@@ -31,6 +33,7 @@ enum Token {
     Inside(u64),
     Outside(u64),
     Dns(u64),
+    Watch(usize),
 }
 
 /// The running network of snug's own: its sockets in the sandbox and its connections.
@@ -40,6 +43,10 @@ pub struct Served {
     own: Vec<IpAddr>,
     listeners: Vec<Made>,
     udp: Vec<Made>,
+    /// The raw sockets that see refusals on ports nobody serves, those that could be made.
+    watch: Vec<Made>,
+    /// The ports snug's sockets serve, ascending.
+    served: Vec<u16>,
     pool: Pool,
     conns: HashMap<u64, Conn>,
     dns: HashMap<u64, DnsConn>,
@@ -54,12 +61,21 @@ impl Served {
     /// Serve `made` (the sockets [`super::setup::make`] made) for `allowed`; `own` are the
     /// host's addresses.
     pub fn new(allowed: Allowed, own: Vec<IpAddr>, made: Vec<Made>) -> Served {
+        let (watch, made): (Vec<Made>, Vec<Made>) = made.into_iter().partition(|m| m.want.kind == libc::SOCK_RAW);
+        if watch.is_empty() {
+            log!("net: no raw socket in the sandbox's namespace: refusals on ports nobody serves go unseen");
+        }
         let (udp, listeners) = made.into_iter().partition(|m| m.want.kind == libc::SOCK_DGRAM);
+        let mut served: Vec<u16> = allowed.ports();
+        served.push(53);
+        served.sort_unstable();
         Served {
             allowed,
             own,
             listeners,
             udp,
+            watch,
+            served,
             pool: Pool::default(),
             conns: HashMap::new(),
             dns: HashMap::new(),
@@ -77,6 +93,10 @@ impl Served {
         if let Some(w) = self.resolver.wake_fd() {
             fds.push(watch(w.as_raw_fd(), libc::POLLIN));
             self.tokens.push(Token::Wake);
+        }
+        for (i, w) in self.watch.iter().enumerate() {
+            fds.push(watch(w.fd.as_raw_fd(), libc::POLLIN));
+            self.tokens.push(Token::Watch(i));
         }
         for (i, l) in self.listeners.iter().enumerate() {
             fds.push(watch(l.fd.as_raw_fd(), libc::POLLIN));
@@ -116,6 +136,9 @@ impl Served {
                 Token::Inside(id) => turns.entry(id).or_default().0 = p.revents,
                 Token::Outside(id) => turns.entry(id).or_default().1 = p.revents,
                 Token::Dns(id) => self.on_dns(id),
+                Token::Watch(i) => {
+                    self.on_watch(i);
+                }
             }
         }
         self.tokens = tokens;
@@ -142,8 +165,53 @@ impl Served {
             sent: bytes.0,
             received: bytes.1,
         };
+        self.record(&d);
+    }
+
+    /// Log `d` under `-v`, emit it as a `net` event (O9) and count it (N7).
+    fn record(&mut self, d: &Decision) {
         log!("net: {d}");
-        self.tally.add(&d);
+        if crate::events::on() {
+            let reason = match d.verdict {
+                Verdict::Allowed => None,
+                Verdict::Refused(r) => Some(r.words()),
+            };
+            let fields = serde_json::json!({
+                "kind": d.kind,
+                "subject": d.subject,
+                "upstream": d.upstream,
+                "allowed": reason.is_none(),
+                "reason": reason,
+                "bytes_out": d.sent,
+                "bytes_in": d.received,
+            });
+            crate::events::emit("net", fields);
+        }
+        self.tally.add(d);
+    }
+
+    /// Count what raw socket `i` saw: attempts the kernel refused on ports nobody serves.
+    /// Returns how many packets it read (at most [`ACCEPT_BURST`]).
+    fn on_watch(&mut self, i: usize) -> usize {
+        let Some(w) = self.watch.get(i) else { return 0 };
+        let (attempts, read) = super::unserved::read(&w.fd, w.want.family, i32::from(w.want.port), ACCEPT_BURST);
+        for a in attempts {
+            let served = self.served.binary_search(&a.dest.port()).is_ok();
+            let name = self.pool.name_of(a.dest.ip());
+            if let Some(d) = unserved::decision(&a, name, &self.allowed, served) {
+                self.record(&d);
+            }
+        }
+        read
+    }
+
+    /// The decisions of the run, once what the raw sockets hold is counted too: a payload
+    /// that ended right after a refused attempt left its answer there.
+    pub fn finish(mut self) -> Tally {
+        for i in 0..self.watch.len() {
+            while self.on_watch(i) == ACCEPT_BURST {}
+        }
+        self.tally
     }
 
     fn refuse(&mut self, fd: OwnedFd, subject: String, why: Reason) {
@@ -255,8 +323,7 @@ impl Served {
             let Some((bytes, decision)) = super::dns::answer(&d.bytes, &self.allowed, &mut self.pool) else { continue };
             super::dns::reply(&self.udp[i].fd, &d, &bytes);
             if let Some(dec) = decision {
-                log!("net: {dec}");
-                self.tally.add(&dec);
+                self.record(&dec);
             }
         }
     }
@@ -265,8 +332,7 @@ impl Served {
         let Some(c) = self.dns.get_mut(&id) else { return };
         let (done, decisions) = c.on_ready(&self.allowed, &mut self.pool);
         for dec in decisions {
-            log!("net: {dec}");
-            self.tally.add(&dec);
+            self.record(&dec);
         }
         if done {
             self.dns.remove(&id);

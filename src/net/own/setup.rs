@@ -20,7 +20,7 @@ pub struct Want {
     pub family: i32,
     /// `SOCK_STREAM` (listening) or `SOCK_DGRAM`.
     pub kind: i32,
-    /// The port on the wildcard address.
+    /// The port on the wildcard address; a raw socket's (`SOCK_RAW`) protocol.
     pub port: u16,
 }
 
@@ -33,10 +33,14 @@ pub struct Made {
     pub fd: OwnedFd,
 }
 
-/// The sockets for DNS (UDP and TCP at 53, both families) and a TCP listener per port of
-/// `ports` in both families.
+/// The raw sockets that see attempts on ports nobody serves ([`super::unserved`]), then the
+/// sockets for DNS (UDP and TCP at 53, both families) and a TCP listener per port of `ports`
+/// in both families. A raw socket's `port` is its protocol.
 pub fn wanted(ports: &[u16]) -> Vec<Want> {
-    let mut out = Vec::new();
+    let mut out: Vec<Want> = super::unserved::WATCHED
+        .iter()
+        .map(|&(family, proto)| Want { family, kind: libc::SOCK_RAW, port: proto as u16 })
+        .collect();
     for family in [libc::AF_INET, libc::AF_INET6] {
         out.push(Want { family, kind: libc::SOCK_DGRAM, port: 53 });
         out.push(Want { family, kind: libc::SOCK_STREAM, port: 53 });
@@ -77,7 +81,8 @@ const STEP_SOCKET: u32 = 4;
 const ERROR: u32 = u32::MAX;
 
 /// Route and make the sockets `wants` names in the network namespace of `init`, and return
-/// them. IPv6 is best effort: where the namespace has none, only IPv4 sockets come back.
+/// them. IPv6 is best effort: where the namespace has none, only IPv4 sockets come back;
+/// so are the raw sockets that see refusals on ports nobody serves.
 ///
 /// # Errors
 /// 71 when the namespace cannot be joined, routed or given its IPv4 sockets (the step and
@@ -113,29 +118,43 @@ pub fn make(init: &Pinned, wants: &[Want]) -> Result<Vec<Made>> {
     }
 }
 
-/// Read what the child sent until it closed its end.
+/// Read what the child sent until it closed its end: packets of up to [`BATCH`] indices
+/// into `wants`, one descriptor each, or one error.
 fn collect(ours: &OwnedFd, wants: &[Want]) -> Result<Vec<Made>> {
-    use crate::sys::packet::{readable, recv, Got};
+    use crate::sys::packet::readable;
+    use std::mem::MaybeUninit;
+
+    use rustix::net::{recvmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
     let mut made = Vec::new();
     loop {
         if !readable(ours.as_fd(), 5000) {
             return Err(failure(INTERNAL, "the network's helper did not finish within 5 s"));
         }
-        match recv(ours.as_fd()) {
-            Got::Empty => continue,
-            Got::Closed | Got::TooLong => break,
-            Got::Packet(bytes, mut fds) => {
-                let word =
-                    |i: usize| bytes.get(i * 4..i * 4 + 4).map(|b| u32::from_ne_bytes(b.try_into().unwrap_or([0; 4])));
-                match (word(0), word(1), word(2)) {
-                    (Some(ERROR), Some(step), Some(errno)) => return Err(step_failure(step, errno as i32)),
-                    (Some(i), _, _) if (i as usize) < wants.len() && fds.len() == 1 => {
-                        made.push(Made { want: wants[i as usize], fd: fds.remove(0) })
-                    }
-                    _ => return Err(failure(INTERNAL, "the network's helper said something unexpected")),
-                }
+        let mut buf = [0u8; 4 * BATCH];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(BATCH))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT;
+        let got = match recvmsg(ours, &mut [std::io::IoSliceMut::new(&mut buf)], &mut control, flags) {
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
+            Err(_) => break,
+            Ok(m) if m.bytes == 0 => break,
+            Ok(m) => m.bytes,
+        };
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        for m in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(it) = m {
+                fds.extend(it);
             }
         }
+        let words: Vec<u32> =
+            buf[..got].chunks_exact(4).map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]])).collect();
+        if let [ERROR, step, errno] = words[..] {
+            return Err(step_failure(step, errno as i32));
+        }
+        if words.len() != fds.len() || words.iter().any(|&i| i as usize >= wants.len()) {
+            return Err(failure(INTERNAL, "the network's helper said something unexpected"));
+        }
+        made.extend(words.iter().zip(fds).map(|(&i, fd)| Made { want: wants[i as usize], fd }));
     }
     if made.iter().all(|m| m.want.family != libc::AF_INET) && wants.iter().any(|w| w.family == libc::AF_INET) {
         return Err(failure(INTERNAL, "the network's helper ended without handing its sockets over"));
@@ -197,16 +216,29 @@ unsafe fn child(
             }
             v6 &= err == 0 || i == 0;
         }
+        // Sent in batches: one wake-up of snug per BATCH sockets, not one each.
+        let mut batch = Batch { index: [0; BATCH], fd: [-1; BATCH], len: 0 };
         for (i, w) in wants.iter().enumerate() {
             if w.family == libc::AF_INET6 && !v6 {
                 continue;
             }
-            match socket_for(w) {
-                Ok(fd) => send_fd(sock, i as u32, fd),
-                Err(_) if w.family == libc::AF_INET6 => {}
+            let raw = w.kind == libc::SOCK_RAW;
+            let made = if raw { super::unserved::socket(w.family, i32::from(w.port)) } else { socket_for(w) };
+            match made {
+                Ok(fd) => {
+                    batch.index[batch.len] = i as u32;
+                    batch.fd[batch.len] = fd;
+                    batch.len += 1;
+                    if batch.len == BATCH {
+                        batch.send(sock);
+                    }
+                }
+                // IPv6 and the raw sockets are best effort: the run goes on without them.
+                Err(_) if raw || w.family == libc::AF_INET6 => {}
                 Err(e) => fail(STEP_SOCKET, e),
             }
         }
+        batch.send(sock);
         crate::sys::process::exit_now(0)
     }
 }
@@ -283,27 +315,49 @@ unsafe fn socket_for(w: &Want) -> Result<RawFd, i32> {
     }
 }
 
-/// Send `fd` with its index in one packet, then close this process's copy.
-///
-/// # Safety
-/// Async-signal-safe.
-unsafe fn send_fd(sock: RawFd, index: u32, fd: RawFd) {
-    // SAFETY: the message and its control buffer live on this stack for the call.
-    unsafe {
-        let mut word = index;
-        let mut iov = libc::iovec { iov_base: (&mut word as *mut u32).cast(), iov_len: 4 };
-        let mut space = [0u64; 4];
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = space.as_mut_ptr().cast();
-        msg.msg_controllen = libc::CMSG_SPACE(4) as _;
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_SOCKET;
-        (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(4) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
-        libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL);
-        libc::close(fd);
+/// Sockets handed over in one packet at most (below the kernel's `SCM_MAX_FD`, 253).
+const BATCH: usize = 32;
+
+/// Sockets made and not yet sent: their indices into the wants and their descriptors.
+struct Batch {
+    index: [u32; BATCH],
+    fd: [RawFd; BATCH],
+    len: usize,
+}
+
+impl Batch {
+    /// Send the indices with their descriptors in one packet, then close this process's
+    /// copies.
+    ///
+    /// # Safety
+    /// Async-signal-safe.
+    unsafe fn send(&mut self, sock: RawFd) {
+        if self.len == 0 {
+            return;
+        }
+        let bytes = 4 * self.len;
+        // SAFETY: the message and its control buffer live on this stack for the call.
+        unsafe {
+            let mut iov = libc::iovec { iov_base: self.index.as_mut_ptr().cast(), iov_len: bytes };
+            let mut space = [0u64; 24]; // CMSG_SPACE(4 × BATCH) = 144 bytes
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = space.as_mut_ptr().cast();
+            msg.msg_controllen = libc::CMSG_SPACE(bytes as u32) as _;
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(bytes as u32) as _;
+            let data = libc::CMSG_DATA(c).cast::<RawFd>();
+            for k in 0..self.len {
+                std::ptr::write_unaligned(data.add(k), self.fd[k]);
+            }
+            libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL);
+            for k in 0..self.len {
+                libc::close(self.fd[k]);
+            }
+        }
+        self.len = 0;
     }
 }
