@@ -160,7 +160,7 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 /// 69 when the kernel refuses the namespaces (with the reason), 70 for other failures; the
 /// /proc mount's, the search's and the exec's come from [`Nest::ready`].
 pub fn nest(
-    (program, ignored): (&[std::path::PathBuf], u64),
+    (program, ignored, deny_userns): (&[std::path::PathBuf], u64, bool),
     argv: &[String],
     fds: Passed<'_>,
     pty: Option<(BorrowedFd<'_>, u32)>,
@@ -191,12 +191,15 @@ pub fn nest(
     drop(bw_w);
     let raw: [RawFd; 6] = std::array::from_fn(|i| fds[i].as_raw_fd());
 
-    let mut flags = (libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64;
-    if !root {
-        flags |= libc::CLONE_NEWUSER as u64;
-    }
+    // As root too: snug maps every id of its own onto nest's user namespace (SPEC P11).
+    let flags = (libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWUSER) as u64;
+    let maps = match root {
+        true => Some(crate::identity::own_maps().context("reading snug's own uid and gid maps")?),
+        false => None,
+    };
     let plan = child::Plan {
         root,
+        deny_userns: root && deny_userns,
         map: &map,
         parent_pidfd: own.as_fd(),
         err: err_w.as_raw_fd(),
@@ -209,6 +212,15 @@ pub fn nest(
         envp: &env_ptrs,
     };
     let (pidfd, pid) = child::clone_nest(flags, &plan).map_err(clone_failure)?;
+    if let Some(maps) = &maps {
+        // Before nest's cgroups are sent ([`Nest::give_cgroups`]): nest waits for them
+        // before anything that needs its ids mapped. A failure kills nest with its pidfd.
+        if let Err(e) = crate::identity::write_maps(pid, maps) {
+            let _ = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
+            let e = crate::error::io_text(&e);
+            return Err(failure(UNAVAILABLE, format!("cannot map the sandbox's user namespace: {e}")));
+        }
+    }
     let apart = crate::sys::cpu::apart(pid);
     drop(err_w);
     drop(cg_theirs);
@@ -254,6 +266,13 @@ fn nest_failure(buf: &[u8], program: &str) -> anyhow::Error {
         child::GRANTS => {
             let e = crate::error::strerror(errno);
             failure(OS_ERROR, format!("cannot pass the binds' descriptors to bwrap: {e}"))
+        }
+        child::USERNS => {
+            let e = crate::error::strerror(errno);
+            failure(
+                UNAVAILABLE,
+                format!("cannot turn user namespaces off in the sandbox (user.max_user_namespaces): {e}"),
+            )
         }
         child::BOUNDS => {
             let e = crate::error::strerror(errno);

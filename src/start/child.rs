@@ -17,13 +17,18 @@ const SEAL: u8 = 0xfd;
 const DUP: u8 = 0xfe;
 /// Error-pipe tag: receiving or placing the bind descriptors failed.
 pub const GRANTS: u8 = 0xfa;
+/// Error-pipe tag: turning nested user namespaces off failed.
+pub const USERNS: u8 = 0xf9;
 /// Error-pipe tag: `execve(2)` of bwrap failed.
 pub const EXEC: u8 = 0xff;
 
 /// Everything the child needs, built before the clone (the child allocates nothing).
 pub struct Plan<'a> {
-    /// snug runs as root: no user namespace, no id maps.
+    /// snug runs as root: snug writes the id maps (SPEC P11, [`crate::identity::write_maps`]).
     pub root: bool,
+    /// As root, nest turns nested user namespaces off in its own (`user.max_user_namespaces
+    /// = 0`), as bwrap's `--disable-userns`, which needs a user namespace of bwrap's (SPEC X2).
+    pub deny_userns: bool,
     /// The id maps to write when not root.
     pub map: &'a nestproc::IdMap,
     /// A pidfd of snug, readable once snug died.
@@ -98,6 +103,14 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             // socket (or dies: the death signal ends this child).
             if let Err(errno) = enter_cgroups(p.cgroups) {
                 fail(BOUNDS, errno);
+            }
+            // After the cgroups, so after snug mapped the ids; /proc is nest's own (above).
+            if p.deny_userns {
+                let fd = libc::open(c"/proc/sys/user/max_user_namespaces".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    fail(USERNS, nestproc::errno());
+                }
+                libc::close(fd);
             }
             let targets = [INIT_FD, STDERR_FD, SECCOMP_FD, 2, ARGS_FD, BWRAP_ARGS_FD];
             if p.fds.iter().zip(targets).any(|(&from, to)| libc::dup2(from, to) < 0) {
