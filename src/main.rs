@@ -361,7 +361,8 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // O11: a hint only after a run that failed, where it may bear on the failure.
     let failed = !matches!(outcome, Outcome::Status(0));
-    let owners = (failed && !quiet).then(|| identity::unmapped_line(&policy.target, identity)).flatten(); // P11
+    let ran = record.payload_ended(); // P11: not when snug itself failed
+    let owners = (failed && ran && !quiet).then(|| identity::unmapped_line(&policy.target, identity)).flatten();
     for line in hint.iter().chain(worktree.iter().filter(|_| failed && !quiet)).chain(&owners) {
         log::say!("snug: {line}");
     }
