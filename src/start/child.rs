@@ -17,14 +17,15 @@ const SEAL: u8 = 0xfd;
 const DUP: u8 = 0xfe;
 /// Error-pipe tag: receiving or placing the bind descriptors failed.
 pub const GRANTS: u8 = 0xfa;
-/// Error-pipe tag: turning nested user namespaces off failed.
+/// Error-pipe tag: making nest's user namespace (as root) or turning nested ones off failed.
 pub const USERNS: u8 = 0xf9;
 /// Error-pipe tag: `execve(2)` of bwrap failed.
 pub const EXEC: u8 = 0xff;
 
 /// Everything the child needs, built before the clone (the child allocates nothing).
 pub struct Plan<'a> {
-    /// snug runs as root: snug writes the id maps (SPEC P11, [`crate::identity::write_maps`]).
+    /// snug runs as root: nest makes its user namespace after its /proc, and snug writes the
+    /// id maps (SPEC P11, [`crate::identity::write_maps`]).
     pub root: bool,
     /// As root, nest turns nested user namespaces off in its own (`user.max_user_namespaces
     /// = 0`), as bwrap's `--disable-userns`, which needs a user namespace of bwrap's (SPEC X2).
@@ -63,7 +64,7 @@ pub struct Plan<'a> {
 /// The `clone3(2)` error.
 pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)> {
     // SAFETY: the child runs the body below, which makes only raw system calls (write,
-    // _exit, close, dup2, recvmsg, fcntl, execve, and nestproc's and sigseal's) on integers and on memory
+    // _exit, close, dup2, recvmsg, fcntl, unshare, open, execve, and nestproc's and sigseal's) on integers and on memory
     // `plan` points at, all built before the call, and never returns.
     unsafe {
         let Cloned::Parent { pidfd, pid } = crate::sys::process::clone3(flags)? else {
@@ -97,6 +98,17 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             }
             if let Err(e) = nestproc::prepare() {
                 fail(e.step.code(), e.errno);
+            }
+            if p.root {
+                // SPEC P11: the user namespace after /proc, which root mounts over whatever
+                // the host's /proc has mounted on it (a container's masks): from a user
+                // namespace the kernel refuses a /proc that would show them. snug maps it.
+                if libc::unshare(libc::CLONE_NEWUSER) != 0 {
+                    fail(USERNS, nestproc::errno());
+                }
+                if libc::write(p.cgroups, b"u".as_ptr().cast(), 1) != 1 {
+                    fail(USERNS, nestproc::errno());
+                }
             }
             // SPEC K5: enter this run's cgroups before bwrap, so every sandbox process is
             // born inside them; snug makes them meanwhile, and a snug that fails closes the

@@ -1,7 +1,9 @@
 //! `snug exec` without a terminal (SPEC L3): CMD runs inside the live sandbox as one of its
 //! processes, with its own status, and goes with the sandbox.
 
-use crate::common::{code, everyone, kill, marker, running, spawn_own_group, survivors, until, wait_bounded, workdir, Who};
+use crate::common::{
+    code, everyone, kill, marker, running, spawn_own_group, survivors, until, wait_bounded, workdir, Who,
+};
 use crate::{cmd, run, Live, READY};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
