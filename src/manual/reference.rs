@@ -45,11 +45,17 @@ pub fn sections() -> Vec<(&'static str, String)> {
     out
 }
 
+/// The README's "Exit status" as snug(1)'s EXIT STATUS, for every page (SPEC O7).
+pub fn exit_status() -> String {
+    let body = sections().into_iter().find(|(h, _)| *h == "Exit status").map(|(_, b)| b).unwrap_or_default();
+    format!(".SH \"EXIT STATUS\"\n{}", from_markdown(&body))
+}
+
 /// The sections as roff, each a `.SH` named by its heading in capitals.
 pub fn roff() -> String {
     let mut out = String::new();
     for (heading, body) in sections() {
-        out.push_str(&format!(".SH \"{}\"\n", escape(&plain(heading)).to_uppercase()));
+        out.push_str(&format!(".SH \"{}\"\n", heading_of(heading)));
         out.push_str(&from_markdown(&body));
     }
     out
@@ -59,9 +65,19 @@ pub fn roff() -> String {
 pub fn from_markdown(md: &str) -> String {
     let mut out = String::new();
     let mut code = false;
-    let mut item = false;
+    // The paragraph or list item being read: converted whole, as a code span or bold may
+    // run over a line break.
+    let mut text = String::new();
+    let flush = |out: &mut String, text: &mut String| {
+        if !text.is_empty() {
+            out.push_str(&guard(&inline(text)));
+            out.push('\n');
+            text.clear();
+        }
+    };
     for line in md.lines() {
         if line.starts_with("```") {
+            flush(&mut out, &mut text);
             out.push_str(if code { ".fi\n.RE\n" } else { ".PP\n.RS 2\n.nf\n" });
             code = !code;
             continue;
@@ -71,47 +87,38 @@ pub fn from_markdown(md: &str) -> String {
             out.push('\n');
             continue;
         }
-        let t = line.trim_end();
+        let t = line.trim();
         if let Some(h) = t.strip_prefix("### ") {
+            flush(&mut out, &mut text);
             out.push_str(&format!(".SS \"{}\"\n", inline(h).replace('"', "")));
-            item = false;
         } else if t.is_empty() {
-            item = false;
-        } else if let Some(rest) = t.strip_prefix("- ") {
+            flush(&mut out, &mut text);
+        } else if let Some(rest) = t.strip_prefix("- ").filter(|_| !line.starts_with(' ')) {
+            flush(&mut out, &mut text);
             out.push_str(".IP \\(bu 2\n");
-            out.push_str(&guard(&inline(rest)));
-            out.push('\n');
-            item = true;
+            text.push_str(rest);
         } else if t.starts_with('|') {
-            if t.trim_matches(|c| c == '|' || c == '-' || c == ' ' || c == ':').is_empty() {
+            flush(&mut out, &mut text);
+            if t.trim_matches(|c| "|-: ".contains(c)).is_empty() {
                 continue; // the header's rule
             }
             let cells: Vec<&str> = t.trim_matches('|').split(" | ").map(str::trim).collect();
-            out.push_str(".TP\n");
-            out.push_str(&guard(&inline(cells[0])));
-            out.push('\n');
+            out.push_str(&format!(".TP\n\\fB{}\\fR\n", inline(cells[0])));
             out.push_str(&guard(&inline(&cells[1..].join("; "))));
             out.push('\n');
-            item = true;
+        } else if text.is_empty() {
+            out.push_str(".PP\n");
+            text.push_str(t);
         } else {
-            if !item && !out.ends_with(".PP\n") && !continues(&out) {
-                out.push_str(".PP\n");
-            }
-            out.push_str(&guard(&inline(t.trim_start())));
-            out.push('\n');
-            item = item || line.starts_with("  ");
-            continue;
+            text.push(' ');
+            text.push_str(t);
         }
     }
+    flush(&mut out, &mut text);
     if code {
         out.push_str(".fi\n.RE\n");
     }
     out
-}
-
-/// Whether the roff so far ends inside a paragraph (a text line, not a request).
-fn continues(out: &str) -> bool {
-    out.lines().last().is_some_and(|l| !l.starts_with('.') || l.starts_with("\\&."))
 }
 
 /// roff's escapes for text: the backslash and the minus sign.
@@ -163,9 +170,9 @@ fn inline(s: &str) -> String {
     out
 }
 
-/// A heading's words without markup.
-fn plain(s: &str) -> String {
-    s.replace('`', "")
+/// A README heading as snug(1)'s section name: capitals, without markup.
+pub fn heading_of(h: &str) -> String {
+    escape(&h.replace('`', "").to_uppercase())
 }
 
 /// Text without markup, whitespace folded: what a reader sees of a markdown or roff text, to
@@ -173,9 +180,19 @@ fn plain(s: &str) -> String {
 #[cfg(test)]
 pub fn words_of_markdown(md: &str) -> String {
     let mut out = String::new();
+    let mut code = false;
     for line in md.lines() {
         let t = line.trim();
-        if t.starts_with("```") || (t.starts_with('|') && t.trim_matches(|c| "|-: ".contains(c)).is_empty()) {
+        if t.starts_with("```") {
+            code = !code;
+            continue;
+        }
+        if code {
+            out.push_str(&t.replace('|', " "));
+            out.push(' ');
+            continue;
+        }
+        if t.starts_with('|') && t.trim_matches(|c| "|-: ".contains(c)).is_empty() {
             continue;
         }
         let t = t.strip_prefix("### ").or_else(|| t.strip_prefix("- ")).unwrap_or(t);
@@ -183,14 +200,14 @@ pub fn words_of_markdown(md: &str) -> String {
         let mut rest = t;
         // Links keep their text.
         while let Some(at) = rest.find("](") {
-            let open = rest[..at].rfind('[').unwrap_or(at);
+            let Some(open) = rest[..at].rfind('[') else { break };
             let close = rest[at..].find(')').map_or(rest.len(), |c| at + c + 1);
             s.push_str(&rest[..open]);
-            s.push_str(&rest[open + 1.min(at - open)..at]);
+            s.push_str(&rest[open + 1..at]);
             rest = &rest[close..];
         }
         s.push_str(rest);
-        out.push_str(&s.replace("**", "").replace(['`', '|'], " "));
+        out.push_str(&s.replace("**", "").replace('`', "").replace('|', " "));
         out.push(' ');
     }
     out.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -225,7 +242,7 @@ mod tests {
         assert_eq!(found, SECTIONS.to_vec(), "a reference section is missing from the README");
         let man = super::super::manpage().expect("manpage");
         for (heading, body) in sections() {
-            let sh = format!(".SH \"{}\"", escape(&plain(heading)).to_uppercase());
+            let sh = format!(".SH \"{}\"", heading_of(heading));
             let at = man.find(&sh).unwrap_or_else(|| panic!("{sh} missing from snug(1)"));
             let rest = &man[at + sh.len()..];
             let end = rest.find("\n.SH ").map_or(rest.len(), |e| e + 1);
@@ -239,10 +256,10 @@ mod tests {
 
     #[test]
     fn o7_markdown_to_roff() {
-        let r = from_markdown("A `-p` and **bold** [link](x.md).\n\n- one\n  two\n\n```sh\n.dot\n```\n| a | b |\n|---|---|\n| c | d |\n");
-        assert!(r.contains("A \\fB\\-p\\fR and \\fBbold\\fR link."), "{r}");
-        assert!(r.contains(".IP \\(bu 2\none\ntwo\n"), "{r}");
+        let r = from_markdown("A `-p` and **bold** [link](x.md) `a\nb`.\n\n- one\n  two\n\n```sh\n.dot\n```\n| a | b |\n|---|---|\n| c | d |\n");
+        assert!(r.contains(".PP\nA \\fB\\-p\\fR and \\fBbold\\fR link \\fBa b\\fR."), "{r}");
+        assert!(r.contains(".IP \\(bu 2\none two\n"), "{r}");
         assert!(r.contains(".nf\n\\&.dot\n.fi"), "{r}");
-        assert!(r.contains(".TP\na\nb\n.TP\nc\nd\n"), "{r}");
+        assert!(r.contains(".TP\n\\fBa\\fR\nb\n.TP\n\\fBc\\fR\nd\n"), "{r}");
     }
 }
