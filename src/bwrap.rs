@@ -39,6 +39,10 @@ pub struct Launch {
     /// For each of the policy's mounts, in order, the descriptor bwrap binds it from
     /// (`--bind-fd`, `--ro-bind-fd`; SPEC P7, [`crate::grant_fd`]); empty or `None`: the path.
     pub bind_fds: Vec<Option<i32>>,
+    /// Who the payload is (SPEC P11): as root, bwrap runs in nest's fully mapped user
+    /// namespace, without one of its own, and gives init what it needs to settle the
+    /// payload's capabilities ([`crate::identity`]).
+    pub identity: crate::identity::Identity,
 }
 
 /// The namespace and privilege options, before the environment and mounts. Each
@@ -71,8 +75,12 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
     let mut argv = vec![s(&launch.bwrap)];
     // A snug inside another's `--allow-userns` sandbox gets no cgroup namespace (G3, K1).
     let cgroupns = cgroupns::possible();
-    argv.extend(PROLOGUE.iter().filter(|a| cgroupns || **a != "--unshare-cgroup-try").map(|a| a.to_string()));
-    if !policy.allow_userns && launch.disable_userns {
+    let root = launch.identity.is_root();
+    let prologue = PROLOGUE.iter().filter(|a| cgroupns || **a != "--unshare-cgroup-try");
+    argv.extend(prologue.filter(|a| !root || **a != "--unshare-user").map(|a| a.to_string()));
+    argv.extend(launch.identity.cap_words());
+    // As root nest turns them off instead (`--disable-userns` needs `--unshare-user`).
+    if !policy.allow_userns && launch.disable_userns && !root {
         // SPEC X2: no user namespace inside, so no capability over mounts or cgroupfs even
         // for a payload that is the host's uid 0 (bwrap(1), `--disable-userns`).
         argv.push("--disable-userns".to_string());
@@ -94,6 +102,11 @@ pub fn command_line(policy: &Policy, launch: &Launch) -> Vec<String> {
             }
             (MountKind::Ro, None) => vec!["--ro-bind".into(), src, dest],
             (MountKind::Rw, None) => vec!["--bind".into(), src, dest],
+            // Under `--user` the payload is not the tmpfs's owner (root): it writes there as
+            // in /tmp (SPEC P11).
+            (MountKind::Tmpfs, _) if matches!(launch.identity, crate::identity::Identity::User { .. }) => {
+                vec!["--perms".into(), "1777".into(), "--tmpfs".into(), dest]
+            }
             (MountKind::Tmpfs, _) => vec!["--tmpfs".into(), dest],
             (MountKind::Symlink, _) => vec!["--symlink".into(), src, dest],
             (MountKind::Dev, _) => vec!["--dev".into(), dest],
@@ -223,6 +236,7 @@ pub(crate) mod golden {
             init_args: ["--snug-init", "detached"].map(String::from).to_vec(),
             masks: vec![],
             disable_userns: true,
+            identity: Default::default(),
             chdir: None,
             bind_fds: vec![],
         }
@@ -360,6 +374,7 @@ mod tests {
             disable_userns: false,
             chdir: None,
             bind_fds: vec![],
+            identity: Default::default(),
         };
         let argv = command_line(&policy, &launch);
         let out = std::process::Command::new(&argv[0]).args(&argv[1..]).env_clear().output().expect("run");

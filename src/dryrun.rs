@@ -80,6 +80,11 @@ fn userns(policy: &Policy, argv: &[String]) -> String {
     if argv.iter().any(|a| a == "--disable-userns") {
         return "disabled (bwrap --disable-userns; --allow-userns turns them on)".to_string();
     }
+    if crate::identity::userns_denied(argv, policy.allow_userns) {
+        // As root: nest's namespace, without bwrap's (SPEC P11).
+        return "disabled (user.max_user_namespaces = 0 in the sandbox's user namespace; --allow-userns turns them on)"
+            .to_string();
+    }
     let why = if policy.allow_userns {
         "allowed (--allow-userns or a profile's allow_userns)"
     } else {
@@ -101,7 +106,7 @@ fn render_json(mode: Mode, policy: &Policy, argv: &[String], extra: &[(&str, Vec
         "mounts": policy.mounts.iter().chain(&policy.protected).collect::<Vec<_>>(),
         "env": env,
         "net": policy.net,
-        "userns": if argv.iter().any(|a| a == "--disable-userns") { "disabled" } else { "allowed" },
+        "userns": if crate::identity::userns_denied(argv, policy.allow_userns) { "disabled" } else { "allowed" },
         "bwrap": argv,
         "bwrap_by_hand": by_hand(argv, &policy.env, payload_of(extra)),
     });

@@ -57,7 +57,8 @@ pub fn main(args: &[String]) -> ! {
         std::process::exit(crate::error::INTERNAL)
     };
     let chan = Channel::from_fd(fds.chan);
-    let code = match run(&chan, mode, args.get(1), fds.stderr, fds.spec, fds.pty) {
+    let who = crate::identity::Identity::from_init_args(args);
+    let code = match run(&chan, (mode, who), args.get(1), fds.stderr, fds.spec, fds.pty) {
         Ok(code) => code,
         Err(e) => {
             let _ = chan.report(FromInit::InitFailed(snug_core::Errno(e.raw_os_error())), None);
@@ -70,7 +71,7 @@ pub fn main(args: &[String]) -> ! {
 
 fn run(
     chan: &Channel,
-    mode: &str,
+    (mode, who): (&str, crate::identity::Identity),
     jobs: Option<&String>,
     stderr: OwnedFd,
     spec: OwnedFd,
@@ -91,6 +92,8 @@ fn run(
             return Ok(127); // snug exits 126 or 127
         }
     };
+    // SPEC P11: before any process of the payload's exists, what it may hold.
+    crate::identity::settle(who)?;
     // The payload's process exists from here on, held before its exec until init's loop lets
     // it go: at once, or once snug says go when the network must come up first (SPEC N3).
     let held = held::spawn_held(&program, &spec, pty.as_ref().map(|p| (p.as_raw_fd(), mode == "terminal-fg")))?;

@@ -10,6 +10,7 @@ pub use begun::{begin, Begun};
 use crate::bwrap::{self, Launch};
 use crate::channel::SECCOMP_FD;
 use crate::error::{failure, UNAVAILABLE};
+use crate::identity::Identity;
 use crate::log::log;
 use crate::mode::Mode;
 use crate::policy::Policy;
@@ -105,12 +106,13 @@ impl Bwrap {
 
 /// What follows bwrap's options: `--`, init's path in the sandbox and its arguments (the
 /// init flag, the mode and `--jobs`; CMD and the environment travel in a memfd, SPEC R7).
-fn init_tail(mode: Mode, jobs: snug_core::init::Jobs) -> Vec<String> {
+fn init_tail(mode: Mode, (jobs, identity): (snug_core::init::Jobs, Identity)) -> Vec<String> {
     let mut tail = vec!["--".to_string(), bwrap::INIT_PATH.to_string(), crate::init::FLAG.to_string()];
     tail.push(mode.word().to_string());
     if jobs != snug_core::init::Jobs::Kill {
         tail.push(jobs.word().to_string()); // SPEC L4: init outlives the main process
     }
+    tail.extend(identity.init_word()); // SPEC P11: who the payload is
     tail
 }
 
@@ -124,7 +126,7 @@ fn init_tail(mode: Mode, jobs: snug_core::init::Jobs) -> Vec<String> {
 /// the runtime directory.
 pub fn command_line(
     policy: &Policy,
-    (mode, jobs): (Mode, snug_core::init::Jobs),
+    (mode, who): (Mode, (snug_core::init::Jobs, Identity)),
     runtime: Option<&std::path::Path>,
     found: &Bwrap,
     opened: &[crate::grant_fd::Opened],
@@ -140,10 +142,11 @@ pub fn command_line(
         init_exe: std::env::current_exe().context("cannot find snug's own executable")?,
         init_libs: libraries(),
         seccomp_fd: Some(SECCOMP_FD),
-        init_args: init_tail(mode, jobs)[2..].to_vec(),
+        init_args: init_tail(mode, who)[2..].to_vec(),
         masks,
         chdir: crate::root::start_dir(&policy.target, &|p| policy.shows(p)),
         bind_fds: crate::grant_fd::numbers(policy.mounts.len(), opened, crate::sys::fds::GRANT_FD),
+        identity: who.1,
     };
     Ok(bwrap::command_line(policy, &launch))
 }

@@ -17,6 +17,7 @@ mod events;
 mod grant_fd;
 mod hints;
 mod host;
+mod identity;
 mod init;
 mod keeper;
 mod launch;
@@ -228,11 +229,12 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     record.name(&name);
     record.context().command = cmd.clone();
     let (mode, tty) = mode::Mode::detect();
+    let identity = identity::Identity::of(args.more.user.as_deref(), rustix::process::geteuid().is_root())?;
     // nest and bwrap start now, while the policy is resolved (SPEC B1); `--dry-run` starts
     // nothing.
     let mut begun = match args.dry_run {
         true => None,
-        false => Some(launch::begin(mode, tty, args.jobs, args.memory.is_some(), args.allow_userns)?),
+        false => Some(launch::begin(mode, tty, (args.jobs, identity), args.memory.is_some(), args.allow_userns)?),
     };
     // Before the policy: a missing bwrap is 69 whatever else is wrong (R4).
     let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
@@ -286,12 +288,12 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         b.give_grants(&opened)?; // bwrap's exec goes on while its options are built (B1)
     }
     let shown: &[grant_fd::Opened] = if args.dry_run { &[] } else { &opened };
-    let argv = launch::command_line(&policy, (mode, args.jobs), runtime.as_deref(), &found, shown)?;
+    let argv = launch::command_line(&policy, (mode, (args.jobs, identity)), runtime.as_deref(), &found, shown)?;
     let checks = grant_fd::verify::encode(&grant_fd::expected_inside(&policy, &opened));
     let limits = bounds::Limits {
         max_procs: args.max_procs.or(policy.max_procs).unwrap_or(bounds::DEFAULT_MAX_PROCS),
         memory: args.memory.or(policy.memory),
-        nested_userns: !argv.iter().any(|a| a == "--disable-userns"),
+        nested_userns: !identity::userns_denied(&argv, policy.allow_userns),
     };
     record.context().bounds = Some((limits.max_procs, limits.memory));
     let Some(begun) = begun else {
@@ -368,7 +370,9 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     // O11: a hint only after a run that failed, where it may bear on the failure.
     let failed = !matches!(outcome, Outcome::Status(WaitStatus::Exited(0)));
-    for line in hint.iter().chain(worktree.iter().filter(|_| failed && !quiet)) {
+    let ran = record.payload_ended(); // P11: not when snug itself failed
+    let owners = (failed && ran && !quiet).then(|| identity::unmapped_line(&policy.target, identity)).flatten();
+    for line in hint.iter().chain(worktree.iter().filter(|_| failed && !quiet)).chain(&owners) {
         log::say!("snug: {line}");
     }
     // snug exits next, and these go with its memory (the kernel closes the watch's

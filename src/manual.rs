@@ -1,8 +1,11 @@
-//! Shell completions and the man pages, generated from the clap definition at run time
-//! (SPEC O7), so they can never disagree with the binary that prints them. `make install`
-//! writes them with `snug completions SHELL` and `snug manpage --dir DIR`.
+//! Shell completions and the man pages: options and subcommands from the clap definition at
+//! run time, the reference from the README the binary was built with (SPEC O7), so neither
+//! can disagree with the binary that prints them. `make install` writes them with `snug
+//! completions SHELL` and `snug manpage --dir DIR`.
 
 use std::path::Path;
+
+mod reference;
 
 /// The completion script for `shell` (clap_complete), with, for bash and fish, the names
 /// clap cannot know: profile names after `-p` and live run names after `stop`, `signal`,
@@ -92,10 +95,12 @@ fn walk(cmd: &clap::Command, top: bool, out: &mut Vec<(String, String)>) -> anyh
     if cmd.has_subcommands() {
         man.render_subcommands_section(&mut buf)?;
     }
-    buf.extend_from_slice(EXIT_STATUS.as_bytes());
     if top {
+        // The README's reference, EXIT STATUS, ENVIRONMENT and FILES among it (SPEC O7).
+        buf.extend_from_slice(reference::roff().as_bytes());
         buf.extend_from_slice(TOP_EXTRA.as_bytes());
     } else {
+        buf.extend_from_slice(reference::exit_status().as_bytes());
         buf.extend_from_slice(b".SH \"SEE ALSO\"\nsnug(1)\n");
     }
     if cmd.get_version().is_some() {
@@ -132,81 +137,12 @@ pub fn install(dir: &Path) -> anyhow::Result<String> {
     Ok(said)
 }
 
-/// Every exit status snug can end with (SPEC R3, R4, O5, O6), on every page.
-const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
-A run ends with the payload's own exit status; when the payload died of a signal, snug
-dies of the same signal (a shell shows 128+N). snug's own outcomes:
-.TP
-\fB0\fR
-Success (subcommands).
-.TP
-\fB64\fR
-Usage error.
-.TP
-\fB69\fR
-A host capability is missing (bwrap, user namespaces, pasta for @net, a cgroup for \-\-memory).
-.TP
-\fB70\fR
-Internal error.
-.TP
-\fB71\fR
-Operating-system error at run time (fork or descriptors refused, a directory that cannot be entered).
-.TP
-\fB74\fR
-The \-\-report could not be written at the end of a run that would otherwise have exited 0.
-.TP
-\fB77\fR
-Policy error: unknown profile, bad profile file, conflict, a .snug.toml not allowed, a
-grant through a symlink a sandbox could have planted (in DIR or a writable grant), a path
-swapped while the sandbox was set up.
-.TP
-\fB124\fR
-\-\-timeout ended the run.
-.TP
-\fB126\fR
-CMD found but not executable.
-.TP
-\fB127\fR
-CMD not found.
-"#;
-
-/// What clap does not know: files, examples (roff).
-const TOP_EXTRA: &str = r#".SH FILES
-.TP
-\fI$XDG_CONFIG_HOME/snug/profiles.d/NAME.toml\fR, \fI/etc/snug/profiles.d/NAME.toml\fR
-User profiles (\fB\-p NAME\fR; keys description, include, ro, rw, tmpfs, env, max_procs,
-memory); \fBsnug profile list\fR shows them, \fBsnug profile show NAME\fR one of them.
-.TP
-\fIDIR/.snug.toml\fR
-The project's own policy: the keys of a profile plus \fBprofiles = [...]\fR, applied once
-\fBsnug allow\fR recorded its content; \fB\-\-no\-project\fR skips it.
-.TP
-\fI$XDG_STATE_HOME/snug/allowed/\fR (default \fI~/.local/state/snug/allowed/\fR)
-The SHA-256 and a copy of each allowed .snug.toml.
-.TP
-\fI$XDG_RUNTIME_DIR/snug/NAME.sock\fR (root: \fI/run/snug/\fR)
-The control socket of each live run (\fBsnug ps\fR, \fBstop\fR, \fBsignal\fR, \fBexec\fR).
-.TP
-\fI$XDG_STATE_HOME/snug/cow/NAME/\fR (default \fI~/.local/state/snug/cow/\fR)
-What a \fB\-\-cow\fR run kept aside (\fBsnug diff\fR, \fBapply\fR, \fBdiscard\fR).
-.SH "THE HOME DIRECTORY"
+/// What neither clap nor the README's reference says: the home directory rule (roff).
+const TOP_EXTRA: &str = r#".SH "THE HOME DIRECTORY"
 DIR may not be $HOME, a directory above it, or /: DIR is writable, so that would make
 \fI~/.ssh\fR and \fI~/.bashrc\fR writable (exit 64). Run in a project directory and show
 what the payload needs from the home on purpose: \fB\-\-ro ~/.gitconfig\fR, a toolchain
 profile (\fB\-p @rust\fR), or \fB\-\-rw\fR of one directory it must write.
-.SH EXAMPLES
-.TP
-\fBsnug \-\- make test\fR
-Run make test in a sandbox of the current directory.
-.TP
-\fBsnug \-p @rust \-\- cargo build\fR
-Show rustup's cargo from $HOME, read-only, with its crate caches writable.
-.TP
-\fBexec snug \-\-report report.json \-\-timeout 30m \-\- make test\fR
-In a CI job script: the job's TERM reaches snug itself, and the report is complete.
-.TP
-\fBsnug \-\-dry\-run \-\- make\fR
-Print the mode, the policy and the bwrap command line; start nothing.
 .SH "SEE ALSO"
 bwrap(1)
 "#;

@@ -275,6 +275,12 @@ impl RunRecord {
         }
     }
 
+    /// The payload's main process ran and ended (its status is known): not snug's own failure
+    /// before or around it.
+    pub fn payload_ended(&self) -> bool {
+        self.payload.is_some()
+    }
+
     /// What the payload left where the sandbox discards it (the report's `discarded`, O8).
     pub fn discarded(&mut self, summary: crate::discarded::Summary) {
         self.discarded = Some(summary);

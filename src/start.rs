@@ -27,6 +27,8 @@ pub struct Nest {
     /// snug's end of the socket nest waits on for its cgroups ([`Nest::give_cgroups`]) and
     /// then the binds' descriptors ([`Nest::give_grants`]).
     cgroups: Option<OwnedFd>,
+    /// As root, the id maps snug writes for nest's user namespace ([`crate::identity::own_maps`]).
+    maps: Option<(String, String)>,
 }
 
 impl Nest {
@@ -40,6 +42,20 @@ impl Nest {
     pub fn give_cgroups(&mut self, bounds: &mut crate::bounds::ForChild) -> Result<()> {
         use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
         let Some(sock) = self.cgroups.as_ref() else { return Ok(()) };
+        if let Some(maps) = self.maps.take() {
+            // SPEC P11: nest says when its user namespace exists (one byte), and waits for
+            // these (its cgroups come next) before anything that needs its ids mapped.
+            let mut byte = [0u8; 1];
+            let got = rustix::net::recv(sock, &mut byte, rustix::net::RecvFlags::empty());
+            if !matches!(got, Ok((1, _))) {
+                self.ready()?; // nest failed before: its error says why
+                return Err(failure(INTERNAL, "nest ended before its user namespace was mapped"));
+            }
+            if let Err(e) = crate::identity::write_maps(self.pid1.host_pid, &maps) {
+                let e = crate::error::io_text(&e);
+                return Err(failure(UNAVAILABLE, format!("cannot map the sandbox's user namespace: {e}")));
+            }
+        }
         let fds = bounds.procs();
         let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(crate::bounds::SLOTS))];
         let mut control = SendAncillaryBuffer::new(&mut space);
@@ -149,7 +165,7 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 ///
 /// Between clone and exec the child makes only raw system calls (async-signal-safe):
 /// `setpgid`, `prctl(PR_SET_PDEATHSIG)`, `poll` on snug's own pidfd (a snug killed before
-/// the prctl is noticed), the id maps and mounts of [`nestproc`], `stat` of each place in
+/// the prctl is noticed), the id maps and mounts of [`nestproc`] (as root: `unshare(CLONE_NEWUSER)` after them, and one byte to snug on the cgroups socket), `stat` of each place in
 /// `program`, `recvmsg` (polled with `sched_yield` and `clock_gettime` for up to 1 ms) and `write` of
 /// the cgroups' entry files, `recvmsg`, `fcntl(F_DUPFD_CLOEXEC)` and `close` of the binds'
 /// descriptors, `dup2`, `close_range`,
@@ -160,7 +176,7 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>> {
 /// 69 when the kernel refuses the namespaces (with the reason), 70 for other failures; the
 /// /proc mount's, the search's and the exec's come from [`Nest::ready`].
 pub fn nest(
-    (program, ignored): (&[std::path::PathBuf], u64),
+    (program, ignored, deny_userns): (&[std::path::PathBuf], u64, bool),
     argv: &[String],
     fds: Passed<'_>,
     pty: Option<(BorrowedFd<'_>, crate::sys::fds::TtyFds)>,
@@ -191,12 +207,19 @@ pub fn nest(
     drop(bw_w);
     let raw: [RawFd; 6] = std::array::from_fn(|i| fds[i].as_raw_fd());
 
+    // As root nest makes its user namespace itself, once its /proc is mounted, and snug maps
+    // every id of its own onto it ([`Nest::give_cgroups`], SPEC P11).
     let mut flags = (libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64;
     if !root {
         flags |= libc::CLONE_NEWUSER as u64;
     }
+    let maps = match root {
+        true => Some(crate::identity::own_maps().context("reading snug's own uid and gid maps")?),
+        false => None,
+    };
     let plan = child::Plan {
         root,
+        deny_userns: root && deny_userns,
         map: &map,
         parent_pidfd: own.as_fd(),
         err: err_w.as_raw_fd(),
@@ -215,7 +238,15 @@ pub fn nest(
     drop(fds);
     drop(slave);
     let pid1 = Pinned::cloned(pidfd, pid);
-    Ok(Nest { pid1, bwrap_err: bw_r, setup: Some(err_r), program: argv[0].clone(), apart, cgroups: Some(cg_ours) })
+    Ok(Nest {
+        pid1,
+        bwrap_err: bw_r,
+        setup: Some(err_r),
+        program: argv[0].clone(),
+        apart,
+        cgroups: Some(cg_ours),
+        maps,
+    })
 }
 
 /// The descriptors nest hands on to bwrap at fixed numbers (see [`nest`]).
@@ -254,6 +285,10 @@ fn nest_failure(buf: &[u8], program: &str) -> anyhow::Error {
         child::GRANTS => {
             let e = crate::error::strerror(errno);
             failure(OS_ERROR, format!("cannot pass the binds' descriptors to bwrap: {e}"))
+        }
+        child::USERNS => {
+            let e = crate::error::strerror(errno);
+            failure(UNAVAILABLE, format!("cannot make the sandbox's user namespace or turn nested ones off in it: {e}"))
         }
         child::BOUNDS => {
             let e = crate::error::strerror(errno);

@@ -16,6 +16,8 @@ mod discarded;
 mod env_patterns;
 #[path = "everyday/exec_prompt.rs"]
 mod exec_prompt;
+#[path = "everyday/foreign_owner.rs"]
+mod foreign_owner;
 #[path = "everyday/network_env.rs"]
 mod network_env;
 #[path = "everyday/pyenv_venv.rs"]

@@ -27,6 +27,10 @@ pub struct More {
     /// No notes, hints or summaries on stderr (the report keeps them); errors still show
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// As root: run the payload as UID (and GID, default: UID's primary group) instead of root
+    /// with the capabilities a foreign-owned DIR needs
+    #[arg(long, value_name = "UID[:GID]")]
+    pub user: Option<String>,
 }
 
 impl More {

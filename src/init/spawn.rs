@@ -64,8 +64,8 @@ pub fn fork_exec(plan: &Plan<'_>) -> Result<Pid, Errno> {
 /// # Safety
 /// Only in the child of `fork(2)` of a single-threaded process: it makes only
 /// async-signal-safe calls (close, setsid, dup2, ioctl, setpgid, tcsetpgrp, getpid, read,
-/// the seal's rt_sigaction/rt_sigprocmask, execve, access, write, _exit) on integers and on
-/// memory `plan` and `sh_argv` point at, built before the fork.
+/// the seal's rt_sigaction/rt_sigprocmask, setgroups, setresgid, setresuid, execve, access,
+/// write, _exit) on integers and on memory `plan` and `sh_argv` point at, built before the fork.
 unsafe fn child(plan: &Plan<'_>, sh_argv: &[*const libc::c_char]) -> ! {
     // SAFETY: see the function's contract: async-signal-safe calls only, on memory built
     // before the fork.
@@ -109,6 +109,13 @@ unsafe fn child(plan: &Plan<'_>, sh_argv: &[*const libc::c_char]) -> ! {
             if plan.closed & (1 << fd) != 0 {
                 libc::close(fd); // after the last read of the go pipe
             }
+        }
+        // SPEC P11: `--user`'s uid and gid, last, so that every step above ran as init.
+        let switched = crate::identity::become_payload_user();
+        if switched != 0 {
+            let bytes = switched.to_le_bytes();
+            libc::write(plan.err, bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(127);
         }
         libc::execve(plan.program.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr());
         let errno = nestproc::errno();

@@ -59,7 +59,8 @@ impl Begun {
 }
 
 /// Begin a run in `mode` (`tty`: the caller's terminal in terminal mode): signals held, the
-/// pty, and nest started for the cgroups the command line asks for (`memory`: a memory
+/// pty, and nest started for the cgroups the command line asks for (`jobs`: `--jobs` and
+/// who the payload is, SPEC P11; `memory`: a memory
 /// bound; `allow_userns`: `--allow-userns`). A profile that asks for more makes
 /// [`super::run`] start nest again.
 ///
@@ -69,7 +70,7 @@ impl Begun {
 pub fn begin(
     mode: Mode,
     tty: Option<CallerTty>,
-    jobs: snug_core::init::Jobs,
+    jobs: (snug_core::init::Jobs, crate::identity::Identity),
     memory: bool,
     allow_userns: bool,
 ) -> Result<Begun> {
@@ -140,7 +141,8 @@ impl Attempt {
             payload_args: args.as_fd(),
             options: options_r.as_fd(),
         };
-        let mut nest = crate::start::nest((bwrap, ignored), &argv, passed, slave)?;
+        let deny_userns = !shape.nested_userns; // as root, nest's own doing (SPEC P11, X2)
+        let mut nest = crate::start::nest((bwrap, ignored, deny_userns), &argv, passed, slave)?;
         let pinned = nest.pid1.as_fd().try_clone_to_owned().context("fcntl(F_DUPFD_CLOEXEC)")?;
         let options = OptionsPipe { write: Some(options_w), bwrap: Pinned::cloned(pinned, nest.pid1.host_pid) };
         // While nest sets its namespace up; it waits for them before it execs bwrap. An error

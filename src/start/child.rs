@@ -17,13 +17,19 @@ const SEAL: u8 = 0xfd;
 const DUP: u8 = 0xfe;
 /// Error-pipe tag: receiving or placing the bind descriptors failed.
 pub const GRANTS: u8 = 0xfa;
+/// Error-pipe tag: making nest's user namespace (as root) or turning nested ones off failed.
+pub const USERNS: u8 = 0xf9;
 /// Error-pipe tag: `execve(2)` of bwrap failed.
 pub const EXEC: u8 = 0xff;
 
 /// Everything the child needs, built before the clone (the child allocates nothing).
 pub struct Plan<'a> {
-    /// snug runs as root: no user namespace, no id maps.
+    /// snug runs as root: nest makes its user namespace after its /proc, and snug writes the
+    /// id maps (SPEC P11, [`crate::identity::write_maps`]).
     pub root: bool,
+    /// As root, nest turns nested user namespaces off in its own (`user.max_user_namespaces
+    /// = 0`), as bwrap's `--disable-userns`, which needs a user namespace of bwrap's (SPEC X2).
+    pub deny_userns: bool,
     /// The id maps to write when not root.
     pub map: &'a nestproc::IdMap,
     /// A pidfd of snug, readable once snug died.
@@ -58,7 +64,7 @@ pub struct Plan<'a> {
 /// The `clone3(2)` error.
 pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)> {
     // SAFETY: the child runs the body below, which makes only raw system calls (write,
-    // _exit, close, dup2, recvmsg, fcntl, execve, and nestproc's and sigseal's) on integers and on memory
+    // _exit, close, dup2, recvmsg, fcntl, unshare, open, execve, and nestproc's and sigseal's) on integers and on memory
     // `plan` points at, all built before the call, and never returns.
     unsafe {
         let Cloned::Parent { pidfd, pid } = crate::sys::process::clone3(flags)? else {
@@ -93,11 +99,30 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             if let Err(e) = nestproc::prepare() {
                 fail(e.step.code(), e.errno);
             }
+            if p.root {
+                // SPEC P11: the user namespace after /proc, which root mounts over whatever
+                // the host's /proc has mounted on it (a container's masks): from a user
+                // namespace the kernel refuses a /proc that would show them. snug maps it.
+                if libc::unshare(libc::CLONE_NEWUSER) != 0 {
+                    fail(USERNS, nestproc::errno());
+                }
+                if libc::write(p.cgroups, b"u".as_ptr().cast(), 1) != 1 {
+                    fail(USERNS, nestproc::errno());
+                }
+            }
             // SPEC K5: enter this run's cgroups before bwrap, so every sandbox process is
             // born inside them; snug makes them meanwhile, and a snug that fails closes the
             // socket (or dies: the death signal ends this child).
             if let Err(errno) = enter_cgroups(p.cgroups) {
                 fail(BOUNDS, errno);
+            }
+            // After the cgroups, so after snug mapped the ids; /proc is nest's own (above).
+            if p.deny_userns {
+                let fd = libc::open(c"/proc/sys/user/max_user_namespaces".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    fail(USERNS, nestproc::errno());
+                }
+                libc::close(fd);
             }
             let targets = [INIT_FD, STDERR_FD, SECCOMP_FD, 2, ARGS_FD, BWRAP_ARGS_FD];
             if p.fds.iter().zip(targets).any(|(&from, to)| libc::dup2(from, to) < 0) {

@@ -1,7 +1,9 @@
 //! `snug exec` without a terminal (SPEC L3): CMD runs inside the live sandbox as one of its
 //! processes, with its own status, and goes with the sandbox.
 
-use crate::common::{code, everyone, kill, marker, running, spawn_own_group, survivors, until, wait_bounded, workdir};
+use crate::common::{
+    code, everyone, kill, marker, running, spawn_own_group, survivors, until, wait_bounded, workdir, Who,
+};
 use crate::{cmd, run, Live, READY};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
@@ -35,7 +37,9 @@ fn l3_exec_is_inside_the_sandbox() {
         let check = "grep -E '^(CapEff|Seccomp|NoNewPrivs):' /proc/self/status; exit 9";
         let (st, out, _, _) = run(who, dir.path(), &["exec", &a.name, "--", "sh", "-c", check]);
         assert_eq!(code(st), 9, "{who:?}");
-        assert!(out.contains("CapEff:\t0000000000000000") && out.contains("Seccomp:\t2"), "{who:?}: {out}");
+        // As the payload: nothing for a user, root's three (CHOWN, DAC_OVERRIDE, FOWNER, P11).
+        let eff = if who == Who::Root { "CapEff:\t000000000000000b" } else { "CapEff:\t0000000000000000" };
+        assert!(out.contains(eff) && out.contains("Seccomp:\t2"), "{who:?}: {out}");
         let (st, _, _, _) = run(who, dir.path(), &["exec", &a.name, "--", "sh", "-c", "kill -TERM $$"]);
         assert_eq!(st.signal(), Some(libc::SIGTERM), "{who:?}: R3 for exec");
         let (st, _, err, _) = run(who, dir.path(), &["exec", &a.name, "--", "no-such-command-here"]);
