@@ -19,6 +19,9 @@ mod waiting;
 /// How often snug looks again whether keys that are pending are taken now (see `keys`).
 const RECHECK: Duration = Duration::from_millis(10);
 
+/// A read of the master shorter than this ends a round of reads (see `read_master`).
+const SHORT: usize = 512;
+
 /// Bytes read at once, each way: 64 KiB (docs/design.md, "The pty model").
 const CHUNK: usize = 64 << 10;
 
@@ -67,6 +70,8 @@ pub struct Bridge {
     /// cost each keystroke its zeroing and, with musl's allocator, which hands such blocks
     /// back to the kernel at once, an munmap, a TLB shootdown and 16 page faults (B8).
     scratch: Box<[u8]>,
+    /// The pty's foreground group's leader, kept open for the key rule (see `keys`).
+    leader: waiting::Leader,
 }
 
 impl Bridge {
@@ -86,6 +91,7 @@ impl Bridge {
             tostop: false,
             held: None,
             scratch: vec![0u8; CHUNK].into_boxed_slice(),
+            leader: waiting::Leader::default(),
         }
     }
 
@@ -234,6 +240,13 @@ impl Bridge {
         let mut closed = false;
         while got < room {
             match rustix::io::read(m, &mut buf[got..]) {
+                // A short read (an echo, a line) most likely took all there was: back to
+                // poll, which says so if not, rather than a read that fails with EAGAIN on
+                // every keystroke's way back (B8). Output in bulk comes in full reads.
+                Ok(n) if n > 0 && n < SHORT => {
+                    got += n;
+                    break;
+                }
                 Ok(n) if n > 0 => got += n,
                 Err(Errno::INTR) => {}
                 Err(Errno::AGAIN) => break,

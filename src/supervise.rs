@@ -233,7 +233,7 @@ impl SupervisorLoop {
             own.on_ready(&fds[own_at..]);
         }
         self.on(Event::Tick);
-        self.on_control(&fds[control_at..own_at]);
+        self.on_control(&fds[control_at..own_at], fds[slot::SIGNALS].revents != 0);
         if fds[slot::BWRAP].revents != 0 || self.core.torn_down() {
             self.read_reports(); // what init said before it went
             while self.bwrap_err.is_some() {

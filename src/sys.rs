@@ -9,6 +9,7 @@
 
 pub mod codec;
 pub mod cpu;
+pub mod deferred;
 pub mod fd;
 pub mod fds;
 pub mod packet;

@@ -35,6 +35,9 @@ pub struct CallerTty {
     keeper: Option<crate::keeper::Keeper>,
     /// The record the snugs sharing this terminal agree on (T16), once [`CallerTty::share`]d.
     record: Option<shared::Record>,
+    /// snug's own process group: snug never leaves it, and asking on every write to the
+    /// terminal whether it is in front cost a system call of its own (B8).
+    own_group: rustix::process::Pid,
 }
 
 impl CallerTty {
@@ -45,7 +48,8 @@ impl CallerTty {
         let flags = OFlags::RDWR | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = rustix::fs::open("/dev/tty", flags, Mode::empty()).ok()?;
         let keep_opost = !is_it(rustix::stdio::stdout());
-        Some(CallerTty { fd, raw: None, keep_opost, keeper: None, record: None })
+        let own_group = rustix::process::getpgrp();
+        Some(CallerTty { fd, raw: None, keep_opost, keeper: None, record: None, own_group })
     }
 
     /// Keep this terminal's shared record (T16, [`shared`]) in `dir`, this user's runtime
@@ -67,7 +71,7 @@ impl CallerTty {
 
     /// Whether snug's job is the terminal's foreground group now (`tcgetpgrp(3)`).
     pub fn in_front(&self) -> bool {
-        termios::tcgetpgrp(&self.fd).is_ok_and(|p| p == rustix::process::getpgrp())
+        termios::tcgetpgrp(&self.fd).is_ok_and(|p| p == self.own_group)
     }
 
     /// The terminal's settings now (`tcgetattr(3)`, allowed from the background).

@@ -22,6 +22,7 @@ class Counts:
         self.b7_many, self.b7_lone = b7
         # B8: keystroke round trips per launcher, copies of the big file per launcher
         self.b8 = b8
+        self.b1_runs = 5  # B1's alternating rounds, run again and again: each run is a row
         self.tree = 5  # G3 (tree): pairs of a 4000-process teardown, snug and a bare namespace
         self.profile = True  # the perf stage timeline for B1, when perf and root are there
 
@@ -33,6 +34,7 @@ class Counts:
     def quick():
         q = Counts(b1=8, parts=3, b2=10, b2_ref=5, b3=3, b4=3, b5_sleep=2, b6=(4, 3, 2, 2), b7=(8, 3), b8=(50, 1))
         q.tree = 2
+        q.b1_runs = 2
         return q
 
 

@@ -7,9 +7,11 @@ from inside snug and from the host itself, side by side; snug's CPU per MB copie
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
+import peers
 from common import Failed, alternate, med, pct, spread
 
 SERVER = r"""
@@ -41,6 +43,23 @@ got.sort(); print("latency", got[len(got) // 2], got[len(got) // 10], got[len(go
 
 MB100 = 100_000_000
 
+# Each client fetches http://pkgs.example/ its own way and prints "ok" (N5's clients that are
+# installed here); none is given proxy settings beyond what the launcher puts in its environment.
+CLIENTS = [
+    ("curl", ["curl", "-sS", "-m", "5", "-o", "/dev/null", "http://pkgs.example/"]),
+    ("Python urllib", ["python3", "-c", "import urllib.request as u; u.urlopen('http://pkgs.example/', timeout=5)"]),
+    ("Python raw socket", ["python3", "-c", "import socket; s = socket.create_connection(('pkgs.example', 80), 5); "
+                           "s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); assert s.recv(1)"]),
+    ("Node fetch", ["node", "-e", "fetch('http://pkgs.example/').then(r => r.text()).then(() => 0, "
+                    "e => { console.error(e.cause || e); process.exit(1) })"]),
+    ("bash /dev/tcp", ["bash", "-c", "exec 3<>/dev/tcp/pkgs.example/80 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 "
+                       "&& head -c1 <&3 >/dev/null"]),
+]
+
+# Median, p10 and p90 of curl's time to the first byte (connect included), ms, over N requests.
+CURL_LATENCY = ("for i in $(seq {n}); do curl -sS -o /dev/null -w '%{{time_starttransfer}}\\n' http://pkgs.example/; done "
+                "| sort -n | awk '{{a[NR]=$1}} END {{print a[int(NR/2)+1]*1000, a[int(NR/10)+1]*1000, a[int(NR*9/10)]*1000}}'")
+
 
 def _ip(*args):
     subprocess.run(["ip"] + list(args), check=True, capture_output=True)
@@ -62,7 +81,8 @@ class Lab:
         _ip("-n", self.host, "route", "add", "default", "via", "198.51.100.1")
         self.hosts = os.path.join(work, "b9-hosts")
         with open(self.hosts, "w") as f:
-            f.write("203.0.113.1 pkgs.example\n")
+            # localhost too: sandbox-runtime's bridges (socat) connect to its proxies by that name.
+            f.write("127.0.0.1 localhost\n::1 localhost ip6-localhost\n203.0.113.1 pkgs.example\n")
         os.chmod(self.hosts, 0o644)
         self.server = subprocess.Popen(["ip", "netns", "exec", self.remote, "python3", "-c", SERVER],
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -154,6 +174,56 @@ def b9(env, n):
                      "snug": f"{med(speeds):.0f} MB/s; snug's CPU {med(cpus) / 100:.2f} ms per MB",
                      "ref": f"from the host: {med(refs):.0f} MB/s", "ratio": f"{ratio:.2f}×", "target": "≥ 0.80×",
                      "ok": ratio >= 0.8})
+        try:
+            side = srt_side_by_side(env, lab, k)
+        except (Failed, OSError, subprocess.SubprocessError) as e:
+            side = ("B9: side by side with sandbox-runtime", f"not measured: {e}")
     finally:
         lab.close()
-    return rows, [("B9: method", __doc__.replace("\n", " "))]
+    return rows, [("B9: method", __doc__.replace("\n", " ")), side]
+
+
+def srt_side_by_side(env, lab, k):
+    """B9's figures for snug's `--net-allow` and anthropic's sandbox-runtime (its allowlist
+    through its proxies) on the same clients in the same lab: start-up, curl's time to the
+    first byte, a 100 MB download, and which clients each serves. A section of BENCH.md."""
+    title = "B9: side by side with sandbox-runtime (its allowlist through its proxies)"
+    peers.install(lambda msg: print(msg, file=sys.stderr, flush=True))
+    srt = peers.srt_bin()
+    if not srt:
+        return title, "sandbox-runtime could not be installed here (`npm install " + peers.SRT_PACKAGE + "`): not measured."
+    st = peers.srt_settings(env.work, ["pkgs.example"])
+    tools = [("host", []), ("snug --net-allow", [env.snug, "--net-allow", "pkgs.example", "--"]),
+             ("sandbox-runtime", [srt, "--settings", st, "--"])]
+    starts = alternate([lambda pre=pre: env.timed(lab.on_host(pre + ["true"])) for _, pre in tools[1:]], max(k // 3, 5))
+    lat, speed = {}, {}
+    for name, pre in tools:
+        lat[name] = _out(lab.on_host(pre + ["sh", "-c", CURL_LATENCY.format(n=100)]), env.work).split()
+        script = f"curl -sS -o /dev/null -w '%{{speed_download}}\\n' http://pkgs.example/big/{MB100}"
+        speed[name] = med([float(_out(lab.on_host(pre + ["sh", "-c", script]), env.work).split()[-1]) / 1e6
+                           for _ in range(3)])
+    served = {name: [] for name, _ in tools}
+    for client, argv in CLIENTS:
+        if not shutil.which(argv[0]):
+            continue
+        for name, pre in tools:
+            r = subprocess.run(lab.on_host(pre + argv), cwd=env.work, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=60)
+            served[name].append((client, r.returncode == 0))
+    lines = [f"sandbox-runtime {peers.srt_version()} from npm, `srt --settings FILE --` with `allowedDomains: "
+             "[\"pkgs.example\"]`, beside `snug --net-allow pkgs.example --`, both in the B9 lab's host namespace "
+             "(the server on 203.0.113.1, a documentation address; nothing leaves the machine). Start-up alternates "
+             "the two (the host's own is no launcher); time to first byte is curl's `time_starttransfer` "
+             "(name lookup, connect and, for sandbox-runtime, its proxy included) over 100 requests in one run of each; the "
+             "download is curl's 100 MB, median of 3. A client is served when it fetched the page with no "
+             "settings of its own (the launcher's environment as it is).", "",
+             "| | start-up `true`, median (p10–p90) | curl: time to first byte, median (p10–p90) | "
+             "100 MB download | clients served |", "|---|---|---|---|---|"]
+    for i, (name, _) in enumerate(tools):
+        start = spread(starts[i - 1]) if i else "—"
+        m, lo, hi = (float(x) for x in lat[name][:3])
+        ok = [c for c, good in served[name] if good]
+        no = [c for c, good in served[name] if not good]
+        lines.append(f"| {name} | {start} | {m:.2f} ms ({lo:.2f}–{hi:.2f}) | {speed[name]:.0f} MB/s | "
+                     f"{', '.join(ok) or 'none'}" + (f"; not: {', '.join(no)}" if no else "") + " |")
+    return title, "\n".join(lines)

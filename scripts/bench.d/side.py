@@ -90,6 +90,27 @@ def leak(env, peer):
         cleanup(p, mark)
 
 
+def status(env, peer, sig):
+    """What the launcher's exit status says when the payload itself is killed by `sig`
+    (sent to the payload, not the launcher): "exit N", "killed by SIGNAME", or why not known."""
+    mark = procs.marker(600 + sig)
+    p = env.start(peer.argv(["sh", "-c", f"echo R; exec sleep {mark}"]))
+    try:
+        if read_opt(p, 10) != "R":
+            return "the payload did not start"
+        pay = procs.wait_found(mark, 1, comm="sleep", within=3)
+        if not pay:
+            return "payload not found"
+        os.kill(pay[0], sig)
+        try:
+            rc = p.wait(timeout=CAP)
+        except Exception:
+            return f"still running {CAP:.0f} s later"
+        return f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}"
+    finally:
+        cleanup(p, mark)
+
+
 def rounds(runs, n):
     """Round-robin: trial i of every tool before trial i+1 of any."""
     got = [[] for _ in runs]
@@ -149,6 +170,7 @@ def b6(env, n):
         rel = rounds([lambda p=p: relay(env, p) for p in ok], n.b6_relay)
         stp = rounds([lambda p=p: stop(env, p) for p in ok], n.b6_stop)
         lk = rounds([lambda p=p: leak(env, p) for p in ok], n.b6_leak)
+        st = [(status(env, p, signal.SIGINT), status(env, p, signal.SIGTERM)) for p in ok]
     finally:
         procs.end_children()
         common.subreaper(False)
@@ -157,8 +179,9 @@ def b6(env, n):
         f"{n.b6_relay}, TERM → gone {n.b6_stop}, SIGKILL leftovers {n.b6_leak}.",
         "",
         "| tool | startup `true`, median (p10–p90) | × snug | relay TERM → handler, median (p99) | "
-        "TERM → gone, ignoring payload, median | leftovers 100 ms after SIGKILL | what it guarantees (measured) |",
-        "|---|---|---|---|---|---|---|",
+        "TERM → gone, ignoring payload, median | leftovers 100 ms after SIGKILL | "
+        "its status when the payload is killed by INT; by TERM | what it guarantees (measured) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     snug_start = med(start[0])
     rows, verdicts = [], []
@@ -174,14 +197,14 @@ def b6(env, n):
         leaks = sum(a for a, _ in lk[i])
         lines.append(f"| {p.name} | {fmt_ms(med(start[i]))} ({pct(start[i], 10):.2f}–{pct(start[i], 90):.2f}) | "
                      f"{med(start[i]) / snug_start:.2f}× | {relay_s} | {gone_s} | "
-                     f"{leaks} in {len(lk[i])} runs | {said} |")
+                     f"{leaks} in {len(lk[i])} runs | {st[i][0]}; {st[i][1]} | {said} |")
         if i > 0 and same:
             mine = [x for x in rel[0] if x is not None]
             ahead = med(start[0]) <= med(start[i]) and bool(mine) and med(mine) <= med(ran)
             verdicts.append((p.name, ahead))
     for p in all_peers:
         if p.why is not None:
-            lines.append(f"| {p.name} | cannot run here: {p.why} | | | | | |")
+            lines.append(f"| {p.name} | cannot run here: {p.why} | | | | | | |")
     lines += ["", "The tools: " + "; ".join(f"**{p.name}**: {p.what}" for p in all_peers) + ". sandlock's startup includes "
               "starting the Python interpreter and importing sandlock, as its users pay it."]
     lines += ["", "\n".join([
@@ -189,7 +212,9 @@ def b6(env, n):
         "exec sleep MARK\"`, timed from kill(launcher, TERM) until the launcher and every `sleep MARK` are gone",
         f"(pidfds), capped at {CAP:.0f} s; leftovers `sh -c 'sleep MARK & sleep MARK'`, the launcher SIGKILLed once",
         "both sleeps run, then the processes carrying MARK (a unique `sleep` duration) that are alive and",
-        "not zombies 100 ms later are counted, then killed. \"Same guarantees as snug\" means: the handler",
+        "not zombies 100 ms later are counted, then killed. Status: `sh -c 'echo R; exec sleep MARK'`, the",
+        "payload's `sleep` itself sent INT (then, in another run, TERM), and the launcher's exit status read (a",
+        "shell shows 128+N for a signal N). \"Same guarantees as snug\" means: the handler",
         f"ran every time, an ignoring payload was gone within {BOUND} s every time, nothing was left.",
     ])]
     same = verdicts

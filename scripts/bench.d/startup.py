@@ -48,28 +48,39 @@ def b1(env, n):
         # The floor's pieces, alternating with the two above: an exec of snug's binary, nest's
         # namespaces around bwrap alone, nestfloor's own exec, the harness's own spawn.
         runs += [[env.snug, "--version"], [nf] + ref, [nf], [tiny]]
-    got = alternate([lambda a=a: env.timed_usage(a) for a in runs], n.b1)
-    wall = [[g[0] for g in col] for col in got]
-    s, r = wall[0], wall[1]
-    ratio = med(s) / med(r)
+    # Five runs of the same alternating rounds, one after the other: a bound that holds in some
+    # runs and not in others is not held, so each run is a row and B1 passes when all do.
     target = "≤ 1.30× and ≤ floor + 0.50 ms"
-    if helpers:
-        ver, nested, nf_alone, spawn = (med(w) for w in wall[2:6])
-        # floor = bwrap alone + two execs of snug's binary (snug, then init) + the outer pid
-        # namespace: 2·ver + nested − nf_alone − spawn (SPEC B1; BENCH.md says why).
-        floor = 2 * ver + nested - nf_alone - spawn
-        over = med(s) - floor
-        ok = ratio <= 1.3 and over <= 0.5
-        ref_text = f"bwrap alone {spread(r)}; floor {fmt_ms(floor)} (itself {floor / med(r):.2f}× bwrap alone)"
-        ratio_text = f"{ratio:.2f}× bwrap alone; {over:+.2f} ms over the floor ({med(s) / floor:.2f}×)"
-    else:
-        floor, ok = None, ratio <= 1.3
-        ref_text = f"bwrap alone {spread(r)}; floor not measured (no cc)"
-        ratio_text = f"{ratio:.2f}×"
-    rows = [{
-        "row": "B1", "figure": f"startup `snug -- true`, median (p10–p90), {n.b1} runs each",
-        "snug": spread(s), "ref": ref_text, "ratio": ratio_text, "target": target, "ok": ok,
-    }]
+    rows, held = [], []
+    for k in range(n.b1_runs):
+        got = alternate([lambda a=a: env.timed_usage(a) for a in runs], n.b1)
+        wall = [[g[0] for g in col] for col in got]
+        s, r = wall[0], wall[1]
+        ratio = med(s) / med(r)
+        if helpers:
+            ver, nested, nf_alone, spawn = (med(w) for w in wall[2:6])
+            # floor = bwrap alone + two execs of snug's binary (snug, then init) + the outer
+            # pid namespace: 2·ver + nested − nf_alone − spawn (SPEC B1; BENCH.md says why).
+            floor = 2 * ver + nested - nf_alone - spawn
+            over = med(s) - floor
+            ok = ratio <= 1.3 and over <= 0.5
+            ref_text = f"bwrap alone {spread(r)}; floor {fmt_ms(floor)} (itself {floor / med(r):.2f}× bwrap alone)"
+            ratio_text = f"{ratio:.2f}× bwrap alone; {over:+.2f} ms over the floor ({med(s) / floor:.2f}×)"
+        else:
+            floor, ok = None, ratio <= 1.3
+            ref_text = f"bwrap alone {spread(r)}; floor not measured (no cc)"
+            ratio_text = f"{ratio:.2f}×"
+        held.append(ok)
+        rows.append({
+            "row": "B1" if n.b1_runs == 1 else f"B1 (run {k + 1} of {n.b1_runs})",
+            "figure": f"startup `snug -- true`, median (p10–p90), {n.b1} runs each",
+            "snug": spread(s), "ref": ref_text, "ratio": ratio_text, "target": target, "ok": ok,
+        })
+    if n.b1_runs > 1:
+        rows.append({"row": "B1", "figure": f"both bounds in every one of the {n.b1_runs} runs above",
+                     "snug": f"held in {sum(held)} of {n.b1_runs}", "target": f"{n.b1_runs} of {n.b1_runs}",
+                     "ok": all(held)})
+    # What follows (the tree's CPU, the floor's pieces, the breakdown) uses the last run.
     cpu = [[g[1] for g in col] for col in got]
     csw = [[g[2] for g in col] for col in got]
     rows.append({

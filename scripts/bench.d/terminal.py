@@ -16,6 +16,7 @@ import fcntl
 import os
 import select
 import shutil
+import signal
 import subprocess
 import termios
 import time
@@ -182,19 +183,97 @@ def launchers(env):
     return out
 
 
+def tree_of(pid):
+    """pid and its descendants (/proc/PID/task/*/children)."""
+    out, todo = [pid], [pid]
+    while todo:
+        x = todo.pop()
+        try:
+            for t in os.listdir(f"/proc/{x}/task"):
+                with open(f"/proc/{x}/task/{t}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+                out += kids
+                todo += kids
+        except OSError:
+            pass
+    return out
+
+
+def comm_of(pid):
+    """The process's name, "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def switches_of(pid):
+    """Voluntary plus involuntary context switches of pid so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return sum(int(ln.split()[1]) for ln in f if "ctxt_switches" in ln)
+    except OSError:
+        return 0
+
+
+def per_key(env, launcher, keys=200):
+    """What one keystroke costs the launcher's processes (the payload's own not counted),
+    counted rather than timed, so that load does not move it: (system calls per key from
+    `strace -c -f`, or None without strace; context switches per key, from /proc without
+    strace attached; how many of the launcher's processes were woken at all)."""
+    t = Term(launcher + [env.py, "-c", ECHO], env.work)
+    try:
+        t.expect(b"R")
+        mine = [p for p in tree_of(t.p.pid) if not comm_of(p).startswith("python")]
+        before = {p: switches_of(p) for p in mine}
+        for _ in range(keys):
+            round_trip(t)
+        woke = {p: switches_of(p) - before[p] for p in mine}
+        calls = None
+        if shutil.which("strace"):
+            out = os.path.join(env.work, "b8-strace.txt")
+            argv = ["strace", "-c", "-f", "-o", out] + [a for p in mine for a in ("-p", str(p))]
+            tr = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+            attached = 0
+            while attached < len(mine):
+                line = tr.stderr.readline()
+                if not line:
+                    break
+                attached += "attached" in line
+            for _ in range(keys):
+                round_trip(t)
+            tr.send_signal(signal.SIGINT)
+            tr.wait(timeout=10)
+            with open(out) as f:
+                total = [ln.split() for ln in f if ln.rstrip().endswith("total")]
+            calls = int(total[-1][3]) / keys if total else None
+        os.write(t.m, b"q")
+        return calls, sum(woke.values()) / keys, sum(1 for v in woke.values() if v)
+    finally:
+        t.close()
+
+
 def b8(env, n):
     samples, copies = n.b8
     rows, lines = [], []
-    for name, pre in launchers(env):
-        # Blocks of fresh sessions: where the scheduler places a pair of processes on the two
-        # cores moves a whole block's median by tens of µs, so the cost is the median of the
-        # blocks' differences.
-        d, s, diffs = [], [], []
-        for _ in range(BLOCKS):
+    names = launchers(env)
+    # Blocks of fresh sessions, the launchers' blocks alternating: where the scheduler places
+    # a pair of processes on the two cores moves a whole block's median by tens of µs, so the
+    # cost is the median of the blocks' differences, and snug and sudo see the same load.
+    got = {name: ([], [], []) for name, _ in names}
+    for _ in range(BLOCKS):
+        for name, pre in names:
             bd, bs = keystrokes(env, pre, samples // BLOCKS)
-            d, s = d + bd, s + bs
+            d, s, diffs = got[name]
+            d += bd
+            s += bs
             diffs.append(med(bs) - med(bd))
+    over = {}
+    for name, _ in names:
+        d, s, diffs = got[name]
         over_med, over_p99 = med(diffs), pct(s, 99) - pct(d, 99)
+        over[name] = (over_med, over_p99)
         rows.append({
             "row": "B8" if name == "snug" else "B8 (sudo)",
             "figure": f"keystroke round trip through {name}'s terminal, {len(s)} samples in {BLOCKS} blocks",
@@ -202,6 +281,24 @@ def b8(env, n):
             "ref": f"same program on the caller's terminal: median {med(d):.0f} µs, p99 {pct(d, 99):.0f} µs",
             "ratio": f"{over_med:+.0f} µs (blocks {', '.join(f'{x:+.0f}' for x in diffs)}; p99 {over_p99:+.0f} µs)",
             "target": "≤ 100 µs over (median)", "ok": over_med <= 100 if name == "snug" else None,
+        })
+    if "sudo" in over:
+        (s_med, s_p99), (u_med, u_p99) = over["snug"], over["sudo"]
+        rows.append({
+            "row": "B8", "figure": "keystroke overhead, snug against sudo's use_pty, same run (blocks alternating)",
+            "snug": f"snug {s_med:+.0f} µs (p99 {s_p99:+.0f} µs)", "ref": f"sudo {u_med:+.0f} µs (p99 {u_p99:+.0f} µs)",
+            "ratio": f"{s_med - u_med:+.0f} µs", "target": "snug ≤ sudo (median)", "ok": s_med <= u_med,
+        })
+    counted = {name: per_key(env, pre) for name, pre in names}
+    for name, (calls, woke, procs) in counted.items():
+        rows.append({
+            "row": "B8" if name == "snug" else "B8 (sudo)",
+            "figure": f"what one keystroke costs {name}'s own processes, 200 keys counted (not timed)",
+            "snug": (f"{calls:.1f} system calls" if calls is not None else "system calls not counted (no strace)")
+            + f", {woke:.2f} context switches, in {procs} process(es)",
+            "ref": ", ".join(f"{k}: {c:.1f} calls, {w:.2f} switches" for k, (c, w, _) in counted.items()
+                             if k != name and c is not None) or "—",
+            "target": "—", "ok": None,
         })
     big = make_big(env.work)
     size = BIG_MIB * 1024 * 1024
@@ -245,7 +342,10 @@ def b8(env, n):
         "CPU is its own process's (schedstat run time, and utime+stime in ticks) read after it has",
         "exited and before it is reaped, so the payload's CPU is not folded in; it includes start-up.",
         "Wall time runs from spawn to the end of output and exit, alternating with `cat` alone on a",
-        "fresh pty. sudo (its use_pty policy) is measured the same way for reference, when root.",
+        "fresh pty. sudo (its use_pty policy) is measured the same way for reference, when root, its",
+        "blocks alternating with snug's. Counted per key (load does not move these): the system calls",
+        "of the launcher's own processes (`strace -c -f` attached to each but the payload, 200 keys)",
+        "and their context switches (from /proc, strace not attached, another 200 keys).",
         "Idle: voluntary context switches of snug's process over 2 s of a `sleep` payload at the",
         "terminal, run (as root) with a /run/snug of its own so that other snug clients on the machine",
         "probing every control socket there do not wake it.",

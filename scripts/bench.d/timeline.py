@@ -12,13 +12,15 @@ import tempfile
 
 from common import med
 
-EVENTS = "sched:sched_process_exec,sched:sched_process_fork,syscalls:sys_enter_exit_group,sched:sched_process_exit"
+EVENTS = ("sched:sched_process_exec,sched:sched_process_fork,syscalls:sys_enter_exit_group,sched:sched_process_exit,"
+          "syscalls:sys_enter_recvmsg")
 LINE = re.compile(r"^\s*(.*?)\s+(\d+)/(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)$")
 FIELDS = "comm,pid,tid,time,event,trace"  # pid/tid: a thread's events count for its process
 
 SNUG_STAGES = [
     ("snug's own start-up (exec to clone of nest)", "snug_exec", "nest_fork"),
-    ("nest: namespaces, /proc, seal, exec bwrap", "nest_fork", "bwrap_exec"),
+    ("nest: namespaces, /proc, cgroups, until it asks for the binds' descriptors", "nest_fork", "nest_ready"),
+    ("nest waits for snug's policy and the binds' descriptors (P7), then execs bwrap", "nest_ready", "bwrap_exec"),
     ("bwrap before its fork", "bwrap_exec", "sbx_fork"),
     ("bwrap's sandbox set-up (mounts) to exec", "sbx_fork", "init_exec"),
     ("snug's init: start-up, channel hello/go, fork", "init_exec", "pay_fork"),
@@ -91,6 +93,11 @@ def runs(ev, driver, snug):
                 if child and child + "_fork" not in marks[top]:
                     marks[top][child + "_fork"] = t
                     role[c] = (child, top)
+        elif name == "sys_enter_recvmsg" and pid in role and role[pid][0] == "nest":
+            # The last receive nest starts before it execs bwrap: the binds' descriptors,
+            # which snug sends once its policy is resolved (a wait when they are not there).
+            if "bwrap_exec" not in marks[role[pid][1]]:
+                marks[role[pid][1]]["nest_ready"] = t
         elif name == "sys_enter_exit_group" and pid in role:
             kind, top = role[pid]
             what = {"snug": "snug_exit", "nest": "bwrap_exit", "bwrap": "bwrap_exit",
@@ -159,7 +166,8 @@ def profile(env, ref, n=15):
     p, cpu = own_counts(env)
     return "\n".join([
         f"Medians over {ns} snug and {nr} bwrap-alone runs, alternating, under `perf record -a` (tracepoints",
-        "slow both a little), from fork, exec and exit_group events of each process of the two trees.",
+        "slow both a little), from fork, exec and exit_group events of each process of the two trees,",
+        "and nest's receives (the last one before bwrap's exec is its wait for the binds' descriptors).",
         "Medians of stages need not add up to the median total.",
         "",
         table,

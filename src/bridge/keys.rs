@@ -66,27 +66,30 @@ impl Bridge {
         let settings = termios::tcgetattr(m).ok();
         let front = termios::tcgetpgrp(m).ok().map(|g| g.as_raw_nonzero().get());
         let takes = front.is_some_and(|group| {
-            if !waiting::group_lives(group) {
+            if !self.leader.lives(group) {
                 return false;
             }
             let canonical = settings.as_ref().is_none_or(|t| t.local_modes.contains(LocalModes::ICANON));
             !canonical || waiting::group_waits(group, crate::sys::fd::tty_session(m).ok())
         });
         if takes {
-            if let Some(t) = settings {
-                self.tty.mirror(&t);
+            if let Some(t) = &settings {
+                self.tty.mirror(t);
             }
-            self.read_tty(events);
+            self.read_tty(settings.as_ref(), events);
         } else {
             self.held = Some(Instant::now() + RECHECK);
         }
     }
 
-    fn read_tty(&mut self, events: &mut Vec<Event>) {
+    /// Read the pending keys; `settings`: the pty's, as the rule just read them.
+    fn read_tty(&mut self, settings: Option<&termios::Termios>, events: &mut Vec<Event>) {
         match rustix::io::read(self.tty.fd(), &mut self.scratch[..]) {
             Ok(n) if n > 0 => {
                 let keys = self.scratch[..n].to_vec();
-                self.keys(&keys, events);
+                if let Some(t) = settings {
+                    self.keys(t, &keys, events);
+                }
                 self.to_master = keys;
             }
             Err(Errno::AGAIN | Errno::INTR) => {}
@@ -111,10 +114,9 @@ impl Bridge {
         }
     }
 
-    /// The signals the pty's line discipline makes of `keys` (`termios(3)`: ISIG, VINTR,
-    /// VQUIT; VLNEXT under ICANON and IEXTEN quotes the next key).
-    fn keys(&mut self, keys: &[u8], events: &mut Vec<Event>) {
-        let Some(t) = self.pty_settings() else { return };
+    /// The signals the pty's line discipline makes of `keys` under its settings `t`
+    /// (`termios(3)`: ISIG, VINTR, VQUIT; VLNEXT under ICANON and IEXTEN quotes the next key).
+    fn keys(&mut self, t: &termios::Termios, keys: &[u8], events: &mut Vec<Event>) {
         let lm = t.local_modes;
         if !lm.contains(LocalModes::ISIG) {
             return;

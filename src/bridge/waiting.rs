@@ -2,6 +2,8 @@
 //! canonical-mode half of the key rule ([`super::keys`]): blocked reading a terminal, or in a
 //! poll of any kind while it holds one (`/proc/PID/syscall`, `proc(5)`).
 
+use rustix::fd::AsRawFd;
+
 /// System calls that read one descriptor, their first argument (x86-64 and aarch64 numbers):
 /// waiting for input when that descriptor is a terminal.
 #[cfg(target_arch = "x86_64")]
@@ -72,14 +74,49 @@ fn pgrp(pid: u32) -> Option<u32> {
     stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()
 }
 
-/// Whether process group `group` (a host pid) has a process at all (`kill(2)` with signal
-/// 0 to the group: ESRCH when it has none; EPERM means it has one snug may not signal).
-/// A group whose leader is a zombie (the payload just exited, init has not reaped it yet)
-/// counts as gone: the keys are the caller's shell's. The leader of a shell's pipeline is
-/// reaped by that shell at once, so its pager waits at most one recheck for its keys.
-pub fn group_lives(group: i32) -> bool {
-    let Some(pid) = rustix::process::Pid::from_raw(group) else { return false };
-    !matches!(rustix::process::test_kill_process_group(pid), Err(rustix::io::Errno::SRCH)) && !zombie(group as u32)
+/// Whether a process group lives, for key after key (see [`Leader::lives`]). The group's
+/// leader is held by a pidfd (`pidfd_open(2)`), readable once the leader has exited (a
+/// zombie, or reaped), which a `poll(2)` with no timeout tells: two system calls that format
+/// nothing, where opening and reading `/proc/PID/stat` cost each key nine (B8). `/proc` is
+/// read only once the leader exited.
+#[derive(Default)]
+pub struct Leader {
+    /// The group, and its leader's pidfd while the leader could be reached and was not seen
+    /// reaped.
+    held: Option<(i32, Option<rustix::fd::OwnedFd>)>,
+}
+
+impl Leader {
+    /// Whether process group `group` (a host pid) has a process at all (`kill(2)` with
+    /// signal 0 to the group: ESRCH when it has none; EPERM means it has one snug may not
+    /// signal). A group whose leader is a zombie (the payload just exited, init has not
+    /// reaped it yet) counts as gone: the keys are the caller's shell's. The leader of a
+    /// shell's pipeline is reaped by that shell at once, so its pager waits at most one
+    /// recheck for its keys.
+    pub fn lives(&mut self, group: i32) -> bool {
+        let Some(pid) = rustix::process::Pid::from_raw(group) else { return false };
+        if matches!(rustix::process::test_kill_process_group(pid), Err(rustix::io::Errno::SRCH)) {
+            return false;
+        }
+        if !matches!(&self.held, Some((g, Some(_))) if *g == group) {
+            // A leader that could not be reached (reaped) is asked for again: its number may
+            // be a new group's leader's by now.
+            let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
+            self.held = Some((group, fd));
+        }
+        let Some((_, Some(fd))) = &self.held else { return true };
+        let mut one = [libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+        if !crate::fdpoll::poll_raw(&mut one, 0).is_ok_and(|_| one[0].revents != 0) {
+            return true;
+        }
+        // Exited: a zombie (the group counts as gone) or reaped (the group lives while it has
+        // a process, which `kill` said).
+        if zombie(group as u32) {
+            return false;
+        }
+        self.held = Some((group, None));
+        true
+    }
 }
 
 /// Whether `pid` is a zombie (`/proc/PID/stat` state Z or X); false when it is gone.
@@ -130,14 +167,57 @@ mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
 
+    /// What [`Leader::lives`] says, from `/proc` and `kill(2)` afresh each time.
+    fn group_lives(group: i32) -> bool {
+        let Some(pid) = rustix::process::Pid::from_raw(group) else { return false };
+        !matches!(rustix::process::test_kill_process_group(pid), Err(rustix::io::Errno::SRCH)) && !zombie(group as u32)
+    }
+
     /// T15: a group with a process lives; the group of a child that was reaped does not.
     #[test]
     fn t15_a_group_lives_while_it_has_a_process() {
         let mut child = std::process::Command::new("true").process_group(0).spawn().expect("true");
         let group = child.id() as i32;
         let _ = child.wait();
-        assert!(!group_lives(group));
-        assert!(group_lives(rustix::process::getpgrp().as_raw_nonzero().get()));
+        assert!(!Leader::default().lives(group));
+        assert!(Leader::default().lives(rustix::process::getpgrp().as_raw_nonzero().get()));
+    }
+
+    /// T15: the kept look at a group's leader agrees with `/proc` while the leader runs,
+    /// once it is a zombie, once it is reaped, and for a group whose leader was reaped while
+    /// another member stays. Without the look at `/proc` once the pidfd is readable, the
+    /// zombie leader's group counted as living (the first assertion after the kill failed).
+    #[test]
+    fn t15_the_kept_look_at_a_leader_follows_its_life() {
+        use std::process::Command;
+        let mut leader = Command::new("sleep").arg("5").process_group(0).spawn().expect("sleep");
+        let group = leader.id() as i32;
+        let mut kept = Leader::default();
+        assert!(kept.lives(group));
+        assert!(kept.lives(group), "asked again through the open descriptor");
+        let _ = leader.kill();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !zombie(group as u32) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!kept.lives(group), "a zombie leader: the group counts as gone");
+        let _ = leader.wait();
+        assert!(!kept.lives(group), "a reaped leader, no member left");
+        // A group whose leader is reaped while a member lives on: still a group.
+        let mut lead = Command::new("sh");
+        lead.args(["-c", "sleep 5 >/dev/null & echo $!; exit 0"]).process_group(0).stdout(std::process::Stdio::piped());
+        let out = lead.spawn().expect("sh");
+        let group = out.id() as i32;
+        let mut kept = Leader::default();
+        assert!(kept.lives(group));
+        let got = out.wait_with_output().expect("sh");
+        let member: i32 = String::from_utf8_lossy(&got.stdout).trim().parse().expect("pid");
+        assert!(kept.lives(group), "the member still runs in the group");
+        assert!(group_lives(group));
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(member).expect("pid"),
+            rustix::process::Signal::KILL,
+        );
     }
 
     /// T14: a process blocked reading a terminal waits; one reading a pipe, or sleeping, does

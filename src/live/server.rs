@@ -189,11 +189,14 @@ impl Server {
     }
 
     /// Act on what poll found (`ready` is what [`Server::poll_fds`] added, with revents);
-    /// called on every round of snug's loop. First the stops of this run made while it was
-    /// stopped ([`super::lockfile::Held::requests`]): such a stop wrote its request before it
-    /// sent TERM and CONT to snug itself, so it is here in the round snug reads them in.
-    pub fn on_ready(&mut self, ready: &[libc::pollfd], host: &mut dyn Host) {
-        for (from, now) in self.lock.requests() {
+    /// called on every round of snug's loop, with `signalled` when that round read signals.
+    /// First, in such a round, the stops of this run made while it was stopped
+    /// ([`super::lockfile::Held::requests`]): such a stop wrote its request before it sent
+    /// TERM and CONT to snug itself, so it is here in the round snug reads them in. Other
+    /// rounds (a keystroke, output) have none to find and skip the look (B8).
+    pub fn on_ready(&mut self, ready: &[libc::pollfd], signalled: bool, host: &mut dyn Host) {
+        let requests = if signalled { self.lock.requests() } else { Vec::new() };
+        for (from, now) in requests {
             crate::log::log!("control: stop{} of the stopped run from pid {from}", if now { " --now" } else { "" });
             host.stopping();
             if now {

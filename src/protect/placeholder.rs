@@ -129,24 +129,28 @@ fn hold(root: &Path, path: &Path, dir: bool) -> Result<OwnedFd, Errno> {
 
 /// Remove the placeholder `h` if this run is the last one holding it and it is still the
 /// one held (same device and inode, empty: a directory that is not fails with ENOTEMPTY).
-fn release(h: Held) {
+/// Gives back its descriptor, whose last close frees what was removed.
+fn release(h: Held) -> OwnedFd {
     if flock(&h.fd, FlockOperation::NonBlockingLockExclusive).is_err() {
-        return; // another run holds it and removes it at its end
+        return h.fd; // another run holds it and removes it at its end
     }
-    let Ok(held) = fstat(&h.fd) else { return };
-    let Ok((pdir, name)) = parent(&h.root, &h.path) else { return };
-    let Ok(st) = statat(&pdir, &name, AtFlags::SYMLINK_NOFOLLOW) else { return };
+    let Ok(held) = fstat(&h.fd) else { return h.fd };
+    let Ok((pdir, name)) = parent(&h.root, &h.path) else { return h.fd };
+    let Ok(st) = statat(&pdir, &name, AtFlags::SYMLINK_NOFOLLOW) else { return h.fd };
     if (st.st_dev, st.st_ino) != (held.st_dev, held.st_ino) || !marked(&st) {
-        return;
+        return h.fd;
     }
     let _ = unlinkat(&pdir, &name, if h.dir { AtFlags::REMOVEDIR } else { AtFlags::empty() });
+    h.fd
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        for h in self.held.drain(..).rev() {
-            release(h);
-        }
+        // The placeholders are gone from DIR before snug exits; the last close of each,
+        // which frees its directory's block and can wait on the disk, is the kernel's
+        // (`crate::sys::deferred`).
+        let fds = self.held.drain(..).rev().map(release).collect();
+        crate::sys::deferred::close_later(fds);
         for w in &self.watched {
             if let Some(line) = aside::settle(w, &self.run) {
                 crate::log::say!("snug: {line}");

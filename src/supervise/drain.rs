@@ -48,7 +48,7 @@ impl Watch for SupervisorLoop {
                 self.drain_signal(got.sig);
             }
         }
-        self.on_control(&ready[1..]);
+        self.on_control(&ready[1..], ready[0].revents != 0);
         self.draining.ended
     }
 }

@@ -61,10 +61,11 @@ impl SupervisorLoop {
         at
     }
 
-    /// Serve the control socket after a poll (`ready` from [`SupervisorLoop::control_fds`]).
-    pub(super) fn on_control(&mut self, ready: &[libc::pollfd]) {
+    /// Serve the control socket after a poll (`ready` from [`SupervisorLoop::control_fds`]);
+    /// `signalled`: the round read signals (see [`crate::live::server::Server::on_ready`]).
+    pub(super) fn on_control(&mut self, ready: &[libc::pollfd], signalled: bool) {
         if let Some(mut s) = self.control.take() {
-            s.on_ready(ready, self);
+            s.on_ready(ready, signalled, self);
             self.control = Some(s);
         }
     }
