@@ -106,7 +106,7 @@ impl Leader {
         }
         let Some((_, Some(fd))) = &self.held else { return true };
         let mut one = [libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
-        if !crate::fdpoll::poll_raw(&mut one, 0).is_ok_and(|_| one[0].revents != 0) {
+        if !crate::sys::poll::poll_raw(&mut one, 0).is_ok_and(|_| one[0].revents != 0) {
             return true;
         }
         // Exited: a zombie (the group counts as gone) or reaped (the group lives while it has
