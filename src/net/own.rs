@@ -20,6 +20,7 @@
 mod conn;
 mod dns;
 mod dns_tcp;
+mod in_place;
 mod resolver;
 pub mod serve;
 mod setup;

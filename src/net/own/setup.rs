@@ -74,9 +74,9 @@ fn route_message(family: u8, seq: u32) -> [u8; 36] {
 
 /// Step numbers the child reports with an errno.
 const STEP_USERNS: u32 = 1;
-const STEP_NETNS: u32 = 2;
-const STEP_ROUTE: u32 = 3;
-const STEP_SOCKET: u32 = 4;
+pub(super) const STEP_NETNS: u32 = 2;
+pub(super) const STEP_ROUTE: u32 = 3;
+pub(super) const STEP_SOCKET: u32 = 4;
 /// A packet's first word when it carries an error rather than a socket.
 const ERROR: u32 = u32::MAX;
 
@@ -97,8 +97,13 @@ pub fn make(init: &Pinned, wants: &[Want]) -> Result<Vec<Made>> {
     }
     // Joining one's own user namespace is EINVAL: only another one is joined.
     let join_user = !same_ns(&owner, "/proc/self/ns/user");
-    let (ours, theirs) = crate::sys::packet::pair().context("socketpair")?;
     let routes = [route_message(libc::AF_INET as u8, 1), route_message(libc::AF_INET6 as u8, 2)];
+    if !join_user || rustix::process::geteuid().is_root() {
+        if let Some(made) = super::in_place::make(&net, &routes, wants)? {
+            return Ok(made);
+        }
+    }
+    let (ours, theirs) = crate::sys::packet::pair().context("socketpair")?;
     let (owner_fd, net_fd, sock) = (owner.as_raw_fd(), net.as_raw_fd(), theirs.as_raw_fd());
     // SAFETY: the child makes only raw system calls (setns, socket, setsockopt, bind, listen,
     // sendto, recv, sendmsg, _exit) on integers and on memory built before the clone, which
@@ -162,7 +167,7 @@ fn collect(ours: &OwnedFd, wants: &[Want]) -> Result<Vec<Made>> {
     Ok(made)
 }
 
-fn step_failure(step: u32, errno: i32) -> anyhow::Error {
+pub(super) fn step_failure(step: u32, errno: i32) -> anyhow::Error {
     let what = match step {
         STEP_USERNS => "join the sandbox's user namespace",
         STEP_NETNS => "join the sandbox's network namespace",
@@ -247,7 +252,7 @@ unsafe fn child(
 ///
 /// # Safety
 /// Async-signal-safe; `nl` is a netlink socket.
-unsafe fn netlink_ask(nl: RawFd, m: &[u8; 36]) -> i32 {
+pub(super) unsafe fn netlink_ask(nl: RawFd, m: &[u8; 36]) -> i32 {
     // SAFETY: the buffers live for the calls.
     unsafe {
         let mut to: libc::sockaddr_nl = std::mem::zeroed();
@@ -282,7 +287,7 @@ unsafe fn netlink_ask(nl: RawFd, m: &[u8; 36]) -> i32 {
 ///
 /// # Safety
 /// Async-signal-safe.
-unsafe fn socket_for(w: &Want) -> Result<RawFd, i32> {
+pub(super) unsafe fn socket_for(w: &Want) -> Result<RawFd, i32> {
     // SAFETY: the option values and addresses live for the calls.
     unsafe {
         let fd = libc::socket(w.family, w.kind | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0);
