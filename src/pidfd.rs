@@ -44,7 +44,7 @@ impl Pinned {
     /// `EINVAL` when the fdinfo has no `Pid:` line (not a pidfd), `ESRCH` when the process
     /// is already gone (`Pid: -1`).
     pub fn adopt(fd: OwnedFd) -> io::Result<Pinned> {
-        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))?;
+        let info = crate::sys::fd::read_proc(&format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))?;
         let pid = info
             .lines()
             .find_map(|l| l.strip_prefix("Pid:"))
@@ -97,7 +97,7 @@ impl Pinned {
     /// The state letter of `/proc/PID/stat` (`proc(5)`), read through the pinned pid while the
     /// pidfd shows the process alive; `None` once it has exited.
     pub fn state(&self) -> Option<char> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.host_pid)).ok()?;
+        let stat = crate::sys::fd::read_proc(&format!("/proc/{}/stat", self.host_pid)).ok()?;
         if self.exited() {
             return None;
         }

@@ -206,14 +206,18 @@ pub fn writable(dir: &Path) -> bool {
 
 /// The start time of `pid` in clock ticks since boot (`proc(5)`, stat field 22).
 pub(super) fn start_time(pid: u32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = crate::sys::fd::read_proc(&format!("/proc/{pid}/stat")).ok()?;
     stat[stat.rfind(')')? + 2..].split(' ').nth(19)?.parse().ok()
 }
 
-/// This snug's cgroup name.
+/// This snug's cgroup name (worked out once: a start asks for it more than once).
 pub fn own_name() -> String {
-    let pid = std::process::id();
-    format!("{PREFIX}{pid}-{}-{}", start_time(pid).unwrap_or(0), pid_ns())
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        let pid = std::process::id();
+        format!("{PREFIX}{pid}-{}-{}", start_time(pid).unwrap_or(0), pid_ns())
+    })
+    .clone()
 }
 
 /// The file the nest child writes `0` into to enter a cgroup (`cgroups(7)`). On v1, `tasks`:

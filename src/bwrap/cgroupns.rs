@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 pub fn possible() -> bool {
     static ANSWER: OnceLock<bool> = OnceLock::new();
     *ANSWER.get_or_init(|| {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let status = crate::sys::fd::read_proc("/proc/self/status").unwrap_or_default();
         let filtered = status.lines().any(|l| l.strip_prefix("Seccomp:").is_some_and(|v| v.trim() != "0"));
         !filtered || probe()
     })

@@ -40,8 +40,8 @@ pub fn in_own_pid_namespace(conn: BorrowedFd<'_>, pid: i32) -> bool {
         return false; // not visible here: an outer or unrelated namespace
     }
     let Some(pidfd) = pidfd_of(conn, pid) else { return false };
-    let fdinfo = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_fd().as_raw_fd()));
-    let own = std::fs::read_to_string("/proc/self/status");
+    let fdinfo = crate::sys::fd::read_proc(&format!("/proc/self/fdinfo/{}", pidfd.as_fd().as_raw_fd()));
+    let own = crate::sys::fd::read_proc("/proc/self/status");
     match (fdinfo, own) {
         (Ok(peer), Ok(own)) => depth(&peer) > 0 && depth(&peer) == depth(&own),
         _ => false,
