@@ -137,6 +137,9 @@ pub fn by_hand(argv: &[String], env: &[(String, String)], payload: &[String]) ->
         match w {
             "--as-pid-1" => i += 1,
             "--seccomp" => i += 2,
+            // What init holds for itself to settle the payload's capabilities (SPEC P11):
+            // without init the payload would keep it.
+            "--cap-add" if argv.get(i + 1).is_some_and(|c| crate::identity::INIT_ONLY.contains(&c.as_str())) => i += 2,
             "--ro-bind" if argv.get(i + 2).is_some_and(|d| d == init) => i += 3,
             "--clearenv" => {
                 out.push(w.to_string());

@@ -47,6 +47,10 @@ pub const ROOT_KEEPS: CapabilitySet =
 /// each child before its exec, and signals to the user's processes, which are not init's uid.
 const USER_INIT_HOLDS: CapabilitySet = CapabilitySet::SETUID.union(CapabilitySet::SETGID).union(CapabilitySet::KILL);
 
+/// The `--cap-add` words bwrap gives init for itself alone ([`Identity::cap_words`]), which a
+/// `--dry-run` line pasted by hand, without init, leaves out.
+pub const INIT_ONLY: [&str; 4] = ["CAP_SETPCAP", "CAP_SETUID", "CAP_SETGID", "CAP_KILL"];
+
 /// The word before the identity in init's arguments.
 const WORD: &str = "as=";
 

@@ -6,8 +6,9 @@
 use std::path::Path;
 
 mod reference;
+mod zsh;
 
-/// The completion script for `shell` (clap_complete), with, for bash and fish, the names
+/// The completion script for `shell` (clap_complete), with, for bash, zsh and fish, the names
 /// clap cannot know: profile names after `-p` and live run names after `stop`, `signal`,
 /// `exec`, asked of snug itself at completion time (`snug profile list --names`, `snug ps
 /// --names`).
@@ -18,6 +19,7 @@ pub fn completions(shell: clap_complete::Shell) -> String {
     match shell {
         clap_complete::Shell::Bash => text.push_str(BASH_DYNAMIC),
         clap_complete::Shell::Fish => text.push_str(FISH_DYNAMIC),
+        clap_complete::Shell::Zsh => text = zsh::with_names(&text),
         _ => {}
     }
     text
@@ -65,6 +67,7 @@ complete -F _snug_dynamic -o bashdefault -o default snug
 const FISH_DYNAMIC: &str = r#"
 # Profile names after -p, live run names after stop/signal/exec, kept runs after diff/apply/discard.
 complete -c snug -s p -l profile -x -a '(snug profile list --names 2>/dev/null)'
+complete -c snug -n '__fish_seen_subcommand_from profile; and __fish_seen_subcommand_from show' -x -a '(snug profile list --names 2>/dev/null)'
 complete -c snug -n '__fish_seen_subcommand_from stop signal exec; and test (count (commandline -opc)) -eq 2' -x -a '(snug ps --names 2>/dev/null)'
 complete -c snug -n '__fish_seen_subcommand_from diff apply discard; and test (count (commandline -opc)) -eq 2' -x -a '(snug diff --names 2>/dev/null)'
 "#;

@@ -1,5 +1,5 @@
-//! Start: clone `nest`, pid 1 of a new pid + mount namespace (+ user namespace when not
-//! root), which prepares that namespace and execs bwrap (docs/design.md, "Nest"). bwrap is
+//! Start: clone `nest`, pid 1 of a new pid + mount + user namespace (as root nest makes the
+//! user namespace itself, and snug maps it, SPEC P11), which prepares them and execs bwrap (docs/design.md, "Nest"). bwrap is
 //! then pid 1 of the namespace, so whenever it dies the kernel kills everything below it
 //! (`pid_namespaces(7)`): no window before `--die-with-parent` is armed, no escaped daemon.
 

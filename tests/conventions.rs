@@ -12,6 +12,8 @@ mod ci;
 mod ci_cancel;
 #[path = "conventions/completion_prefix.rs"]
 mod completion_prefix;
+#[path = "conventions/completion_shells.rs"]
+mod completion_shells;
 #[path = "conventions/end_lines.rs"]
 mod end_lines;
 #[path = "conventions/manual.rs"]
