@@ -58,8 +58,8 @@ pub enum Command {
     Signal {
         /// The run's name.
         name: String,
-        /// The signal's number.
-        sig: i32,
+        /// The signal.
+        sig: snug_core::Signal,
     },
     /// `snug exec NAME [--] [CMD…]` (SPEC L3); an empty CMD means the shell.
     Exec {

@@ -84,5 +84,5 @@ pub(super) fn signal(name: String, sig: &str) -> anyhow::Result<super::Command> 
         let hint = "use TSTP, which stops the sandbox with its snug";
         return Err(failure(USAGE, format!("STOP cannot be relayed: {hint} (snug signal {name} TSTP)")));
     }
-    Ok(super::Command::Signal { name, sig: n })
+    Ok(super::Command::Signal { name, sig: snug_core::Signal(n) })
 }

@@ -217,10 +217,10 @@ pub fn expect_ok(name: &str, got: Got) -> anyhow::Result<(Vec<u8>, Vec<OwnedFd>)
 ///
 /// # Errors
 /// As [`reach`] and [`expect_ok`].
-pub fn signal(name: &str, sig: i32) -> anyhow::Result<Outcome> {
+pub fn signal(name: &str, sig: snug_core::Signal) -> anyhow::Result<Outcome> {
     let pidfd = match reach(name)?.1 {
         Reached::Live(c) if !c.stopped() => {
-            match c.ask(Control::Signal(snug_core::Signal(sig)).encode(&mut [0; FRAME]), 2000) {
+            match c.ask(Control::Signal(sig).encode(&mut [0; FRAME]), 2000) {
                 // It stopped before reading the request, which waits for it as a kill's
                 // signal would.
                 Got::Empty if c.alive() && c.stopped() => {}
@@ -231,6 +231,6 @@ pub fn signal(name: &str, sig: i32) -> anyhow::Result<Outcome> {
         Reached::Live(c) => c.pidfd,
         Reached::Stopped(h) => h.pidfd,
     };
-    crate::signals::send_pidfd(pidfd.as_fd(), sig).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))?;
+    crate::signals::send_pidfd(pidfd.as_fd(), sig.raw()).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))?;
     Ok(Outcome::Status(snug_core::WaitStatus::Exited(0)))
 }

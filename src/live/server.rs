@@ -8,6 +8,7 @@ use super::wire;
 use crate::error::{failure, USAGE};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use snug_core::wire::Control;
+use snug_core::Signal;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -22,7 +23,7 @@ pub trait Host {
     /// Init's pid in snug's namespace, once it is up.
     fn init_pid(&self) -> Option<i32>;
     /// Act on `sig` as if process `from` had sent it to snug (G1–G6); a word on what was done.
-    fn signal(&mut self, sig: i32, from: i32) -> String;
+    fn signal(&mut self, sig: Signal, from: i32) -> String;
     /// `snug stop` is about to signal: the run ends by it (for `--report`, O5).
     fn stopping(&mut self);
     /// Give init one end of a new `exec` socket; the other end for the client.
@@ -201,7 +202,7 @@ impl Server {
             host.stopping();
             if now {
                 // The second TERM: G4's teardown, after the caller's own.
-                host.signal(libc::SIGTERM, from);
+                host.signal(Signal::TERM, from);
             }
         }
         let mut gone = Vec::new();
@@ -278,16 +279,16 @@ impl Server {
         match Control::decode(bytes) {
             Some(Control::Info) => Reply::Text(format!("J{}", self.info(host))),
             Some(Control::Signal(sig)) if (1..=64).contains(&sig.raw()) => {
-                Reply::Text(format!("ok {}", host.signal(sig.raw(), from)))
+                Reply::Text(format!("ok {}", host.signal(sig, from)))
             }
             Some(Control::Signal(_)) => text("err bad signal"),
             Some(Control::Stop { now }) => {
                 self.conns[i].waiting = true;
                 host.stopping();
-                host.signal(libc::SIGTERM, from);
+                host.signal(Signal::TERM, from);
                 if now {
                     // A second TERM within the grace is G4's teardown: the same path as kill.
-                    host.signal(libc::SIGTERM, from);
+                    host.signal(Signal::TERM, from);
                 }
                 text("ok")
             }

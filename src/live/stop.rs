@@ -12,6 +12,7 @@ use crate::error::{failure, OS_ERROR};
 use rustix::event::{PollFd, PollFlags};
 use rustix::fd::{AsFd, BorrowedFd};
 use snug_core::wire::{Control, FRAME};
+use snug_core::Signal;
 use std::path::Path;
 
 /// `snug stop NAME [--now]`.
@@ -35,7 +36,7 @@ pub fn stop(name: &str, now: bool) -> anyhow::Result<Outcome> {
             match c.ask(Control::Stop { now }.encode(&mut [0; FRAME]), 2000) {
                 // It stopped before reading the request, which waits in its queue: continue
                 // it, and the request's TERM follows (a stop never waits for a `fg`).
-                Got::Empty if c.alive() && c.stopped() => send(name, c.pidfd.as_fd(), libc::SIGCONT)?,
+                Got::Empty if c.alive() && c.stopped() => send(name, c.pidfd.as_fd(), Signal::CONT)?,
                 got => drop(client::expect_ok(name, got)?),
             }
             wait_end(name, Some(c.fd.as_fd()), c.pidfd.as_fd())?
@@ -74,8 +75,8 @@ fn term_cont(name: &str, pidfd: BorrowedFd<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn send(name: &str, pidfd: BorrowedFd<'_>, sig: i32) -> anyhow::Result<()> {
-    crate::signals::send_pidfd(pidfd, sig).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))
+fn send(name: &str, pidfd: BorrowedFd<'_>, sig: Signal) -> anyhow::Result<()> {
+    crate::signals::send_pidfd(pidfd, sig.raw()).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))
 }
 
 /// How long a stop waits for the run's snug to be gone once asked: its end takes the 1.0 s

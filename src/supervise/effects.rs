@@ -54,7 +54,7 @@ impl SupervisorLoop {
             Effect::PtyKey(_) | Effect::Resize | Effect::Cooked | Effect::KeysOff | Effect::ClosePty => {
                 self.terminal_effect(e)
             }
-            Effect::StopSelf { sig, group } => self.stop_self(sig.raw(), group),
+            Effect::StopSelf { sig, group } => self.stop_self(sig, group),
             Effect::TearDown(why) => {
                 // Killing bwrap, pid 1 of the outer namespace: the kernel kills and reaps
                 // everything below before bwrap's own exit is seen (`zap_pid_ns_processes` in
@@ -121,7 +121,8 @@ impl SupervisorLoop {
 
     /// Stop snug (and its group when `group`) until continued; tell the core how long that
     /// took (the grace's clock does not run meanwhile, G2).
-    fn stop_self(&mut self, sig: i32, group: bool) {
+    fn stop_self(&mut self, sig: snug_core::Signal, group: bool) {
+        let sig = sig.raw();
         log!("stopping snug{} with {}", if group { "'s process group" } else { "" }, signame(sig));
         if let Some(b) = self.bridge.as_mut() {
             b.flush();
