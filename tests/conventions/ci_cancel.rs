@@ -26,9 +26,13 @@ fn o5_ci_cancellation_under_github_and_gitlab() {
             let path = format!("{}:/usr/bin:/bin", bin.parent().expect("bindir").display());
             // The cleanup stops the payload's background job too (a non-interactive shell's `&`
             // job ignores INT), so the sandbox empties with the payload's exit. `ready` comes
-            // after the job has started: a signal before it would find `$!` unset and leave the
+            // once the job runs `sleep`: a signal before it would find `$!` unset, or reach the
+            // forked shell before its exec, which drops a pending trap's signal, and leave the
             // job to the end of the grace.
-            let payload = format!("trap 'kill $!; echo done > cleaned; exit 1' {traps}; sleep 20 & touch ready; wait");
+            let payload = format!(
+                "trap 'kill $!; echo done > cleaned; exit 1' {traps}; sleep 20 & \
+                 while [ \"$(cat /proc/$!/comm)\" != sleep ]; do :; done; touch ready; wait"
+            );
             let mut c = cmd_as(who, dir.path(), "sh", &[script.to_str().unwrap(), "sh", "-c", &payload]);
             c.env("PATH", path).env("SNUG_REPORT", dir.path().join("report.json"));
             c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());

@@ -214,8 +214,19 @@ fn o9_a_reader_that_stops_never_holds_the_run() {
             unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
             n
         };
-        let full = crate::common::until(Duration::from_secs(2).saturating_sub(paused.elapsed()), || unread() > 60_000);
+        // Full as the kernel counts it: a pipe is full when its slots (pages) are taken, which
+        // partly filled slots reach below 64 KiB of bytes; a write end of the test's own, never
+        // written, is then not writable (`pipe_poll` in fs/pipe.c).
+        let probe = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&fifo).expect("probe");
+        let writable = || {
+            let mut p = libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&probe), events: libc::POLLOUT, revents: 0 };
+            // SAFETY: poll(2) of one descriptor this test owns, no wait.
+            unsafe { libc::poll(&mut p, 1, 0) };
+            p.revents & libc::POLLOUT != 0
+        };
+        let full = crate::common::until(Duration::from_secs(2).saturating_sub(paused.elapsed()), || !writable());
         assert!(full, "{who:?}: the FIFO never filled ({} bytes unread, {sent} sent)", unread());
+        drop(probe); // the stream's end is the reader's EOF: no writer of the test's may stay
         crate::common::kill(run.pid, libc::SIGUSR2);
         let got = dir.path().join("got-usr2");
         let reached = crate::common::until(Duration::from_secs(2).saturating_sub(paused.elapsed()), || got.exists());
