@@ -59,9 +59,10 @@ else:
 /// literal, and UDP to an allowed host are all refused, each in the report with its reason;
 /// an explicit address pattern names the host's own address back in. Control: the same probe
 /// without snug, in the same namespace, reaches each of those servers (and the UDP echo), so
-/// the refusals are snug's. DNS to 192.0.2.53, 127.0.0.53 and ::1 is answered from the
-/// address asked (the source checked), allowed names only: with the reply sent without
-/// `IP_PKTINFO`, the answer to 127.0.0.53 came from 127.0.0.1 and this row failed.
+/// the refusals are snug's. DNS to 192.0.2.53, 127.0.0.53, ::1 and 2001:db8::53 is answered
+/// from the address asked (the source checked), allowed names only: with the reply sent
+/// without `IP_PKTINFO`, the answer to 127.0.0.53 came from 127.0.0.1 and this row failed;
+/// without `IPV6_FREEBIND`, 2001:db8::53 (local by route, not assigned) got no answer.
 #[test]
 fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
     let Some(lab) = OwnLab::new(2, HOSTS) else { return };
@@ -96,7 +97,7 @@ fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
         script += "python3 clients.py udp pkgs.example:9999\n";
         script +=
             "python3 clients.py dnstcp 192.0.2.53 pkgs.example\npython3 clients.py dnstcp 192.0.2.53 evil.example\n";
-        for server in ["192.0.2.53", "127.0.0.53", "::1"] {
+        for server in ["192.0.2.53", "127.0.0.53", "::1", "2001:db8::53"] {
             script += &format!(
                 "python3 clients.py dns {server} pkgs.example\npython3 clients.py dns {server} evil.example\n"
             );
@@ -120,7 +121,7 @@ fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
         }
         assert!(out.contains("pkgs.example:80 ok hello pkgs"), "{who:?}: {out}\n{}", o.err);
         assert!(out.contains("udp fail 111"), "{who:?}: UDP: {out}");
-        for server in ["192.0.2.53", "127.0.0.53", "::1"] {
+        for server in ["192.0.2.53", "127.0.0.53", "::1", "2001:db8::53"] {
             let ok = format!("dns {server} pkgs.example from {server} rcode 0 addr 198.18.0.");
             let nx = format!("dns {server} evil.example from {server} rcode 3");
             assert!(out.contains(&ok) && out.contains(&nx), "{who:?} {server}: {out}");

@@ -283,7 +283,8 @@ pub(super) unsafe fn netlink_ask(nl: RawFd, m: &[u8; 36]) -> i32 {
 }
 
 /// One socket on the wildcard address of `w`'s family: bound, listening for TCP, with the
-/// destination address of each datagram reported for UDP (`IP_PKTINFO`, `IPV6_RECVPKTINFO`).
+/// destination address of each datagram reported for UDP (`IP_PKTINFO`, `IPV6_RECVPKTINFO`,
+/// and `IPV6_FREEBIND` to answer from it).
 ///
 /// # Safety
 /// Async-signal-safe.
@@ -306,6 +307,11 @@ pub(super) unsafe fn socket_for(w: &Want) -> Result<RawFd, i32> {
         } else {
             ok &= opt(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY);
             ok &= w.kind != libc::SOCK_DGRAM || opt(libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO);
+            // A reply's source given by `IPV6_PKTINFO` must be an assigned address unless the
+            // socket may bind any (`ip6_datagram_send_ctl` in net/ipv6/datagram.c): the
+            // addresses `local ::/0` makes local are not assigned, so without it a question to
+            // 2001:db8::53 would get no answer where one to 192.0.2.53 does.
+            ok &= w.kind != libc::SOCK_DGRAM || opt(libc::IPPROTO_IPV6, libc::IPV6_FREEBIND);
             let mut a: libc::sockaddr_in6 = std::mem::zeroed();
             a.sin6_family = libc::AF_INET6 as u16;
             a.sin6_port = w.port.to_be();
