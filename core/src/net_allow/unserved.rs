@@ -205,6 +205,15 @@ mod tests {
         let quoted6 = ip6(17, a6, b6, &udp_hdr(40000, 443));
         let icmp6 = ip6(58, b6, a6, &[&[1, 4, 0, 0, 0, 0, 0, 0][..], &quoted6].concat());
         assert_eq!(attempt(&icmp6).unwrap().dest, "[2001:db8::9]:443".parse().unwrap());
+        // Only a quoted UDP datagram is an attempt, and only a port unreachable answers one.
+        let quoted_tcp = ip4(6, [10, 0, 0, 1], [203, 0, 113, 1], &udp_hdr(40000, 9999));
+        let icmp = ip4(1, [203, 0, 113, 1], [10, 0, 0, 1], &[&[3, 3, 0, 0, 0, 0, 0, 0][..], &quoted_tcp].concat());
+        assert_eq!(attempt(&icmp), None, "a quoted TCP segment");
+        let unreachable6 = ip6(58, b6, a6, &[&[1, 3, 0, 0, 0, 0, 0, 0][..], &quoted6].concat());
+        assert_eq!(attempt(&unreachable6), None, "address unreachable (code 3)");
+        let quoted6_tcp = ip6(6, a6, b6, &udp_hdr(40000, 443));
+        let icmp6 = ip6(58, b6, a6, &[&[1, 4, 0, 0, 0, 0, 0, 0][..], &quoted6_tcp].concat());
+        assert_eq!(attempt(&icmp6), None, "a quoted IPv6 TCP segment");
     }
 
     #[test]
