@@ -78,6 +78,17 @@ impl Identity {
         self != Identity::Caller
     }
 
+    /// The payload is the host's uid 0 or gid 0 (as root, or `--user` with either), so a
+    /// set-id file it makes would be root's on the host: the seccomp filter refuses set-id
+    /// modes then (SPEC P11, src/seccomp/setid.rs). A caller other than root is never either.
+    pub fn is_host_root(self) -> bool {
+        match self {
+            Identity::Caller => false,
+            Identity::Root => true,
+            Identity::User { uid, gid } => uid == 0 || gid == 0,
+        }
+    }
+
     /// The word init gets for this identity (none for the caller's).
     pub fn init_word(self) -> Option<String> {
         match self {

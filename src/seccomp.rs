@@ -21,6 +21,8 @@
 //! - New cgroup namespaces (SPEC G3, K1): `CLONE_NEWCGROUP` in `unshare(2)` and `clone(2)`,
 //!   and `clone3(2)` answered `ENOSYS` ([`cgroupns`]).
 //!
+//! - Set-id files and modes from a payload that is the host's root (SPEC P11, [`setid`]).
+//!
 //! Every other system-call ABI (SPEC X2): the program's first check kills the process on a
 //! call whose `AUDIT_ARCH` is not the native one (i386 on x86-64, 32-bit ARM on arm64), and
 //! on x86-64 a second kills it on an x32 number (`nr & __X32_SYSCALL_BIT`): x32 shares
@@ -36,6 +38,7 @@ use std::os::fd::OwnedFd;
 
 mod bpf;
 mod cgroupns;
+mod setid;
 
 /// `TIOCSTI` and `TIOCLINUX` from `include/uapi/asm-generic/ioctls.h` (same on x86-64 and arm64).
 const TIOCSTI: u64 = 0x5412;
@@ -88,30 +91,28 @@ const ALLOW: u32 = 0x7fff_0000;
 const ERRNO_EPERM: u32 = 0x0005_0000 | libc::EPERM as u32;
 
 /// The filter as classic BPF (`seccomp(2)`): any other `AUDIT_ARCH` killed, on x86-64 any
-/// x32 number killed, then the denials by native number.
+/// x32 number killed, then the denials by native number; `host_root`: the payload is the
+/// host's root ([`crate::identity::Identity::is_host_root`]), which adds [`setid`]'s rules.
 ///
 /// # Errors
 /// A jump that does not resolve (a bug here, caught by the unit tests).
-pub fn program() -> Result<Vec<Insn>> {
-    build(cfg!(target_arch = "x86_64"))
+pub fn program(host_root: bool) -> Result<Vec<Insn>> {
+    build_with(cfg!(target_arch = "x86_64"), true, host_root)
 }
 
 /// The program without the x32 guard: what the guard is tested against.
 #[cfg(test)]
 fn native() -> Result<Vec<Insn>> {
-    build(false)
+    build_with(false, true, true)
 }
 
 /// Assemble the filter. The first three instructions are the arch check (load arch, equal:
-/// skip, else kill); `x32` puts the x32 guard right after them.
-fn build(x32: bool) -> Result<Vec<Insn>> {
-    build_with(x32, true)
-}
-
-/// [`build`], with the cgroup namespace rules or (for their tests' control) without.
-fn build_with(x32: bool, cgroupns: bool) -> Result<Vec<Insn>> {
+/// skip, else kill); `x32` puts the x32 guard right after them. `cgroupns` (off only for
+/// its tests' control) and `set_id` add those modules' rules.
+fn build_with(x32: bool, cgroupns: bool, set_id: bool) -> Result<Vec<Insn>> {
     let mut a = Asm::default();
     let ns = cgroupns::Labels { flags: a.label() };
+    let ids = setid::Labels::new(&mut a);
     let (deny, allow, ioctl, fcntl, native) = (a.label(), a.label(), a.label(), a.label(), a.label());
     a.load(ARCH);
     a.jeq(AUDIT_ARCH, To::Label(native), To::Next);
@@ -129,6 +130,9 @@ fn build_with(x32: bool, cgroupns: bool) -> Result<Vec<Insn>> {
     if cgroupns {
         cgroupns::dispatch(&mut a, &ns);
     }
+    if set_id {
+        setid::dispatch(&mut a, &ids);
+    }
     a.ret(ALLOW);
     // The ioctl request is an `unsigned int` (`ioctl(2)`): compare the low 32 bits only, so a
     // request with junk in the high half cannot slip past.
@@ -141,6 +145,9 @@ fn build_with(x32: bool, cgroupns: bool) -> Result<Vec<Insn>> {
     fcntl_rules(&mut a, fcntl, deny, allow);
     if cgroupns {
         cgroupns::flags_rule(&mut a, &ns, deny, allow);
+    }
+    if set_id {
+        setid::rules(&mut a, &ids, deny, allow);
     }
     a.place(allow);
     a.ret(ALLOW);
@@ -192,8 +199,8 @@ pub fn memfd() -> Result<OwnedFd> {
 ///
 /// # Errors
 /// The write error, or those of [`program`].
-pub fn fill(fd: &OwnedFd) -> Result<()> {
-    let bytes: Vec<u8> = program()?.iter().flat_map(|i| i.to_bytes()).collect();
+pub fn fill(fd: &OwnedFd, host_root: bool) -> Result<()> {
+    let bytes: Vec<u8> = program(host_root)?.iter().flat_map(|i| i.to_bytes()).collect();
     let mut done = 0;
     while done < bytes.len() {
         match rustix::io::pwrite(fd, &bytes[done..], done as u64) {
@@ -212,7 +219,7 @@ mod eval;
 mod tests {
     #[test]
     fn program_builds_for_this_machine() {
-        let p = super::program().unwrap();
+        let p = super::program(true).unwrap();
         assert!(p.len() > 10);
     }
 
@@ -251,7 +258,7 @@ mod abi_tests {
 
     #[test]
     fn x2_native_denials_and_allowances() {
-        let p = super::program().unwrap();
+        let p = super::program(true).unwrap();
         let n = |nr: i64, args: &[u64]| run(&p, &Call::new(native(), nr as u32, args));
         assert_eq!(n(libc::SYS_ioctl, &[0, TIOCSTI]), EPERM);
         assert_eq!(n(libc::SYS_ioctl, &[0, TIOCLINUX]), EPERM);
@@ -270,7 +277,7 @@ mod abi_tests {
     /// O_NONBLOCK evaluated to EPERM; with the F_SETFL rule dropped: O_ASYNC to ALLOW).
     #[test]
     fn x2_x3_every_denial_and_only_those() {
-        let p = super::program().unwrap();
+        let p = super::program(true).unwrap();
         let n = |nr: i64, args: &[u64]| run(&p, &Call::new(native(), nr as u32, args));
         for nr in super::denied() {
             assert_eq!(n(nr, &[]), EPERM, "syscall {nr}");
@@ -307,7 +314,7 @@ mod abi_tests {
         for (what, c) in &calls {
             assert_eq!(run(&bare, c), ALLOW, "control: {what} is caught without the guard?");
         }
-        let p = super::program().unwrap();
+        let p = super::program(true).unwrap();
         for (what, c) in &calls {
             assert_eq!(run(&p, c), KILL, "{what}");
         }
@@ -318,7 +325,7 @@ mod abi_tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn x2_i386_calls_are_not_allowed() {
-        let p = super::program().unwrap();
+        let p = super::program(true).unwrap();
         // Positive control: without its arch check (the first three instructions) the
         // program reads i386 numbers as x86-64 ones and allows i386 ioctl(TIOCSTI) (54 is
         // setsockopt there) and ptrace (26 is msync).
@@ -339,7 +346,7 @@ mod abi_tests {
     #[cfg(target_arch = "aarch64")]
     #[test]
     fn x2_arm_compat_calls_are_not_allowed() {
-        let p = super::program().unwrap();
+        let p = super::program(true).unwrap();
         let arm = |nr, args: &[u64]| run(&p, &Call::new(super::eval::ARM, nr, args));
         assert_eq!(arm(54, &[0, TIOCSTI]), KILL);
         assert_eq!(arm(26, &[]), KILL);

@@ -22,5 +22,7 @@ mod limits;
 mod profiles;
 #[path = "hostile/protect.rs"]
 mod protect;
+#[path = "hostile/setid.rs"]
+mod setid;
 #[path = "hostile/userns.rs"]
 mod userns;

@@ -25,6 +25,8 @@ pub enum Step {
     MakePrivate,
     /// Mounting a new procfs on /proc.
     MountProc,
+    /// Binding one of [`DEV_NODES`] onto itself read-only.
+    DevNodes,
 }
 
 /// A failed step and its `errno`, small and `Copy` so a child can send it through a pipe.
@@ -46,6 +48,7 @@ impl Step {
             Step::UidMap => "cannot write the uid map of the new user namespace",
             Step::MakePrivate => "cannot make the mount tree private",
             Step::MountProc => "the kernel refused to mount /proc in a new pid namespace",
+            Step::DevNodes => "cannot bind the host's device nodes read-only",
         }
     }
 
@@ -59,7 +62,7 @@ impl Step {
 
     /// The inverse of [`Step::code`]; `None` for a number no step has.
     pub fn from_code(code: u8) -> Option<Step> {
-        [Step::Setgroups, Step::GidMap, Step::UidMap, Step::MakePrivate, Step::MountProc]
+        [Step::Setgroups, Step::GidMap, Step::UidMap, Step::MakePrivate, Step::MountProc, Step::DevNodes]
             .into_iter()
             .find(|s| s.code() == code)
     }
@@ -161,6 +164,32 @@ pub fn prepare() -> Result<(), NestError> {
     mount_change(c"/", MountPropagationFlags::REC | MountPropagationFlags::PRIVATE).map_err(fail(Step::MakePrivate))?;
     let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
     mount(c"proc", c"/proc", c"proc", flags, None).map_err(fail(Step::MountProc))
+}
+
+/// The nodes bwrap's `--dev` binds from the host's /dev into the sandbox's (`bwrap.c`,
+/// `devnodes`): the host's own inodes.
+pub const DEV_NODES: [&std::ffi::CStr; 6] =
+    [c"/dev/null", c"/dev/zero", c"/dev/full", c"/dev/random", c"/dev/urandom", c"/dev/tty"];
+
+/// Bind each of [`DEV_NODES`] onto itself read-only (`nosuid`, devices allowed), in the
+/// calling process's private mount namespace: bwrap's `--dev` binds of them copy the
+/// read-only flag, so a payload that is the host's root, which holds CAP_CHOWN and owns
+/// them, cannot `chmod` or `chown` the host's nodes (`EROFS`) while reads and writes still
+/// reach the device (`mount(2)`, `MS_BIND | MS_REMOUNT | MS_RDONLY`). bwrap's own
+/// `--remount-ro` would add `nodev` and leave the nodes unusable. Call it after [`prepare`],
+/// as the host's root. Async-signal-safe: only `mount(2)`.
+///
+/// # Errors
+/// [`Step::DevNodes`] with the kernel's `errno` (`ENOENT` for a missing node, which bwrap's
+/// `--dev` would refuse as well).
+pub fn read_only_dev_nodes() -> Result<(), NestError> {
+    use rustix::mount::{mount_bind, mount_remount, MountFlags};
+    let fail = |e: rustix::io::Errno| NestError { step: Step::DevNodes, errno: e.raw_os_error() };
+    for node in DEV_NODES {
+        mount_bind(node, node).map_err(fail)?;
+        mount_remount(node, MountFlags::BIND | MountFlags::RDONLY | MountFlags::NOSUID, c"").map_err(fail)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

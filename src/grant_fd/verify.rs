@@ -6,8 +6,9 @@
 //! (a bind shows the host file's own `st_dev` and `st_ino`).
 
 use std::ffi::OsStr;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{openat2, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -100,14 +101,13 @@ pub(super) fn placed(target: &Path, expected: &[Expected], mounted: bool) -> Res
         return Ok(());
     }
     let dir = rustix::fs::open(target, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-    let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::BENEATH;
     let id = |fd: &std::os::fd::OwnedFd| rustix::fs::fstat(fd).map(|st| (st.st_dev, st.st_ino));
     for e in expected {
         let parent_rel = e.rel.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let name = e.rel.file_name().ok_or(Errno::STALE)?;
-        let parent = openat2(&dir, parent_rel, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty(), how)
-            .map_err(|_| Errno::STALE)?;
-        let here = openat2(&parent, name, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty(), how)
+        let parent =
+            beneath(&dir, parent_rel, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC).map_err(|_| Errno::STALE)?;
+        let here = beneath(&parent, Path::new(name), OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)
             .map_err(|_| Errno::STALE)?;
         if id(&parent)? != e.parent || id(&here)? != e.id {
             return Err(Errno::STALE);
@@ -122,6 +122,42 @@ pub(super) fn placed(target: &Path, expected: &[Expected], mounted: bool) -> Res
         }
     }
     Ok(())
+}
+
+/// `rel` below `dir` through no symlink: `openat2(2)` with `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`. Where that call is answered `ENOSYS` (the
+/// seccomp filter init runs under when the payload is the host's root, SPEC P11), the same
+/// walk by hand: only plain names (no `..`, nothing absolute), each opened with `O_NOFOLLOW`,
+/// so a symlink on the way is `ENOTDIR` and a symlink at the end is itself, not its target.
+fn beneath(dir: &OwnedFd, rel: &Path, flags: OFlags) -> Result<OwnedFd, Errno> {
+    let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::BENEATH;
+    match openat2(dir, rel, flags, Mode::empty(), how) {
+        Err(Errno::NOSYS) => {}
+        done => return done,
+    }
+    walk(dir, rel, flags)
+}
+
+/// [`beneath`]'s walk by hand, one plain name at a time with `O_NOFOLLOW`.
+fn walk(dir: &OwnedFd, rel: &Path, flags: OFlags) -> Result<OwnedFd, Errno> {
+    let mut names = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(n) => names.push(n),
+            Component::CurDir => {}
+            _ => return Err(Errno::XDEV),
+        }
+    }
+    let Some((last, on_the_way)) = names.split_last() else {
+        return rustix::fs::openat(dir, ".", flags | OFlags::NOFOLLOW, Mode::empty());
+    };
+    let mut at: Option<OwnedFd> = None;
+    for n in on_the_way {
+        let from = at.as_ref().map_or(dir.as_fd(), AsFd::as_fd);
+        let next = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        at = Some(rustix::fs::openat(from, *n, next, Mode::empty())?);
+    }
+    rustix::fs::openat(at.as_ref().map_or(dir.as_fd(), AsFd::as_fd), *last, flags | OFlags::NOFOLLOW, Mode::empty())
 }
 
 /// The mount id of an open file, where the kernel reports one.
@@ -162,5 +198,32 @@ mod tests {
         std::fs::rename(t.path().join("build"), t.path().join("old")).unwrap();
         std::os::unix::fs::symlink("old", t.path().join("build")).unwrap();
         assert_eq!(placed(t.path(), &e, false), Err(Errno::STALE));
+    }
+}
+
+#[cfg(test)]
+mod walk_tests {
+    use super::*;
+
+    /// P7 under a filter that answers `openat2` ENOSYS (P11): the walk by hand reaches what
+    /// `openat2` would, and refuses a symlink on the way, `..` and an absolute path.
+    #[test]
+    fn p7_walk_by_hand_follows_no_symlink() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("a/b")).unwrap();
+        std::os::unix::fs::symlink("a", t.path().join("l")).unwrap();
+        let dir =
+            rustix::fs::open(t.path(), OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).unwrap();
+        let id = |fd: &OwnedFd| rustix::fs::fstat(fd).map(|st| (st.st_dev, st.st_ino)).unwrap();
+        let dirs = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let by_hand = walk(&dir, Path::new("a/b"), dirs).unwrap();
+        assert_eq!(id(&by_hand), id(&beneath(&dir, Path::new("a/b"), dirs).unwrap()));
+        assert!(walk(&dir, Path::new("./a"), dirs).is_ok());
+        assert!(walk(&dir, Path::new("l/b"), dirs).is_err(), "a symlink on the way");
+        assert!(walk(&dir, Path::new("l"), dirs).is_err(), "a symlink at the end, as a directory");
+        assert!(walk(&dir, Path::new("a/../a"), dirs).is_err());
+        assert!(walk(&dir, Path::new("/tmp"), dirs).is_err());
+        let link = walk(&dir, Path::new("l"), OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC).unwrap();
+        assert_ne!(id(&link), id(&walk(&dir, Path::new("a"), dirs).unwrap()), "the link itself, not its target");
     }
 }

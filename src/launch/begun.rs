@@ -149,7 +149,8 @@ impl Attempt {
         // here drops `options`, which kills nest.
         let mut bounds = crate::bounds::prepare(shape)?;
         nest.give_cgroups(&mut bounds)?;
-        crate::seccomp::fill(&seccomp)?;
+        // SPEC P11: the set-id rules when the payload is the host's root.
+        crate::seccomp::fill(&seccomp, crate::identity::Identity::from_init_args(tail).is_host_root())?;
         Ok(Attempt { nest, ours, args, bounds, options })
     }
 

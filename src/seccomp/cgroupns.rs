@@ -79,7 +79,7 @@ mod tests {
     /// payload makes first.
     #[test]
     fn g3_k1_no_new_cgroup_namespace() {
-        let p = super::super::program().unwrap();
+        let p = super::super::program(true).unwrap();
         let n = |nr: i64, args: &[u64]| run(&p, &Call::new(native(), nr as u32, args));
         let cg = u64::from(CLONE_NEWCGROUP);
         assert_eq!(n(libc::SYS_unshare, &[cg]), EPERM);
@@ -94,7 +94,7 @@ mod tests {
             (libc::CLONE_VM | libc::CLONE_FS | libc::CLONE_FILES | libc::CLONE_SIGHAND | libc::CLONE_THREAD) as u64;
         assert_eq!(n(libc::SYS_clone, &[thread]), ALLOW, "a thread");
         assert_eq!(n(libc::SYS_setns, &[3, cg]), ALLOW, "setns needs the capability it lacks");
-        let bare = super::super::build_with(cfg!(target_arch = "x86_64"), false).unwrap();
+        let bare = super::super::build_with(cfg!(target_arch = "x86_64"), false, false).unwrap();
         let control = run(&bare, &Call::new(native(), libc::SYS_unshare as u32, &[cg | USER_MOUNT]));
         assert_eq!(control, ALLOW, "control: the rule-less program already refuses it?");
     }

@@ -99,6 +99,12 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             if let Err(e) = nestproc::prepare() {
                 fail(e.step.code(), e.errno);
             }
+            // SPEC P11: a root payload owns the host's device nodes and holds CAP_CHOWN.
+            if p.root {
+                if let Err(e) = nestproc::read_only_dev_nodes() {
+                    fail(e.step.code(), e.errno);
+                }
+            }
             if p.root {
                 // SPEC P11: the user namespace after /proc, which root mounts over whatever
                 // the host's /proc has mounted on it (a container's masks): from a user

@@ -97,7 +97,8 @@ fn w4_hand_made_upper_path_with_dotdot_refused() {
 }
 
 /// FIFOs are not applied and set-id bits are dropped, each with a line; as root a device
-/// node put in the upper layer by hand is not applied either.
+/// node put in the upper layer by hand is not applied either. A root payload cannot make a
+/// set-id file (P11), so as root the set-id bits are put on the upper layer's file by hand.
 #[test]
 fn w4_fifos_devices_and_set_id_bits_not_applied() {
     each(&|who| {
@@ -107,6 +108,8 @@ fn w4_fifos_devices_and_set_id_bits_not_applied() {
         if who == Who::Root {
             let dev = c.kept().join("w4f/upper/null");
             assert!(std::process::Command::new("mknod").arg(&dev).args(["c", "1", "3"]).status().unwrap().success());
+            let suid = c.kept().join("w4f/upper/suid");
+            std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).unwrap();
         }
         let out = c.run(&["apply", "w4f"]);
         assert_eq!(code(&out), 0, "{who:?}: {}", out.err);
