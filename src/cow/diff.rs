@@ -65,15 +65,28 @@ fn relative(p: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(rel.components().filter(|c| matches!(c, Component::Normal(_))).collect())
 }
 
+/// A name the payload chose, as a reviewer's terminal may show it (SPEC W3, O11): its control
+/// characters escaped as `snug ps` escapes them ([`crate::quote::controls_escaped`]), so an
+/// ESC or a newline in it can neither drive the terminal nor fake or hide a line; a name that
+/// is not UTF-8 in ANSI-C quotes with each such byte as `\xHH` ([`crate::quote::quote_bytes`]),
+/// never as another name.
+fn shown(p: &std::ffi::OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    match p.to_str() {
+        Some(text) => crate::quote::controls_escaped(text).into_owned(),
+        None => crate::quote::quote_bytes(p.as_bytes()).into_owned(),
+    }
+}
+
 /// One `--stat` line: letter, path (a `/` after a directory), what it became.
 pub fn stat_line(c: &Change) -> String {
-    let mut line = format!("{} {}", c.kind.letter(), c.path.display());
+    let mut line = format!("{} {}", c.kind.letter(), shown(c.path.as_os_str()));
     let node = c.new.as_ref().or(c.old.as_ref());
     if node == Some(&Node::Dir) {
         line.push('/');
     }
     if let Some(Node::Symlink(t)) = &c.new {
-        let _ = write!(line, " -> {}", t.to_string_lossy());
+        let _ = write!(line, " -> {}", shown(t.as_os_str()));
     }
     match c.kind {
         Kind::Type => {
@@ -127,7 +140,7 @@ fn text_of(p: &Path) -> Option<Vec<u8>> {
 
 /// The change as `diff -u` would show it, with git's header lines for the rest.
 fn unified(c: &Change, dir: &Path, out: &mut String) {
-    let p = c.path.display();
+    let p = shown(c.path.as_os_str());
     let _ = writeln!(out, "diff --snug a/{p} b/{p}");
     let old_file = (c.old == Some(Node::File)).then(|| dir.join(&c.path));
     let new_file = (c.new == Some(Node::File)).then(|| c.source.clone()).flatten();
@@ -149,11 +162,11 @@ fn unified(c: &Change, dir: &Path, out: &mut String) {
     }
     if let Some(Node::Symlink(t)) = &c.old {
         if !matches!(c.kind, Kind::Mode) {
-            let _ = writeln!(out, "-symlink -> {}", t.to_string_lossy());
+            let _ = writeln!(out, "-symlink -> {}", shown(t.as_os_str()));
         }
     }
     if let Some(Node::Symlink(t)) = &c.new {
-        let _ = writeln!(out, "+symlink -> {}", t.to_string_lossy());
+        let _ = writeln!(out, "+symlink -> {}", shown(t.as_os_str()));
     }
     if let Some(Node::Special(w)) = &c.new {
         let _ = writeln!(out, "+{w} (snug apply does not write it)");

@@ -155,6 +155,35 @@ fn w3_binary_and_type_changes() {
     });
 }
 
+/// W3, O11: names the payload chose are shown with their control characters escaped, in
+/// `--stat` and in the unified diff: a name holding `ESC [2K` (erase the line) drives no
+/// terminal, and one holding a newline adds no line of its own, so a name cannot fake or
+/// hide a change. Without the fix both came out raw: the output held ESC and a line `b`
+/// that was no change.
+#[test]
+fn w3_names_are_shown_escaped() {
+    each(&|who| {
+        let c = Case::new(who);
+        let script = r#"touch "$(printf 'e\033[2Kx')" "$(printf 'a\nb')"; ln -s "$(printf 't\033]0;x\007')" l"#;
+        let out = c.cow("w3n", script).output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let stat = c.run(&["diff", "w3n", "--stat"]);
+        assert_eq!(code(&stat), 0, "{who:?}: {}", stat.err);
+        assert!(!stat.out.contains('\x1b') && !stat.out.contains('\x07'), "{who:?}: raw control: {:?}", stat.out);
+        for line in stat.out.lines() {
+            let change = line.len() > 2 && "AMDT".contains(&line[..1]) && &line[1..2] == " ";
+            assert!(change || line.ends_with(" deleted"), "{who:?}: a line that is no change: {line:?}");
+        }
+        assert!(stat.out.contains("A a\\x0ab\n"), "{who:?}: {:?}", stat.out);
+        assert!(stat.out.contains("A e\\x1b[2Kx\n"), "{who:?}: {:?}", stat.out);
+        assert!(stat.out.contains("3 changes: 3 added"), "{who:?}: {:?}", stat.out);
+        let diff = c.run(&["diff", "w3n"]);
+        assert_eq!(code(&diff), 0, "{who:?}: {}", diff.err);
+        assert!(!diff.out.contains('\x1b') && !diff.out.contains('\x07'), "{who:?}: raw control: {:?}", diff.out);
+        assert!(diff.out.contains("diff --snug a/a\\x0ab b/a\\x0ab\n"), "{who:?}: {:?}", diff.out);
+    });
+}
+
 /// W1: `snug exec` into a `--cow` run sees the payload's view (its writes, DIR's untouched
 /// host copy unchanged), and `snug ps` shows the run as `+cow`.
 #[test]
