@@ -184,6 +184,26 @@ fn w3_names_are_shown_escaped() {
     });
 }
 
+/// W2, O10: the report's `changes.paths` gives a name that is not UTF-8 as `{"b64": …}` of
+/// its bytes and a valid one as a plain string. Without the fix the name `n\xffx` came out
+/// as the string "n\u{fffd}x".
+#[test]
+fn w2_o10_non_utf8_changed_name_as_b64() {
+    each(&|who| {
+        let c = Case::new(who);
+        let report = c.side().join("report.json");
+        let script = r#"touch "$(printf 'n\377x')" plain"#;
+        let out = c.cow_with("w2b", &["--report", report.to_str().unwrap()], script).output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let paths = r["changes"]["paths"].as_array().cloned().unwrap_or_default();
+        let path_of = |v: &serde_json::Value| v["path"].clone();
+        assert!(paths.iter().map(path_of).any(|p| p == serde_json::json!({"b64": "bv94"})), "{who:?}: {paths:?}");
+        assert!(paths.iter().map(path_of).any(|p| p == "plain"), "{who:?}: {paths:?}");
+        assert!(!r["changes"].to_string().contains('\u{fffd}'), "{who:?}: {}", r["changes"]);
+    });
+}
+
 /// W1: `snug exec` into a `--cow` run sees the payload's view (its writes, DIR's untouched
 /// host copy unchanged), and `snug ps` shows the run as `+cow`.
 #[test]
