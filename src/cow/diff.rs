@@ -132,10 +132,38 @@ pub fn show(name: &str, stat: bool, paths: &[PathBuf]) -> anyhow::Result<String>
     Ok(out)
 }
 
-/// A file's bytes when it is a regular file of text (no NUL in it); `None` for binary.
-fn text_of(p: &Path) -> Option<Vec<u8>> {
-    let bytes = std::fs::read(p).ok()?;
-    (!bytes.contains(&0)).then_some(bytes)
+/// Largest file `snug diff` shows as text, in bytes: a bigger one is named with its size
+/// instead, so a payload's huge (or sparse) file costs neither memory nor minutes (SPEC W3).
+pub const MAX_TEXT: u64 = 4 << 20;
+
+/// Bytes read from a file's start to tell text from binary (a NUL among them: binary, as
+/// git's and diff(1)'s own guess).
+const SNIFF: usize = 8 << 10;
+
+/// How a changed file is shown.
+#[derive(Debug, PartialEq, Eq)]
+enum Shown {
+    /// Through diff(1).
+    Text,
+    /// One line: binary, or unreadable.
+    Binary,
+    /// One line with its size in bytes (above [`MAX_TEXT`]).
+    TooLarge(u64),
+}
+
+/// How the file at `p` is shown, from its size and its first [`SNIFF`] bytes only.
+fn shown_as(p: &Path) -> Shown {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(p) else { return Shown::Binary };
+    let size = file.metadata().map_or(0, |m| m.len());
+    if size > MAX_TEXT {
+        return Shown::TooLarge(size);
+    }
+    let mut head = Vec::with_capacity(SNIFF);
+    match file.take(SNIFF as u64).read_to_end(&mut head) {
+        Ok(_) if !head.contains(&0) => Shown::Text,
+        _ => Shown::Binary,
+    }
 }
 
 /// The change as `diff -u` would show it, with git's header lines for the rest.
@@ -176,8 +204,13 @@ fn unified(c: &Change, dir: &Path, out: &mut String) {
     }
     let none = PathBuf::from("/dev/null");
     let (a, b) = (old_file.clone().unwrap_or(none.clone()), new_file.clone().unwrap_or(none));
-    let binary = [&old_file, &new_file].iter().any(|f| f.as_ref().is_some_and(|f| text_of(f).is_none()));
-    if binary {
+    let how: Vec<Shown> = [&old_file, &new_file].iter().filter_map(|f| f.as_ref().map(|f| shown_as(f))).collect();
+    if let Some(size) = how.iter().find_map(|h| if let Shown::TooLarge(n) = h { Some(*n) } else { None }) {
+        let most = MAX_TEXT >> 20;
+        let _ = writeln!(out, "Files a/{p} and b/{p} differ ({size} bytes: too large to show, at most {most} MiB)");
+        return;
+    }
+    if how.contains(&Shown::Binary) {
         let _ = writeln!(out, "Binary files a/{p} and b/{p} differ");
         return;
     }

@@ -4,6 +4,8 @@
 
 use super::{code, each, ready_then_wait, tree, wait_for, Case, LIMIT};
 use crate::common::start;
+use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
 
 /// Adds, modifies, deletes, renames a directory, chmods, makes symlinks (one pointing
 /// outside DIR) and a hard link, then copies its own view to the side place.
@@ -201,6 +203,43 @@ fn w2_o10_non_utf8_changed_name_as_b64() {
         assert!(paths.iter().map(path_of).any(|p| p == serde_json::json!({"b64": "bv94"})), "{who:?}: {paths:?}");
         assert!(paths.iter().map(path_of).any(|p| p == "plain"), "{who:?}: {paths:?}");
         assert!(!r["changes"].to_string().contains('\u{fffd}'), "{who:?}: {}", r["changes"]);
+    });
+}
+
+/// W3, W4: a payload's 1 GiB sparse file costs `snug diff` neither memory nor time (its size
+/// is named instead of its bytes read; `snug diff` runs with 256 MiB of address space) and
+/// `snug apply` keeps it sparse in DIR. Without the fix `snug diff` tried to read the whole
+/// file (under the limit the read failed and the file was called binary, with no size) and
+/// `apply` wrote 1 GiB of real blocks.
+#[test]
+fn w3_w4_huge_sparse_file_is_cheap_to_diff_and_apply() {
+    use std::os::unix::process::CommandExt;
+    each(&|who| {
+        let c = Case::new(who);
+        let out = c.cow("w3s", "truncate -s 1G huge").output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut diff = c.snug(&["diff", "w3s"]);
+        // SAFETY: setrlimit(2) is async-signal-safe and touches only the child's own limits.
+        unsafe {
+            diff.pre_exec(|| {
+                let lim = libc::rlimit { rlim_cur: 256 << 20, rlim_max: 256 << 20 };
+                match libc::setrlimit(libc::RLIMIT_AS, &lim) {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            });
+        }
+        let since = std::time::Instant::now();
+        let d = crate::common::run_bounded(&mut diff, LIMIT);
+        let took = since.elapsed();
+        assert_eq!(code(&d), 0, "{who:?}: {}", d.err);
+        assert!(d.out.contains("(1073741824 bytes: too large to show"), "{who:?}: {}", d.out);
+        assert!(took < Duration::from_secs(10), "{who:?}: snug diff took {took:?}");
+        let a = c.run(&["apply", "w3s"]);
+        assert_eq!(code(&a), 0, "{who:?}: {}", a.err);
+        let m = std::fs::metadata(c.dir().join("huge")).unwrap();
+        assert_eq!(m.len(), 1 << 30, "{who:?}");
+        assert!(m.blocks() * 512 < 16 << 20, "{who:?}: {} bytes of blocks written", m.blocks() * 512);
     });
 }
 
