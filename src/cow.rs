@@ -258,7 +258,8 @@ pub fn finish(run: &Run) -> Option<(String, serde_json::Value)> {
     let paths: Vec<serde_json::Value> = changes
         .iter()
         .take(SHOWN)
-        .map(|c| serde_json::json!({ "kind": c.kind.word(), "path": c.path.to_string_lossy() }))
+        // O10: a name that is not UTF-8 as `{"b64": …}` of its bytes, never with U+FFFD.
+        .map(|c| serde_json::json!({ "kind": c.kind.word(), "path": crate::quote::text::Text::os(c.path.as_os_str()) }))
         .collect();
     let value = serde_json::json!({
         "name": run.kept.name,

@@ -13,8 +13,11 @@
 //! stream was asked for.
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -22,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::error::{failure, REPORT, USAGE};
-use crate::report_sink::ReportTo;
+use crate::report_sink::{walk, ReportTo};
 
 /// Most lines queued for the writer; past it events are dropped and counted.
 pub const BOUND: usize = 1024;
@@ -39,6 +42,8 @@ struct Queue {
     busy: bool,
     /// A write failed: the reader is gone; further events are not queued.
     broken: bool,
+    /// The path was refused or could not be opened ([`confirm`]): nothing is queued or written.
+    refused: bool,
 }
 
 struct Stream {
@@ -46,6 +51,17 @@ struct Stream {
     queue: Mutex<Queue>,
     /// Signalled when a line is queued (for the writer) and when the queue drains (for [`end`]).
     changed: Condvar,
+    /// A path not opened yet: nothing is created or truncated there before [`confirm`] has
+    /// checked it against the policy.
+    pending: Mutex<Option<Pending>>,
+}
+
+/// A stream's path, its directory resolved at the start ([`walk::open_dir`]), opened for
+/// writing only once the policy allows it.
+struct Pending {
+    dir: OwnedFd,
+    name: OsString,
+    label: String,
 }
 
 static STREAM: OnceLock<Stream> = OnceLock::new();
@@ -56,32 +72,63 @@ pub fn on() -> bool {
 }
 
 /// A path inside DIR or inside any writable grant is refused (SPEC O9): the payload could
-/// rewrite it. `writable` says whether a host path is writable inside. Checked once the
-/// policy is known, before the payload starts.
+/// rewrite it, or have planted a symbolic link there in an earlier run. `writable` says
+/// whether a host path is writable inside. Checked once the policy is known, before the
+/// payload starts, and before anything is created or truncated at the path; a path that
+/// passes is opened now ([`start_writer`]), a refused one never is.
 ///
 /// # Errors
-/// 64 naming the path.
-pub fn refuse_writable(to: &ReportTo, writable: &dyn Fn(&Path) -> bool) -> anyhow::Result<()> {
+/// 64 naming the path; 74 when it cannot be opened for writing (a symbolic link there
+/// included: it is not followed); 71 when the writer thread cannot start.
+pub fn confirm(to: &ReportTo, writable: &dyn Fn(&Path) -> bool) -> anyhow::Result<()> {
     let ReportTo::Path(p) = to else { return Ok(()) };
+    let Some(s) = STREAM.get() else { return Ok(()) };
+    let pending = s.pending.lock().unwrap_or_else(|e| e.into_inner()).take();
     let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let at = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
     if writable(&at.join(p.file_name().unwrap_or_default())) {
+        // Nothing is written there, not even the `end` of this refused run.
+        s.queue.lock().unwrap_or_else(|e| e.into_inner()).refused = true;
         let why = "it lies where the sandbox can write (the payload could rewrite it)";
         return Err(failure(USAGE, format!("--events {}: {why}; use a path outside or fd:N", p.display())));
     }
-    Ok(())
+    let Some(pending) = pending else { return Ok(()) };
+    let started = start_writer(pending);
+    if started.is_err() {
+        // No writer will take what is queued: the run ends on this error, its line says why.
+        s.queue.lock().unwrap_or_else(|e| e.into_inner()).refused = true;
+    }
+    started
 }
 
 /// Open the stream (SPEC O9) with time zero `start` (the run's, as the report's `ms`), first
-/// thing in a run as the report is, so that snug's own early failures still end it.
+/// thing in a run as the report is, so that snug's own early failures still end it. At a
+/// path only its directory is resolved now, as the report's is (O10, [`walk::open_dir`]):
+/// the file itself is opened by [`confirm`] once the policy says the sandbox cannot write
+/// there, or by [`end`] when snug failed before that (no payload ran then).
 ///
 /// # Errors
 /// 74 when it cannot be opened for writing; 71 when its writer thread cannot start.
 pub fn open(to: &ReportTo, start: Instant) -> anyhow::Result<()> {
+    let stream = |pending| Stream {
+        start,
+        queue: Mutex::new(Queue {
+            lines: VecDeque::new(),
+            seq: 0,
+            dropped: 0,
+            busy: false,
+            broken: false,
+            refused: false,
+        }),
+        changed: Condvar::new(),
+        pending: Mutex::new(pending),
+    };
     let file = match to {
         ReportTo::Path(p) => {
             let label = p.display().to_string();
-            open_path(p).map_err(|e| cannot(&label, e))?
+            let pending = resolve(p).map_err(|e| refused(&label, e))?;
+            let _ = STREAM.set(stream(Some(Pending { dir: pending.0, name: pending.1, label })));
+            return Ok(());
         }
         ReportTo::Fd(n) => {
             let label = format!("fd:{n}");
@@ -97,14 +144,21 @@ pub fn open(to: &ReportTo, start: Instant) -> anyhow::Result<()> {
             File::from(rustix::io::fcntl_dupfd_cloexec(fd, 10).map_err(|_| ebadf(&label))?)
         }
     };
-    let stream = Stream {
-        start,
-        queue: Mutex::new(Queue { lines: VecDeque::new(), seq: 0, dropped: 0, busy: false, broken: false }),
-        changed: Condvar::new(),
-    };
-    if STREAM.set(stream).is_err() {
+    if STREAM.set(stream(None)).is_err() {
         return Ok(());
     }
+    spawn(file)
+}
+
+/// Open the pending path (create or truncate, never through a symbolic link) and start the
+/// writer on it.
+fn start_writer(p: Pending) -> anyhow::Result<()> {
+    let file = open_at(&p.dir, &p.name).map_err(|e| refused(&p.label, e))?;
+    spawn(file)
+}
+
+/// Start the writer thread on `file`.
+fn spawn(file: File) -> anyhow::Result<()> {
     // The writer starts with every signal blocked, so that snug's signals stay queued for its
     // signalfd (signalfd(2): a signal unblocked in any thread may be delivered there).
     let before = sigseal::set_mask(libc::SIG_BLOCK, u64::MAX).ok();
@@ -121,7 +175,7 @@ pub fn emit(kind: &str, fields: Value) {
     let Some(s) = STREAM.get() else { return };
     let ms = s.start.elapsed().as_millis();
     let mut q = s.queue.lock().unwrap_or_else(|p| p.into_inner());
-    if q.broken {
+    if q.broken || q.refused {
         return;
     }
     q.seq += 1;
@@ -144,20 +198,32 @@ pub fn emit(kind: &str, fields: Value) {
 }
 
 /// How the stream ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ended {
-    /// No stream, or every line was written.
+    /// No stream, a refused one ([`confirm`]), or every line was written.
     Written,
     /// The reader had not taken every line after [`FINAL_WAIT`]: the rest is lost.
     Behind,
     /// A write failed (the reader went away): the stream could not be written (R4's 74).
     Broken,
+    /// The path, opened only at the end, could not be opened: the line saying why (R4's 74).
+    Unopened(String),
 }
 
 /// The last event, `end`, with `report` (the report's object) as its fields; then wait up to
 /// [`FINAL_WAIT`] for the writer to hand every queued line to the reader.
 pub fn end(report: &str) -> Ended {
     let Some(s) = STREAM.get() else { return Ended::Written };
+    let pending = s.pending.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(p) = pending {
+        // snug failed before the policy was checked: no payload ran, so the path is safe.
+        if let Err(e) = start_writer(p) {
+            return Ended::Unopened(crate::error::one_line(&e));
+        }
+    }
+    if s.queue.lock().unwrap_or_else(|p| p.into_inner()).refused {
+        return Ended::Written;
+    }
     let fields = serde_json::from_str(report).unwrap_or(Value::Null);
     emit("end", fields);
     let deadline = Instant::now() + FINAL_WAIT;
@@ -215,24 +281,43 @@ fn writer(mut file: File) {
     }
 }
 
-/// Create or truncate `p` for writing. A FIFO is opened without waiting for a reader
-/// (ENXIO when there is none), then made blocking again for the writer.
-fn open_path(p: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(p)?;
-    let fl = rustix::fs::fcntl_getfl(&file)?;
-    rustix::fs::fcntl_setfl(&file, fl - rustix::fs::OFlags::NONBLOCK)?;
-    Ok(file)
+/// Why a stream's path was not opened: an errno, or snug's refusal in words.
+type Unopened = crate::report_sink::Opened;
+
+/// The directory of `p` resolved as the report's is ([`walk::open_dir`]), and the name in it.
+fn resolve(p: &Path) -> Result<(OwnedFd, OsString), Unopened> {
+    let abs = std::path::absolute(p).map_err(|e| Unopened::Errno(e.raw_os_error().unwrap_or(libc::EINVAL)))?;
+    let name = match abs.file_name() {
+        Some(n) if !p.as_os_str().as_bytes().ends_with(b"/") => n.to_owned(),
+        _ => return Err(Unopened::Refused("not a file name".into())),
+    };
+    let dir = walk::open_dir(abs.parent().unwrap_or(Path::new("/")))?;
+    Ok((dir, name))
 }
 
-fn cannot(label: &str, e: std::io::Error) -> anyhow::Error {
-    let why = crate::error::strerror(e.raw_os_error().unwrap_or(libc::EIO));
+/// Create or truncate `name` in `dir` for writing, refusing a symbolic link there
+/// (`O_NOFOLLOW`: `ELOOP`), as the report refuses one at its path (O10). A FIFO is opened
+/// without waiting for a reader (ENXIO when there is none), then made blocking again for the
+/// writer.
+fn open_at(dir: &OwnedFd, name: &OsString) -> Result<File, Unopened> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = match rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o644)) {
+        Err(rustix::io::Errno::LOOP) => {
+            return Err(Unopened::Refused("it is a symbolic link (snug does not follow one there)".into()))
+        }
+        r => r?,
+    };
+    let fl = rustix::fs::fcntl_getfl(&fd)?;
+    rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK)?;
+    Ok(File::from(fd))
+}
+
+fn refused(label: &str, e: Unopened) -> anyhow::Error {
+    let why = match e {
+        Unopened::Errno(n) => crate::error::strerror(n),
+        Unopened::Refused(why) => why,
+    };
     failure(REPORT, format!("cannot write events to {label}: {why}"))
 }
 

@@ -155,6 +155,7 @@ fn settle(outcome: Outcome, record: &mut RunRecord, sink: Option<report::Sink>) 
             outcome
         }
         Some(events::Ended::Broken) => unwritable(outcome, "cannot write the event stream: its reader went away"),
+        Some(events::Ended::Unopened(line)) => unwritable(outcome, &line),
         _ => outcome,
     };
     let (Some(mut sink), Some(json)) = (sink, json) else { return outcome };
@@ -255,7 +256,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     };
     policy.protected = std::mem::take(&mut protection.mounts);
     if let (Some(to), false) = (&args.events, args.dry_run) {
-        events::refuse_writable(to, &|p| writable_inside(&policy, p))?;
+        events::confirm(to, &|p| writable_inside(&policy, p))?;
         events::emit("started", run_started(record, &policy, mode, &name));
     }
     // Before bwrap's command line, which hides it (X4); a planted one does not stop the run (L5).

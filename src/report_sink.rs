@@ -14,7 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 mod replace;
-mod walk;
+pub(crate) mod walk;
 
 use crate::error::{failure, strerror, REPORT};
 

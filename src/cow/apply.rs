@@ -220,10 +220,42 @@ fn copy_in(
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(parent, tmp, flags, Mode::from_raw_mode(0o600))?;
     let mut to = std::fs::File::from(fd);
-    std::io::copy(&mut from, &mut to)?;
+    copy_sparse(&mut from, &mut to)?;
     owner(parent, Path::new(tmp))?;
     rustix::fs::fchmod(&to, Mode::from_raw_mode(mode))?;
     Ok(())
+}
+
+/// Copy `from` into the empty `to` data extent by data extent (`lseek(2)` `SEEK_DATA`,
+/// `SEEK_HOLE`), so a sparse file the payload made (`truncate -s 20G`) stays sparse in DIR
+/// instead of costing its whole size in real blocks. Each extent goes through
+/// [`std::io::copy`] (`copy_file_range(2)` on Linux). A file system without `SEEK_DATA`
+/// (`EINVAL`) gets a plain copy.
+fn copy_sparse(from: &mut std::fs::File, to: &mut std::fs::File) -> std::io::Result<()> {
+    use rustix::fs::{seek, SeekFrom};
+    use std::io::{Read, Seek};
+    let size = from.metadata()?.len();
+    let mut at = 0;
+    while at < size {
+        let data = match seek(&*from, SeekFrom::Data(at)) {
+            Ok(d) => d,
+            Err(rustix::io::Errno::NXIO) => break, // only a hole from `at` to the end
+            Err(rustix::io::Errno::INVAL) if at == 0 => {
+                std::io::copy(from, to)?;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let hole = seek(&*from, SeekFrom::Hole(data))?.min(size);
+        from.seek(std::io::SeekFrom::Start(data))?;
+        to.seek(std::io::SeekFrom::Start(data))?;
+        let n = std::io::copy(&mut (&*from).take(hole - data), to)?;
+        if n < hole - data {
+            return to.set_len(data + n); // the file shrank while copied: what was read is all
+        }
+        at = hole;
+    }
+    to.set_len(size)
 }
 
 /// chmod of `name` in `parent` without following a symlink: an `O_PATH` descriptor of the

@@ -65,15 +65,28 @@ fn relative(p: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(rel.components().filter(|c| matches!(c, Component::Normal(_))).collect())
 }
 
+/// A name the payload chose, as a reviewer's terminal may show it (SPEC W3, O11): its control
+/// characters escaped as `snug ps` escapes them ([`crate::quote::controls_escaped`]), so an
+/// ESC or a newline in it can neither drive the terminal nor fake or hide a line; a name that
+/// is not UTF-8 in ANSI-C quotes with each such byte as `\xHH` ([`crate::quote::quote_bytes`]),
+/// never as another name.
+fn shown(p: &std::ffi::OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    match p.to_str() {
+        Some(text) => crate::quote::controls_escaped(text).into_owned(),
+        None => crate::quote::quote_bytes(p.as_bytes()).into_owned(),
+    }
+}
+
 /// One `--stat` line: letter, path (a `/` after a directory), what it became.
 pub fn stat_line(c: &Change) -> String {
-    let mut line = format!("{} {}", c.kind.letter(), c.path.display());
+    let mut line = format!("{} {}", c.kind.letter(), shown(c.path.as_os_str()));
     let node = c.new.as_ref().or(c.old.as_ref());
     if node == Some(&Node::Dir) {
         line.push('/');
     }
     if let Some(Node::Symlink(t)) = &c.new {
-        let _ = write!(line, " -> {}", t.to_string_lossy());
+        let _ = write!(line, " -> {}", shown(t.as_os_str()));
     }
     match c.kind {
         Kind::Type => {
@@ -119,15 +132,43 @@ pub fn show(name: &str, stat: bool, paths: &[PathBuf]) -> anyhow::Result<String>
     Ok(out)
 }
 
-/// A file's bytes when it is a regular file of text (no NUL in it); `None` for binary.
-fn text_of(p: &Path) -> Option<Vec<u8>> {
-    let bytes = std::fs::read(p).ok()?;
-    (!bytes.contains(&0)).then_some(bytes)
+/// Largest file `snug diff` shows as text, in bytes: a bigger one is named with its size
+/// instead, so a payload's huge (or sparse) file costs neither memory nor minutes (SPEC W3).
+pub const MAX_TEXT: u64 = 4 << 20;
+
+/// Bytes read from a file's start to tell text from binary (a NUL among them: binary, as
+/// git's and diff(1)'s own guess).
+const SNIFF: usize = 8 << 10;
+
+/// How a changed file is shown.
+#[derive(Debug, PartialEq, Eq)]
+enum Shown {
+    /// Through diff(1).
+    Text,
+    /// One line: binary, or unreadable.
+    Binary,
+    /// One line with its size in bytes (above [`MAX_TEXT`]).
+    TooLarge(u64),
+}
+
+/// How the file at `p` is shown, from its size and its first [`SNIFF`] bytes only.
+fn shown_as(p: &Path) -> Shown {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(p) else { return Shown::Binary };
+    let size = file.metadata().map_or(0, |m| m.len());
+    if size > MAX_TEXT {
+        return Shown::TooLarge(size);
+    }
+    let mut head = Vec::with_capacity(SNIFF);
+    match file.take(SNIFF as u64).read_to_end(&mut head) {
+        Ok(_) if !head.contains(&0) => Shown::Text,
+        _ => Shown::Binary,
+    }
 }
 
 /// The change as `diff -u` would show it, with git's header lines for the rest.
 fn unified(c: &Change, dir: &Path, out: &mut String) {
-    let p = c.path.display();
+    let p = shown(c.path.as_os_str());
     let _ = writeln!(out, "diff --snug a/{p} b/{p}");
     let old_file = (c.old == Some(Node::File)).then(|| dir.join(&c.path));
     let new_file = (c.new == Some(Node::File)).then(|| c.source.clone()).flatten();
@@ -149,11 +190,11 @@ fn unified(c: &Change, dir: &Path, out: &mut String) {
     }
     if let Some(Node::Symlink(t)) = &c.old {
         if !matches!(c.kind, Kind::Mode) {
-            let _ = writeln!(out, "-symlink -> {}", t.to_string_lossy());
+            let _ = writeln!(out, "-symlink -> {}", shown(t.as_os_str()));
         }
     }
     if let Some(Node::Symlink(t)) = &c.new {
-        let _ = writeln!(out, "+symlink -> {}", t.to_string_lossy());
+        let _ = writeln!(out, "+symlink -> {}", shown(t.as_os_str()));
     }
     if let Some(Node::Special(w)) = &c.new {
         let _ = writeln!(out, "+{w} (snug apply does not write it)");
@@ -163,8 +204,13 @@ fn unified(c: &Change, dir: &Path, out: &mut String) {
     }
     let none = PathBuf::from("/dev/null");
     let (a, b) = (old_file.clone().unwrap_or(none.clone()), new_file.clone().unwrap_or(none));
-    let binary = [&old_file, &new_file].iter().any(|f| f.as_ref().is_some_and(|f| text_of(f).is_none()));
-    if binary {
+    let how: Vec<Shown> = [&old_file, &new_file].iter().filter_map(|f| f.as_ref().map(|f| shown_as(f))).collect();
+    if let Some(size) = how.iter().find_map(|h| if let Shown::TooLarge(n) = h { Some(*n) } else { None }) {
+        let most = MAX_TEXT >> 20;
+        let _ = writeln!(out, "Files a/{p} and b/{p} differ ({size} bytes: too large to show, at most {most} MiB)");
+        return;
+    }
+    if how.contains(&Shown::Binary) {
         let _ = writeln!(out, "Binary files a/{p} and b/{p} differ");
         return;
     }

@@ -8,7 +8,10 @@
 use std::path::Path;
 
 /// Paths below `$HOME` (exact or as a parent) never offered as a grant, nor any directory
-/// above them (granting `~/.config` grants `~/.config/autostart`).
+/// above them (granting `~/.config` grants `~/.config/autostart`). Each is a place a program
+/// the host runs reads as commands, settings or credentials. A place not named here is
+/// still only offered as a line for the user to read and paste (snug grants nothing by
+/// itself); the places a payload usually leaves behind are caches, which are not here.
 const NEVER: &[&str] = &[
     ".bashrc",
     ".bash_profile",
@@ -57,6 +60,33 @@ const NEVER: &[&str] = &[
     ".vimrc",
     ".emacs",
     ".emacs.d",
+    // Read and acted on by programs the host runs: aliases and per-directory environments
+    // sourced by the shell, debugger, database, R, Python, Ruby and terminal-multiplexer start
+    // files (each may run commands), build tools' settings and repositories (Gradle's init
+    // scripts, Maven's settings), the editor's extensions.
+    ".bash_aliases",
+    ".config/direnv",
+    ".gradle",
+    ".m2",
+    ".ipython",
+    ".gdbinit",
+    ".psqlrc",
+    ".Rprofile",
+    ".tmux.conf",
+    ".screenrc",
+    ".irbrc",
+    ".pythonrc.py",
+    ".config/Code",
+    // Credentials and the settings that say where they go: a payload writing these could
+    // redirect the host's next upload, download or cluster command to itself.
+    ".kube",
+    ".aws",
+    ".docker",
+    ".netrc",
+    ".curlrc",
+    ".wgetrc",
+    ".config/pip",
+    ".pypirc",
 ];
 
 /// The toolchain profiles whose writable caches hold nothing the host's next build runs
@@ -88,6 +118,37 @@ mod tests {
     fn o11_login_and_build_paths_are_never_offered() {
         for p in ["", ".bashrc", ".local", ".local/bin", ".local/bin/x", ".cargo/registry/src", ".config", "go/pkg/mod"]
         {
+            assert!(unsafe_to_grant(Path::new(p)).is_some(), "{p:?} offered");
+        }
+        // Start files of other programs, build tools' settings, credentials and where they go.
+        for p in [
+            ".bash_aliases",
+            ".config/direnv/direnvrc",
+            ".gradle/init.d/x.gradle",
+            ".ipython/profile_default/startup/x.py",
+            ".gdbinit",
+            ".psqlrc",
+            ".Rprofile",
+            ".tmux.conf",
+            ".screenrc",
+            ".irbrc",
+            ".pythonrc.py",
+            ".kube/config",
+            ".aws/credentials",
+            ".config/Code/User/settings.json",
+            ".m2/settings.xml",
+            ".curlrc",
+            ".wgetrc",
+            ".netrc",
+            ".config/pip/pip.conf",
+            ".docker/config.json",
+            ".npmrc",
+            ".pypirc",
+            ".gitconfig",
+            ".config/git/config",
+            ".ssh/authorized_keys",
+            ".gnupg/gpg.conf",
+        ] {
             assert!(unsafe_to_grant(Path::new(p)).is_some(), "{p:?} offered");
         }
         for p in [".cache/foo", ".hist", ".local/share/x", ".config/foo", ".bashrc.d.bak/x"] {

@@ -4,6 +4,8 @@
 
 use super::{code, each, ready_then_wait, tree, wait_for, Case, LIMIT};
 use crate::common::start;
+use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
 
 /// Adds, modifies, deletes, renames a directory, chmods, makes symlinks (one pointing
 /// outside DIR) and a hard link, then copies its own view to the side place.
@@ -152,6 +154,92 @@ fn w3_binary_and_type_changes() {
         assert_eq!(std::fs::read_to_string(c.dir().join("t/y")).unwrap(), "y\n", "{who:?}");
         assert_eq!(std::fs::read_to_string(c.dir().join("dd")).unwrap(), "now\n", "{who:?}");
         assert_eq!(std::fs::read(c.dir().join("bin")).unwrap(), b"c\0d", "{who:?}");
+    });
+}
+
+/// W3, O11: names the payload chose are shown with their control characters escaped, in
+/// `--stat` and in the unified diff: a name holding `ESC [2K` (erase the line) drives no
+/// terminal, and one holding a newline adds no line of its own, so a name cannot fake or
+/// hide a change. Without the fix both came out raw: the output held ESC and a line `b`
+/// that was no change.
+#[test]
+fn w3_names_are_shown_escaped() {
+    each(&|who| {
+        let c = Case::new(who);
+        let script = r#"touch "$(printf 'e\033[2Kx')" "$(printf 'a\nb')"; ln -s "$(printf 't\033]0;x\007')" l"#;
+        let out = c.cow("w3n", script).output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let stat = c.run(&["diff", "w3n", "--stat"]);
+        assert_eq!(code(&stat), 0, "{who:?}: {}", stat.err);
+        assert!(!stat.out.contains('\x1b') && !stat.out.contains('\x07'), "{who:?}: raw control: {:?}", stat.out);
+        for line in stat.out.lines() {
+            let change = line.len() > 2 && "AMDT".contains(&line[..1]) && &line[1..2] == " ";
+            assert!(change || line.ends_with(" deleted"), "{who:?}: a line that is no change: {line:?}");
+        }
+        assert!(stat.out.contains("A a\\x0ab\n"), "{who:?}: {:?}", stat.out);
+        assert!(stat.out.contains("A e\\x1b[2Kx\n"), "{who:?}: {:?}", stat.out);
+        assert!(stat.out.contains("3 changes: 3 added"), "{who:?}: {:?}", stat.out);
+        let diff = c.run(&["diff", "w3n"]);
+        assert_eq!(code(&diff), 0, "{who:?}: {}", diff.err);
+        assert!(!diff.out.contains('\x1b') && !diff.out.contains('\x07'), "{who:?}: raw control: {:?}", diff.out);
+        assert!(diff.out.contains("diff --snug a/a\\x0ab b/a\\x0ab\n"), "{who:?}: {:?}", diff.out);
+    });
+}
+
+/// W2, O10: the report's `changes.paths` gives a name that is not UTF-8 as `{"b64": …}` of
+/// its bytes and a valid one as a plain string. Without the fix the name `n\xffx` came out
+/// as the string "n\u{fffd}x".
+#[test]
+fn w2_o10_non_utf8_changed_name_as_b64() {
+    each(&|who| {
+        let c = Case::new(who);
+        let report = c.side().join("report.json");
+        let script = r#"touch "$(printf 'n\377x')" plain"#;
+        let out = c.cow_with("w2b", &["--report", report.to_str().unwrap()], script).output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let paths = r["changes"]["paths"].as_array().cloned().unwrap_or_default();
+        let path_of = |v: &serde_json::Value| v["path"].clone();
+        assert!(paths.iter().map(path_of).any(|p| p == serde_json::json!({"b64": "bv94"})), "{who:?}: {paths:?}");
+        assert!(paths.iter().map(path_of).any(|p| p == "plain"), "{who:?}: {paths:?}");
+        assert!(!r["changes"].to_string().contains('\u{fffd}'), "{who:?}: {}", r["changes"]);
+    });
+}
+
+/// W3, W4: a payload's 1 GiB sparse file costs `snug diff` neither memory nor time (its size
+/// is named instead of its bytes read; `snug diff` runs with 256 MiB of address space) and
+/// `snug apply` keeps it sparse in DIR. Without the fix `snug diff` tried to read the whole
+/// file (under the limit the read failed and the file was called binary, with no size) and
+/// `apply` wrote 1 GiB of real blocks.
+#[test]
+fn w3_w4_huge_sparse_file_is_cheap_to_diff_and_apply() {
+    use std::os::unix::process::CommandExt;
+    each(&|who| {
+        let c = Case::new(who);
+        let out = c.cow("w3s", "truncate -s 1G huge").output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut diff = c.snug(&["diff", "w3s"]);
+        // SAFETY: setrlimit(2) is async-signal-safe and touches only the child's own limits.
+        unsafe {
+            diff.pre_exec(|| {
+                let lim = libc::rlimit { rlim_cur: 256 << 20, rlim_max: 256 << 20 };
+                match libc::setrlimit(libc::RLIMIT_AS, &lim) {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            });
+        }
+        let since = std::time::Instant::now();
+        let d = crate::common::run_bounded(&mut diff, LIMIT);
+        let took = since.elapsed();
+        assert_eq!(code(&d), 0, "{who:?}: {}", d.err);
+        assert!(d.out.contains("(1073741824 bytes: too large to show"), "{who:?}: {}", d.out);
+        assert!(took < Duration::from_secs(10), "{who:?}: snug diff took {took:?}");
+        let a = c.run(&["apply", "w3s"]);
+        assert_eq!(code(&a), 0, "{who:?}: {}", a.err);
+        let m = std::fs::metadata(c.dir().join("huge")).unwrap();
+        assert_eq!(m.len(), 1 << 30, "{who:?}");
+        assert!(m.blocks() * 512 < 16 << 20, "{who:?}: {} bytes of blocks written", m.blocks() * 512);
     });
 }
 

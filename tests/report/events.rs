@@ -165,6 +165,58 @@ fn o9_events_inside_dir_or_a_grant_is_64() {
     });
 }
 
+/// O9, O10: nothing is created, truncated or written at a refused `--events` path, and a
+/// symbolic link there is never followed: a link planted in DIR to a file elsewhere, and a
+/// plain file in DIR, are both refused with 64 and left as they were; a link outside DIR is
+/// refused (74) without writing through it. Control: a plain file outside DIR gets the
+/// stream. Without the fix the stream was opened (created, truncated, following the link)
+/// before the check: the victim behind the link was emptied and the plain file truncated,
+/// though the run exited 64.
+#[test]
+fn o9_refused_events_path_is_never_opened_nor_followed() {
+    each(&|who: Who| {
+        let dir = workdir(who);
+        let elsewhere = workdir(who);
+        let victim = elsewhere.path().join("victim");
+        let give = |p: &Path, text: &str| {
+            std::fs::write(p, text).expect("write");
+            if who == Who::User {
+                let (uid, gid) = crate::common::test_user();
+                std::os::unix::fs::chown(p, Some(uid), Some(gid)).expect("chown");
+            }
+        };
+        give(&victim, "victim's own");
+        let link = dir.path().join("ev.json");
+        std::os::unix::fs::symlink(&victim, &link).expect("symlink");
+        let o = run_bounded(&mut snug_cmd(who, dir.path(), &["--here", "--events", "./ev.json", "--", "true"]), LIMIT);
+        assert_eq!(code(o.status), 64, "{who:?} link in DIR: {}", o.err);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim's own", "{who:?}: written through the link");
+        assert!(link.symlink_metadata().unwrap().file_type().is_symlink(), "{who:?}: the link was replaced");
+
+        std::fs::remove_file(&link).expect("rm link");
+        give(&link, "kept");
+        let o = run_bounded(&mut snug_cmd(who, dir.path(), &["--here", "--events", "./ev.json", "--", "true"]), LIMIT);
+        assert_eq!(code(o.status), 64, "{who:?} file in DIR: {}", o.err);
+        assert_eq!(std::fs::read_to_string(&link).unwrap(), "kept", "{who:?}: a refused file was truncated");
+
+        let out_link = elsewhere.path().join("ev-link");
+        std::os::unix::fs::symlink(&victim, &out_link).expect("symlink");
+        let args = ["--here", "--events", out_link.to_str().unwrap(), "--", "true"];
+        let o = run_bounded(&mut snug_cmd(who, dir.path(), &args), LIMIT);
+        assert_eq!(code(o.status), 74, "{who:?} link outside DIR: {}", o.err);
+        assert!(o.err.starts_with("snug: cannot write events to ") && o.err.contains("symbolic link"), "{}", o.err);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim's own", "{who:?}: written through the link");
+
+        let plain = elsewhere.path().join("ev-plain");
+        give(&plain, "old");
+        let args = ["--here", "--events", plain.to_str().unwrap(), "--", "true"];
+        let o = run_bounded(&mut snug_cmd(who, dir.path(), &args), LIMIT);
+        assert_eq!(code(o.status), 0, "{who:?} control: {}", o.err);
+        let ev = parse(&std::fs::read_to_string(&plain).unwrap());
+        assert_eq!(check_stream(&ev, None).first().map(String::as_str), Some("started"), "{who:?}");
+    });
+}
+
 /// A FIFO at `path` opened for reading before snug opens it for writing.
 fn fifo_reader(path: &Path) -> std::fs::File {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
