@@ -245,16 +245,8 @@ mod tests {
 /// x32 and i386 (arm64 and its 32-bit compat where built).
 #[cfg(test)]
 mod abi_tests {
-    use super::eval::{run, Call, ALLOW, EPERM, KILL};
+    use super::eval::{native, run, Call, ALLOW, EPERM, KILL};
     use super::{TIOCLINUX, TIOCSTI};
-
-    fn native() -> u32 {
-        if cfg!(target_arch = "x86_64") {
-            super::eval::X86_64
-        } else {
-            super::eval::AARCH64
-        }
-    }
 
     #[test]
     fn x2_native_denials_and_allowances() {

@@ -57,20 +57,11 @@ pub fn flags_rule(a: &mut Asm, labels: &Labels, deny: usize, allow: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::eval::{run, Call, ALLOW, EPERM};
+    use super::super::eval::{native, run, Call, ALLOW, ENOSYS, EPERM};
     use super::CLONE_NEWCGROUP;
 
-    const ENOSYS: u32 = 0x0005_0000 | libc::ENOSYS as u32;
     /// `CLONE_NEWUSER | CLONE_NEWNS`, what a nested sandbox asks for besides.
     const USER_MOUNT: u64 = 0x1000_0000 | 0x0002_0000;
-
-    fn native() -> u32 {
-        if cfg!(target_arch = "x86_64") {
-            super::super::eval::X86_64
-        } else {
-            super::super::eval::AARCH64
-        }
-    }
 
     /// G3, K1: a new cgroup namespace is refused in unshare and clone, whatever else is
     /// asked with it; user and mount namespaces, threads and forks are not; clone3 is

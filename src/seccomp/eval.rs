@@ -8,6 +8,8 @@ use super::bpf::Insn as sock_filter;
 pub const ALLOW: u32 = 0x7fff_0000;
 /// `SECCOMP_RET_ERRNO | EPERM`.
 pub const EPERM: u32 = 0x0005_0000 | libc::EPERM as u32;
+/// `SECCOMP_RET_ERRNO | ENOSYS`.
+pub const ENOSYS: u32 = 0x0005_0000 | libc::ENOSYS as u32;
 /// `SECCOMP_RET_KILL_PROCESS`.
 pub const KILL: u32 = 0x8000_0000;
 
@@ -18,6 +20,15 @@ pub const I386: u32 = 3 | 0x4000_0000;
 pub const AARCH64: u32 = 183 | 0x8000_0000 | 0x4000_0000;
 #[cfg(target_arch = "aarch64")]
 pub const ARM: u32 = 40 | 0x4000_0000;
+
+/// The `AUDIT_ARCH_*` of the ABI this crate is built for.
+pub fn native() -> u32 {
+    if cfg!(target_arch = "x86_64") {
+        X86_64
+    } else {
+        AARCH64
+    }
+}
 
 /// One call as the filter sees it: `nr`, `arch` and the six arguments.
 pub struct Call {

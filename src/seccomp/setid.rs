@@ -84,18 +84,9 @@ pub fn rules(a: &mut Asm, l: &Labels, deny: usize, allow: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::eval::{run, Call, ALLOW, EPERM};
+    use super::super::eval::{native, run, Call, ALLOW, ENOSYS, EPERM};
 
-    const ENOSYS: u32 = 0x0005_0000 | libc::ENOSYS as u32;
     const CREAT: u64 = (libc::O_CREAT | libc::O_WRONLY) as u64;
-
-    fn native() -> u32 {
-        if cfg!(target_arch = "x86_64") {
-            super::super::eval::X86_64
-        } else {
-            super::super::eval::AARCH64
-        }
-    }
 
     /// P11: with the rules (a root payload), each way to give a file a set-id mode is
     /// refused and the same calls without those bits are not; without them (a caller other
