@@ -4,6 +4,7 @@
 //! the way for the rows that need snug (T2, T3). Used by a run's supervisor and by
 //! `snug exec` alike (L3).
 
+use crate::sys::poll::PollSet;
 use crate::tty::CallerTty;
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::io::Errno;
@@ -140,10 +141,9 @@ impl Bridge {
 
     /// Whether the caller's terminal has gone away (seen already, or a hangup pending on it).
     pub fn hung_up(&self) -> bool {
-        let mut one = [libc::pollfd { fd: self.tty.fd().as_raw_fd(), events: 0, revents: 0 }];
-        self.hung_up
-            || (crate::sys::poll::poll_raw(&mut one, 0).is_ok()
-                && one[0].revents & (libc::POLLHUP | libc::POLLERR) != 0)
+        let mut set = PollSet::default();
+        set.watch((), Some(self.tty.fd()), 0);
+        self.hung_up || (set.poll(Some(Duration::ZERO)).is_ok() && set.got(()) & (libc::POLLHUP | libc::POLLERR) != 0)
     }
 
     /// Whether the pty's foreground is its session leader's own group. For `snug exec` that
@@ -207,8 +207,9 @@ impl Bridge {
     }
 
     /// Act on [`Bridge::poll_fds`]' results.
-    pub fn on_ready(&mut self, ready: &[libc::pollfd; 2], events: &mut Vec<Event>) {
-        let (tty, master) = (ready[0].revents, ready[1].revents);
+    pub fn on_ready(&mut self, ready: &[libc::pollfd], events: &mut Vec<Event>) {
+        let got = |i: usize| ready.get(i).map_or(0, |p| p.revents);
+        let (tty, master) = (got(0), got(1));
         if master & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && self.to_tty.len() < CHUNK {
             self.read_master();
         }

@@ -11,7 +11,7 @@ use rustix::net::{
 };
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 mod outbox;
 pub use outbox::Outbox;
@@ -60,11 +60,6 @@ impl Channel {
     /// Adopt an inherited descriptor (init's end at [`INIT_FD`]).
     pub fn from_fd(fd: OwnedFd) -> Channel {
         Channel { fd }
-    }
-
-    /// The raw descriptor, for `poll(2)`.
-    pub fn raw(&self) -> RawFd {
-        self.fd.as_raw_fd()
     }
 
     /// Send a report, with `pass` as `SCM_RIGHTS` when given (init side).

@@ -16,8 +16,10 @@ use crate::pidfd::Pinned;
 use crate::report::RunRecord;
 use crate::signals::SignalFd;
 use crate::start::Nest;
+use crate::sys::poll::PollSet;
 use snug_core::supervisor::{Config, Event};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::ops::ControlFlow;
+use std::os::fd::{AsFd, OwnedFd};
 use std::time::Instant;
 
 mod decode;
@@ -36,24 +38,25 @@ type Core = snug_core::supervisor::Supervisor<anyhow::Error>;
 /// hands over pasta, which the supervisor stops when the sandbox ends (N2).
 pub type OnInit = Box<dyn FnMut(&Pinned) -> anyhow::Result<Option<crate::net::Attached>>>;
 
-/// Where each descriptor sits in the poll set; the control socket's follow (SPEC L1).
-mod slot {
+/// What each entry of the poll set is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
     /// snug's signalfd.
-    pub const SIGNALS: usize = 0;
-    /// The channel to init; also `POLLOUT` while orders wait for room.
-    pub const INIT: usize = 1;
+    Signals,
+    /// The channel to init, while init's end is open; also `POLLOUT` while orders wait for room.
+    Init,
     /// bwrap's stderr pipe, until EOF.
-    pub const BWRAP_ERR: usize = 2;
+    BwrapErr,
     /// bwrap's pidfd: readable once bwrap, pid 1 of the outer namespace, exited.
-    pub const BWRAP: usize = 3;
+    Bwrap,
     /// pasta's watch descriptor, with `@net`.
-    pub const PASTA: usize = 4;
-    /// The caller's terminal, in terminal mode.
-    pub const TTY: usize = 5;
-    /// The sandbox pty's master, in terminal mode.
-    pub const MASTER: usize = 6;
-    /// How many slots come before the control socket's.
-    pub const FIXED: usize = 7;
+    Pasta,
+    /// The caller's terminal and the sandbox pty's master, in terminal mode.
+    Bridge,
+    /// The control socket's listener and connections (SPEC L1).
+    Control,
+    /// The network of snug's own (N5).
+    OwnNet,
 }
 
 /// The descriptors and handles the loop watches and acts on; the run's state is `core`.
@@ -135,7 +138,7 @@ impl SupervisorLoop {
     pub fn terminal(mut self, bridge: Option<Bridge>) -> SupervisorLoop {
         self.bridge = bridge;
         let fx = self.core.start();
-        self.carry_out(fx);
+        let ControlFlow::Continue(()) = snug_core::carry::carry_out(&mut self, fx);
         self
     }
 
@@ -169,8 +172,7 @@ impl SupervisorLoop {
 
     /// Decide on `event` and carry out what was decided.
     fn on(&mut self, event: Event<anyhow::Error>) {
-        let fx = self.core.on(Instant::now(), event);
-        self.carry_out(fx);
+        let ControlFlow::Continue(()) = snug_core::carry::on(self, event);
     }
 
     /// One poll round; true once the outer namespace is gone.
@@ -178,63 +180,57 @@ impl SupervisorLoop {
         // The next deadline: the core's (grace, `--timeout`) or the bridge's held keys.
         let held_keys = self.bridge.as_ref().and_then(Bridge::deadline);
         let deadline = self.core.deadline().into_iter().chain(held_keys).min();
-        let timeout = match deadline {
-            Some(deadline) => deadline.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000) as i32,
-            None => -1,
-        };
-        let watch = |fd, events| libc::pollfd { fd, events, revents: 0 };
-        let mut fds = vec![watch(-1, 0); slot::FIXED];
-        fds[slot::SIGNALS] = watch(self.signals.raw(), libc::POLLIN);
-        fds[slot::INIT] = watch(
-            if self.chan_open { self.chan.raw() } else { -1 },
-            if self.outbox.waiting() { libc::POLLIN | libc::POLLOUT } else { libc::POLLIN },
-        );
-        fds[slot::BWRAP_ERR] = watch(self.bwrap_err.as_ref().map_or(-1, |f| f.as_raw_fd()), libc::POLLIN);
-        fds[slot::BWRAP] = watch(self.bwrap.raw(), libc::POLLIN);
-        fds[slot::PASTA] = watch(self.pasta.as_ref().map_or(-1, |p| p.watch_fd()), libc::POLLIN);
+        let within = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let mut set = PollSet::default();
+        set.watch(Slot::Signals, Some(self.signals.as_fd()), libc::POLLIN);
+        let orders = if self.outbox.waiting() { libc::POLLIN | libc::POLLOUT } else { libc::POLLIN };
+        set.watch(Slot::Init, self.chan_open.then(|| self.chan.as_fd()), orders);
+        set.watch(Slot::BwrapErr, self.bwrap_err.as_ref().map(|f| f.as_fd()), libc::POLLIN);
+        set.watch(Slot::Bwrap, Some(self.bwrap.as_fd()), libc::POLLIN);
+        set.watch(Slot::Pasta, self.pasta.as_ref().and_then(|p| p.watch_fd()), libc::POLLIN);
         if let Some(b) = &self.bridge {
-            let [tty, master] = b.poll_fds();
-            fds[slot::TTY] = tty;
-            fds[slot::MASTER] = master;
+            set.add(Slot::Bridge, b.poll_fds());
         }
-        let control_at = self.control_fds(&mut fds);
-        let own_at = fds.len();
+        if let Some(c) = &self.control {
+            set.add(Slot::Control, c.poll_fds());
+        }
         if let Some(own) = self.own_net.as_mut() {
-            own.poll_fds(&mut fds);
+            set.add(Slot::OwnNet, own.poll_fds());
         }
-        if crate::sys::poll::poll_raw(&mut fds, timeout).is_err() {
+        if set.poll(within).is_err() {
             return false; // EINTR
         }
-        if fds[slot::INIT].revents & libc::POLLOUT != 0 {
+        if set.got(Slot::Init) & libc::POLLOUT != 0 {
             self.outbox.flush(&self.chan);
         }
-        if fds[slot::INIT].revents & !libc::POLLOUT != 0 {
+        if set.got(Slot::Init) & !libc::POLLOUT != 0 {
             self.read_reports();
         }
-        if fds[slot::SIGNALS].revents != 0 {
+        let signalled = set.got(Slot::Signals) != 0;
+        if signalled {
             while let Some(got) = self.signals.read() {
                 self.on_delivered(got);
             }
         }
-        if fds[slot::BWRAP_ERR].revents != 0 {
+        if set.got(Slot::BwrapErr) != 0 {
             self.read_bwrap_err();
         }
-        if let (true, Some(pasta)) = (fds[slot::PASTA].revents != 0, self.pasta.as_mut()) {
+        if let (true, Some(pasta)) = (set.got(Slot::Pasta) != 0, self.pasta.as_mut()) {
             pasta.on_readable();
         }
         if let Some(b) = self.bridge.as_mut() {
             let mut events = Vec::new();
-            b.on_ready(&[fds[slot::TTY], fds[slot::MASTER]], &mut events);
+            b.on_ready(set.entries(Slot::Bridge), &mut events);
             for e in events {
                 self.on_bridge(e);
             }
         }
         if let Some(own) = self.own_net.as_mut() {
-            own.on_ready(&fds[own_at..]);
+            own.on_ready(set.entries(Slot::OwnNet));
         }
         self.on(Event::Tick);
-        self.on_control(&fds[control_at..own_at], fds[slot::SIGNALS].revents != 0);
-        if fds[slot::BWRAP].revents != 0 || self.core.torn_down() {
+        self.on_control(set.entries(Slot::Control), signalled);
+        if set.got(Slot::Bwrap) != 0 || self.core.torn_down() {
             self.read_reports(); // what init said before it went
             while self.bwrap_err.is_some() {
                 self.read_bwrap_err();

@@ -72,7 +72,7 @@ pub enum Effect {
     InputOff,
     /// Write out what is held for the caller's terminal.
     Flush,
-    /// Stop the client's job with `sig`; answered by [`Event::Woke`] (last of its batch).
+    /// Stop the client's job with `sig`; answered by [`Event::Woke`] ([`crate::carry`]).
     StopSelf(Signal),
     /// Tell the bridge the job was stopped (a pending `tostop` may be given again).
     Stopped,

@@ -2,8 +2,9 @@
 //! and return effects, so every ordering row of the behaviour contract (docs/contract.md)
 //! is decided in one place and can be unit-tested (and mutation-tested) without a sandbox.
 //! The binary's poll loops decode events from the kernel, call `on`, and carry out the
-//! effects; they decide nothing.
+//! effects ([`carry`], one shape for the three); they decide nothing.
 
+pub mod carry;
 pub mod exec_client;
 pub mod init;
 pub mod net_allow;

@@ -4,9 +4,10 @@
 //! carries out, in order. Nothing here reads a clock or makes a system call: time comes in
 //! with each event.
 //!
-//! Two effects answer with an event: [`Effect::Raw`] (whether the caller's terminal took raw
-//! mode) with [`Event::Raw`], and [`Effect::StopSelf`] (snug stopped, then continued) with
-//! [`Event::Woke`]; each is the last effect of its batch.
+//! Three effects answer with an event, decided on before the next effect ([`crate::carry`]):
+//! [`Effect::StartNetwork`] with [`Event::NetworkUp`] or [`Event::Failed`], [`Effect::Raw`]
+//! (whether the caller's terminal took raw mode) with [`Event::Raw`], and
+//! [`Effect::StopSelf`] (snug stopped, then continued) with [`Event::Woke`].
 //!
 //! Where each row is decided:
 //!

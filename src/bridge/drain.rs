@@ -2,7 +2,19 @@
 //! stops, and when the sandbox has ended (SPEC T5, T14).
 
 use super::Bridge;
+use crate::sys::poll::PollSet;
 use std::time::{Duration, Instant};
+
+/// What each entry of the drain's poll set is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// The caller's terminal, while something waits for it.
+    Tty,
+    /// The pty's master.
+    Master,
+    /// What [`Watch::fds`] gave.
+    Watch,
+}
 
 /// What else the final drain listens to: it has no time limit while the caller's terminal
 /// merely does not read (^S, a slow terminal), so the person must be able to end it (T14).
@@ -43,25 +55,24 @@ impl Bridge {
         let mut events = Vec::new();
         self.tostop = false;
         while !self.hung_up && !self.tostop && (self.master.is_some() || !self.to_tty.is_empty()) {
-            let [mut tty, mut master] = self.poll_fds();
-            tty.events &= libc::POLLOUT;
-            if self.to_tty.is_empty() {
-                tty.fd = -1;
+            let [tty, master] = self.poll_fds();
+            let mut set = PollSet::default();
+            if !self.to_tty.is_empty() {
+                set.add(Slot::Tty, [libc::pollfd { events: tty.events & libc::POLLOUT, ..tty }]);
             }
-            master.events &= libc::POLLIN;
-            let mut fds = vec![tty, master];
-            fds.extend(watch.fds());
-            if crate::sys::poll::poll_raw(&mut fds, -1).is_err() {
+            set.add(Slot::Master, [libc::pollfd { events: master.events & libc::POLLIN, ..master }]);
+            set.add(Slot::Watch, watch.fds());
+            if set.poll(None).is_err() {
                 continue; // EINTR
             }
-            if watch.ends(&fds[2..]) {
+            if watch.ends(set.entries(Slot::Watch)) {
                 crate::log::log!("drain ended before the last byte: {} left", self.to_tty.len());
                 break;
             }
-            if fds[1].revents != 0 && self.to_tty.len() < super::CHUNK {
+            if set.got(Slot::Master) != 0 && self.to_tty.len() < super::CHUNK {
                 self.read_master();
             }
-            if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+            if set.got(Slot::Tty) & (libc::POLLHUP | libc::POLLERR) != 0 {
                 self.hang_up(&mut events);
             } else if !self.to_tty.is_empty() {
                 self.write_tty(&mut events);

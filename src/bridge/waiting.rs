@@ -2,8 +2,6 @@
 //! canonical-mode half of the key rule ([`super::keys`]): blocked reading a terminal, or in a
 //! poll of any kind while it holds one (`/proc/PID/syscall`, `proc(5)`).
 
-use rustix::fd::AsRawFd;
-
 /// System calls that read one descriptor, their first argument (x86-64 and aarch64 numbers):
 /// waiting for input when that descriptor is a terminal.
 #[cfg(target_arch = "x86_64")]
@@ -105,8 +103,7 @@ impl Leader {
             self.held = Some((group, fd));
         }
         let Some((_, Some(fd))) = &self.held else { return true };
-        let mut one = [libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
-        if !crate::sys::poll::poll_raw(&mut one, 0).is_ok_and(|_| one[0].revents != 0) {
+        if !crate::sys::poll::readable(fd, Some(std::time::Duration::ZERO)) {
             return true;
         }
         // Exited: a zombie (the group counts as gone) or reaped (the group lives while it has

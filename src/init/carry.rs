@@ -1,16 +1,30 @@
 //! Carrying out init's effects ([`snug_core::init::Effect`]): each is one system call, or a
-//! measurement the effect names, or a report; none decides anything.
+//! measurement the effect names, or a report; none decides anything. Reports in a row are
+//! queued and go out together, before the next effect of another kind.
 
 use super::procfs;
 use super::serve::Serve;
+use snug_core::carry::{Carried, Carry};
 use snug_core::init::{self, Effect, Event, Report, Target};
 use snug_core::wire::FromInit;
 use snug_core::Signal;
-use std::ops::ControlFlow;
+use std::os::fd::AsFd;
 
-impl Serve<'_> {
-    /// Carry out one effect; `Break` with the exit code for [`Effect::Exit`].
-    pub(super) fn carry(&mut self, effect: Effect) -> ControlFlow<i32> {
+impl Carry for Serve<'_> {
+    type Event = Event;
+    type Effect = Effect;
+    /// [`Effect::Exit`]'s code.
+    type End = i32;
+
+    fn decide(&mut self, ev: Event) -> Vec<Effect> {
+        let procs = procfs::Sandbox { pty: self.pty.as_ref().map(|p| p.as_fd()) };
+        self.init.on(ev, &procs)
+    }
+
+    fn carry(&mut self, effect: Effect) -> Carried<Event, i32> {
+        if !matches!(effect, Effect::Report(_)) {
+            self.send_reports();
+        }
         match effect {
             Effect::Go => {
                 if let Some(fd) = self.go.take() {
@@ -25,20 +39,20 @@ impl Serve<'_> {
                     let _ = rustix::termios::tcsetpgrp(pty, g);
                 }
             }
-            Effect::ReadExecError => return self.read_exec_error(),
+            Effect::ReadExecError => return self.read_exec_error().map_or(Carried::Done, Carried::Answer),
             Effect::StopNews(news) => {
                 crate::signals::default_with(Signal::CHLD.raw(), if news { 0 } else { libc::SA_NOCLDSTOP })
             }
-            Effect::Exit(code) => return ControlFlow::Break(code),
+            Effect::Exit(code) => return Carried::End(code),
             Effect::Spawn(id) => {
                 let started = self.execs.spawn(id).map_err(|e| init::Errno(e.raw_os_error()));
-                return self.handle(Event::Spawned(id, started));
+                return Carried::Answer(Event::Spawned(id, started));
             }
             Effect::OpenPty(id) => self.execs.open_pty(id),
             Effect::ToClient(id, m) => self.execs.send(id, m),
             Effect::Forget(id) => self.execs.forget(id),
         }
-        ControlFlow::Continue(())
+        Carried::Done
     }
 }
 

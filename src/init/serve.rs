@@ -1,19 +1,20 @@
 //! Init's loop: one `poll(2)` on snug's channel, init's signalfd, the payload's exec-error
 //! pipe and the `snug exec` sockets; each ready descriptor is decoded into events, then
 //! `waitpid(2)` gives the children's. Every event goes to [`snug_core::init::Init::on`];
-//! the effects it returns are carried out in `carry.rs`. Nothing is decided here.
+//! the effects it returns are carried out in `carry.rs` ([`snug_core::carry`]). Nothing is
+//! decided here.
 
 use super::exec::{self, ExecSockets};
 use super::held::Held;
-use super::procfs::Sandbox;
 use crate::channel::{Channel, FromInit, Received, ToInit};
 use crate::signals::SignalFd;
-use rustix::event::{poll, PollFd, PollFlags};
+use crate::sys::poll::PollSet;
 use rustix::process::{wait, WaitOptions};
+use snug_core::carry;
 use snug_core::init::{self, Config, Event, ExecId, Init};
 use snug_core::{Pid, Signal, WaitStatus};
 use std::ops::ControlFlow;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 /// Init's descriptors and its state: the one value that decides ([`Init`]), and what its
 /// effects act on.
@@ -28,7 +29,7 @@ pub struct Serve<'a> {
     /// The payload's exec-error pipe, until it said something or reached EOF.
     pub(super) exec_err: Option<OwnedFd>,
     pub(super) execs: ExecSockets,
-    /// Reports to send together once the effects in a row are carried out.
+    /// Reports to send together, before the next effect of another kind.
     pub(super) reports: Vec<FromInit>,
 }
 
@@ -100,24 +101,13 @@ impl Serve<'_> {
     /// Hand `ev` to the core and carry out its effects, in order; reports in a row go out
     /// together ([`Channel::reports`]), before the next effect of another kind.
     pub(super) fn handle(&mut self, ev: Event) -> ControlFlow<i32> {
-        let procs = Sandbox { pty: self.pty.as_ref().map(|p| p.as_fd()) };
-        let effects = self.init.on(ev, &procs);
-        for effect in effects {
-            if !matches!(effect, init::Effect::Report(_)) {
-                self.send_reports();
-            }
-            let r = self.carry(effect);
-            if r.is_break() {
-                self.send_reports();
-            }
-            r?;
-        }
+        let r = carry::on(self, ev);
         self.send_reports();
-        ControlFlow::Continue(())
+        r
     }
 
-    /// Send the reports [`Serve::carry`] queued.
-    fn send_reports(&mut self) {
+    /// Send the reports [`carry::Carry::carry`] queued.
+    pub(super) fn send_reports(&mut self) {
         if !self.reports.is_empty() {
             let batch: Vec<_> = std::mem::take(&mut self.reports).into_iter().map(|r| (r, None)).collect();
             let _ = self.chan.reports(&batch);
@@ -128,21 +118,26 @@ impl Serve<'_> {
     /// is sent before the signal that may end the payload, G2), the payload's exec error
     /// before anything of its end (R4), each exec's error pipe before its socket.
     fn ready(&self) -> Vec<Slot> {
-        let mut slots: Vec<(Slot, BorrowedFd<'_>)> = vec![(Slot::Channel, self.chan.as_fd())];
-        slots.extend(self.exec_err.as_ref().map(|f| (Slot::ExecError, f.as_fd())));
-        slots.push((Slot::Signals, self.signals.as_fd()));
-        slots.extend(self.execs.fds().map(|(id, fd, b)| (Slot::Exec(id, fd), b)));
-        let mut set: Vec<PollFd<'_>> = slots.iter().map(|(_, fd)| PollFd::new(fd, PollFlags::IN)).collect();
-        if poll(&mut set, None).is_err() {
-            return Vec::new(); // EINTR: look again
+        let mut set = PollSet::default();
+        set.watch(Slot::Channel, Some(self.chan.as_fd()), libc::POLLIN);
+        set.watch(Slot::ExecError, self.exec_err.as_ref().map(|f| f.as_fd()), libc::POLLIN);
+        set.watch(Slot::Signals, Some(self.signals.as_fd()), libc::POLLIN);
+        for (id, fd, b) in self.execs.fds() {
+            set.watch(Slot::Exec(id, fd), Some(b), libc::POLLIN);
         }
-        slots.iter().zip(&set).filter(|(_, p)| !p.revents().is_empty()).map(|((s, _), _)| *s).collect()
+        match set.poll(None) {
+            Ok(()) => set.ready(),
+            Err(_) => Vec::new(), // EINTR: look again
+        }
     }
 
     fn on_ready(&mut self, slot: Slot) -> ControlFlow<i32> {
         match slot {
             Slot::Channel => self.orders(),
-            Slot::ExecError => self.read_exec_error(),
+            Slot::ExecError => match self.read_exec_error() {
+                Some(ev) => self.handle(ev),
+                None => ControlFlow::Continue(()),
+            },
             Slot::Signals => {
                 while let Some(d) = self.signals.read() {
                     self.handle(Event::Signal(Signal(d.sig)))?;
@@ -179,18 +174,18 @@ impl Serve<'_> {
         }
     }
 
-    /// What the payload's exec-error pipe says, if anything; the pipe is closed once it
-    /// said something or reached EOF (the exec happened, or the process died).
-    pub(super) fn read_exec_error(&mut self) -> ControlFlow<i32> {
-        let Some(fd) = &self.exec_err else { return ControlFlow::Continue(()) };
+    /// What the payload's exec-error pipe says, as an event, if it said anything or reached
+    /// EOF (the exec happened, or the process died); the pipe is closed then.
+    pub(super) fn read_exec_error(&mut self) -> Option<Event> {
+        let fd = self.exec_err.as_ref()?;
         let mut e = [0u8; 4];
         let said = match rustix::io::read(fd, &mut e) {
             Ok(4) => Some(init::Errno(i32::from_le_bytes(e))),
             Ok(_) => None,
-            Err(_) => return ControlFlow::Continue(()),
+            Err(_) => return None,
         };
         self.exec_err = None;
-        self.handle(Event::ExecError(said))
+        Some(Event::ExecError(said))
     }
 
     /// Every child status `waitpid(2)` has now.

@@ -13,12 +13,15 @@ use super::socket::{self, Got};
 use crate::end::Outcome;
 use crate::error::{failure, INTERNAL, NOT_EXECUTABLE, NOT_FOUND, OS_ERROR};
 use crate::signals::SignalFd;
-use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use crate::sys::poll::PollSet;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use snug_core::carry::{self, Carried, Carry};
 use snug_core::exec_client::{Client, Effect, End, Event, Tty};
 use snug_core::init::ToClient;
 use snug_core::wire::{Control, ExecAsk, ExecTold, FRAME};
 use snug_core::{Errno, Signal};
 use std::ffi::OsString;
+use std::ops::ControlFlow;
 
 /// How long `exec` waits for a run that is still starting.
 const STARTING: std::time::Duration = std::time::Duration::from_secs(10);
@@ -135,42 +138,50 @@ fn open_pty(sock: BorrowedFd<'_>, tty: &crate::tty::CallerTty) -> std::io::Resul
     }
 }
 
+/// What each entry of the client's poll set is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// The exec socket to init.
+    Sock,
+    /// The client's signalfd.
+    Signals,
+    /// The caller's terminal and CMD's pty master, at a terminal.
+    Bridge,
+}
+
 /// The client's loop: decode what poll found, ask [`Client`] (the decisions, in snug-core),
 /// carry out its effects, until it says how the client ends.
 fn relay(
     sock: &OwnedFd,
     signals: &SignalFd,
-    mut bridge: Option<&mut crate::bridge::Bridge>,
+    bridge: Option<&mut crate::bridge::Bridge>,
     cmd: &[OsString],
 ) -> anyhow::Result<Outcome> {
-    let mut client = Client::new(bridge.as_ref().is_some_and(|b| b.input()));
+    let client = Client::new(bridge.as_ref().is_some_and(|b| b.input()));
+    let mut r = Relay { client, sock, signals, bridge };
     loop {
-        let mut fds = vec![
-            libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: signals.raw(), events: libc::POLLIN, revents: 0 },
-        ];
-        if let Some(b) = bridge.as_ref() {
-            fds.extend(b.poll_fds());
+        let mut set = PollSet::default();
+        set.watch(Slot::Sock, Some(sock.as_fd()), libc::POLLIN);
+        set.watch(Slot::Signals, Some(signals.as_fd()), libc::POLLIN);
+        if let Some(b) = r.bridge.as_ref() {
+            set.add(Slot::Bridge, b.poll_fds());
         }
         // Keys held for a CMD that does not read yet are looked at again (T14).
-        let timeout = bridge
-            .as_ref()
-            .and_then(|b| b.deadline())
-            .map_or(-1, |at| at.saturating_duration_since(std::time::Instant::now()).as_micros().div_ceil(1000) as i32);
-        if crate::sys::poll::poll_raw(&mut fds, timeout).is_err() {
+        let held = r.bridge.as_ref().and_then(|b| b.deadline());
+        if set.poll(held.map(|at| at.saturating_duration_since(std::time::Instant::now()))).is_err() {
             continue; // EINTR
         }
         let mut events = Vec::new();
-        if let Some(b) = bridge.as_mut() {
+        if let Some(b) = r.bridge.as_mut() {
             let mut seen = Vec::new();
-            b.on_ready(&[fds[2], fds[3]], &mut seen);
+            b.on_ready(set.entries(Slot::Bridge), &mut seen);
             if seen.contains(&crate::bridge::Event::HungUp) {
                 events.push(Event::HungUp);
             }
         }
-        if fds[1].revents != 0 {
+        if set.got(Slot::Signals) != 0 {
             while let Some(got) = signals.read() {
-                let tty = bridge.as_ref().map_or(Tty::default(), |b| Tty {
+                let tty = r.bridge.as_ref().map_or(Tty::default(), |b| Tty {
                     bridge: true,
                     input: b.input(),
                     front_is_leader: got.sig == libc::SIGTSTP && b.front_is_leader(),
@@ -179,13 +190,13 @@ fn relay(
                 events.push(Event::Signal { sig: Signal(got.sig), terminal: got.by_terminal(), tty });
             }
         }
-        if fds[0].revents != 0 {
+        if set.got(Slot::Sock) != 0 {
             match socket::recv(sock.as_fd()) {
                 Got::Packet(b, _) => match ExecTold::decode(&b) {
                     Some(ExecTold::Cmd(ToClient::Exited(status))) => events.push(Event::Exited(status)),
                     Some(ExecTold::Cmd(ToClient::Failed(e))) => events.push(Event::Failed(e)),
                     Some(ExecTold::Cmd(ToClient::Stopped(sig))) => {
-                        events.push(Event::Stopped { sig, bridge: bridge.is_some() })
+                        events.push(Event::Stopped { sig, bridge: r.bridge.is_some() })
                     }
                     Some(ExecTold::Cmd(ToClient::Started(_)) | ExecTold::Master(_)) | None => {}
                 },
@@ -194,7 +205,7 @@ fn relay(
             }
         }
         for ev in events {
-            if let Some(end) = carry_out(&mut client, ev, sock, signals, bridge.as_deref_mut()) {
+            if let ControlFlow::Break(end) = carry::on(&mut r, ev) {
                 return match end {
                     End::Status(status) => Ok(Outcome::Status(status)),
                     End::Signal(sig) => Ok(Outcome::Signal(sig)),
@@ -205,50 +216,54 @@ fn relay(
     }
 }
 
-/// Carry out what the client's core decided about `ev`, with the answers it asks for
-/// ([`Effect::StopSelf`] is answered by [`Event::Woke`]); the end, once it is decided.
-fn carry_out(
-    client: &mut Client,
-    ev: Event,
-    sock: &OwnedFd,
-    signals: &SignalFd,
-    mut bridge: Option<&mut crate::bridge::Bridge>,
-) -> Option<End> {
-    let mut todo = client.on(ev);
-    while !todo.is_empty() {
-        let mut next = Vec::new();
-        for fx in todo {
-            match (fx, bridge.as_deref_mut()) {
-                (Effect::Tell(sig), _) => {
-                    let _ = socket::send(sock.as_fd(), ExecAsk::Kill(sig).encode(&mut [0; FRAME]), &[]);
-                }
-                (Effect::StopSelf(sig), b) => {
-                    crate::signals::stop_with(sig.raw(), true);
-                    let in_front = b.is_some_and(|b| b.tty.in_front());
-                    next = client.on(Event::Woke { in_front });
-                }
-                (Effect::End(end), _) => return Some(end),
-                (Effect::PtyKey(sig), Some(b)) => {
-                    b.send_key(sig.raw());
-                }
-                (Effect::Resize, Some(b)) => b.resize(),
-                (Effect::InputOff, Some(b)) => {
-                    b.set_input(false);
-                }
-                (Effect::InputOn, Some(b)) => {
-                    b.set_input(true);
-                }
-                (Effect::Flush, Some(b)) => b.flush(),
-                (Effect::Stopped, Some(b)) => b.stopped(),
-                (Effect::ClosePty, Some(b)) => b.close_pty(),
-                (Effect::Drain, Some(b)) => b.drain(&mut Ending(signals)),
-                // The terminal's effects without a terminal: nothing to do.
-                (_, None) => {}
-            }
-        }
-        todo = next;
+/// The client's decisions and what its effects act on.
+struct Relay<'a> {
+    client: Client,
+    sock: &'a OwnedFd,
+    signals: &'a SignalFd,
+    bridge: Option<&'a mut crate::bridge::Bridge>,
+}
+
+impl Carry for Relay<'_> {
+    type Event = Event;
+    type Effect = Effect;
+    type End = End;
+
+    fn decide(&mut self, ev: Event) -> Vec<Effect> {
+        self.client.on(ev)
     }
-    None
+
+    /// [`Effect::StopSelf`] is answered by [`Event::Woke`].
+    fn carry(&mut self, fx: Effect) -> Carried<Event, End> {
+        match (fx, self.bridge.as_deref_mut()) {
+            (Effect::Tell(sig), _) => {
+                let _ = socket::send(self.sock.as_fd(), ExecAsk::Kill(sig).encode(&mut [0; FRAME]), &[]);
+            }
+            (Effect::StopSelf(sig), b) => {
+                crate::signals::stop_with(sig.raw(), true);
+                let in_front = b.is_some_and(|b| b.tty.in_front());
+                return Carried::Answer(Event::Woke { in_front });
+            }
+            (Effect::End(end), _) => return Carried::End(end),
+            (Effect::PtyKey(sig), Some(b)) => {
+                b.send_key(sig.raw());
+            }
+            (Effect::Resize, Some(b)) => b.resize(),
+            (Effect::InputOff, Some(b)) => {
+                b.set_input(false);
+            }
+            (Effect::InputOn, Some(b)) => {
+                b.set_input(true);
+            }
+            (Effect::Flush, Some(b)) => b.flush(),
+            (Effect::Stopped, Some(b)) => b.stopped(),
+            (Effect::ClosePty, Some(b)) => b.close_pty(),
+            (Effect::Drain, Some(b)) => b.drain(&mut Ending(self.signals)),
+            // The terminal's effects without a terminal: nothing to do.
+            (_, None) => {}
+        }
+        Carried::Done
+    }
 }
 
 fn exec_failed(e: i32, cmd: &[OsString]) -> anyhow::Error {

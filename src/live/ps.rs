@@ -10,6 +10,7 @@
 use super::client::{self, Conn, Refused};
 use super::lockfile::{self, Holder};
 use super::socket::{self, Got};
+use crate::sys::poll::PollSet;
 use rustix::fd::AsFd;
 use snug_core::wire::{Control, FRAME};
 use std::path::{Path, PathBuf};
@@ -76,24 +77,22 @@ fn collect(asked: &mut [Box<Asked>]) {
         if open.is_empty() || left.is_zero() {
             return;
         }
-        let mut fds: Vec<_> =
-            open.iter().map(|i| rustix::event::PollFd::new(&asked[*i].conn.fd, rustix::event::PollFlags::IN)).collect();
-        let wait = rustix::event::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) };
-        match rustix::event::poll(&mut fds, Some(&wait)) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return,
+        // Each connection by its place in `asked`.
+        let mut set = PollSet::default();
+        for i in open {
+            set.watch(i, Some(asked[i].conn.fd.as_fd()), libc::POLLIN);
         }
-        let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
-        drop(fds);
-        for (k, i) in open.into_iter().enumerate() {
-            if ready[k] {
-                asked[i].got = match socket::recv(asked[i].conn.fd.as_fd()) {
-                    Got::Empty => Got::Empty,
-                    Got::Packet(b, f) => Got::Packet(b, f),
-                    // Closed or garbage: no answer, and none to wait for.
-                    _ => Got::Closed,
-                };
-            }
+        match set.poll(Some(left)) {
+            Err(e) if e.kind() != std::io::ErrorKind::Interrupted => return,
+            _ => {}
+        }
+        for i in set.ready() {
+            asked[i].got = match socket::recv(asked[i].conn.fd.as_fd()) {
+                Got::Empty => Got::Empty,
+                Got::Packet(b, f) => Got::Packet(b, f),
+                // Closed or garbage: no answer, and none to wait for.
+                _ => Got::Closed,
+            };
         }
     }
 }

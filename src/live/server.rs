@@ -181,12 +181,10 @@ impl Server {
         })
     }
 
-    /// The descriptors to poll, appended to `out`: the listener, then each connection.
-    pub fn poll_fds(&self, out: &mut Vec<libc::pollfd>) {
-        out.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        for c in &self.conns {
-            out.push(libc::pollfd { fd: c.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        }
+    /// The descriptors to poll: the listener, then each connection.
+    pub fn poll_fds(&self) -> Vec<libc::pollfd> {
+        let fds = std::iter::once(self.listener.as_raw_fd()).chain(self.conns.iter().map(|c| c.fd.as_raw_fd()));
+        fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect()
     }
 
     /// Act on what poll found (`ready` is what [`Server::poll_fds`] added, with revents);

@@ -9,7 +9,7 @@ use super::socket::{self, Got};
 use super::wire;
 use crate::end::Outcome;
 use crate::error::{failure, OS_ERROR};
-use rustix::event::{PollFd, PollFlags};
+use crate::sys::poll::PollSet;
 use rustix::fd::{AsFd, BorrowedFd};
 use snug_core::wire::{Control, FRAME};
 use snug_core::Signal;
@@ -89,6 +89,15 @@ const END_MS: u64 = 10_000;
 ///
 /// # Errors
 /// 71 when it is still there past the bound.
+/// What `wait_end` polls.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The control socket, for the run's `end …` line.
+    Sock,
+    /// The run's pidfd: readable once it is gone.
+    Gone,
+}
+
 fn wait_end(name: &str, sock: Option<BorrowedFd<'_>>, pidfd: BorrowedFd<'_>) -> anyhow::Result<Option<String>> {
     let until = std::time::Instant::now() + std::time::Duration::from_millis(END_MS);
     let left = || until.saturating_duration_since(std::time::Instant::now()).as_millis() as i32;
@@ -96,14 +105,14 @@ fn wait_end(name: &str, sock: Option<BorrowedFd<'_>>, pidfd: BorrowedFd<'_>) -> 
     let mut end = None;
     // The run writes `end …` just before it exits; its pidfd says when it is gone.
     while let Some(sock) = sock {
-        let mut p = [PollFd::new(&sock, PollFlags::IN), PollFd::new(&pidfd, PollFlags::IN)];
-        let wait =
-            rustix::event::Timespec { tv_sec: i64::from(left() / 1000), tv_nsec: i64::from(left() % 1000) * 1_000_000 };
-        match rustix::event::poll(&mut p, Some(&wait)) {
-            Err(rustix::io::Errno::INTR) => continue,
+        let mut set = PollSet::default();
+        set.watch(End::Sock, Some(sock), libc::POLLIN);
+        set.watch(End::Gone, Some(pidfd), libc::POLLIN);
+        match set.poll(Some(std::time::Duration::from_millis(left().max(0) as u64))) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(failure(OS_ERROR, format!("poll: {e}"))),
-            Ok(0) => break,
-            Ok(_) => {}
+            Ok(()) if set.ready().is_empty() => break,
+            Ok(()) => {}
         }
         match socket::recv(sock) {
             Got::Packet(b, _) if b.starts_with(b"end ") => {

@@ -2,7 +2,7 @@
 //! pidfd; ready once it writes its pid; stopped when the sandbox ends (SPEC N2, N3).
 
 use std::io::Read as _;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use crate::error::{failure, INTERNAL, UNAVAILABLE};
 use crate::log::log;
 use crate::pidfd::Pinned;
 use crate::sys::fds::PASTA_USERNS_FD as USERNS_FD;
-use crate::sys::poll::{readable, ready};
+use crate::sys::poll::{readable, PollSet};
 
 /// How long pasta may take to configure the namespace (it takes tens of milliseconds).
 pub const READY_WITHIN: Duration = Duration::from_secs(5);
@@ -172,6 +172,15 @@ fn last_line(said: &[u8]) -> Option<String> {
     text.lines().map(str::trim).rev().find(|l| !l.is_empty() && !noise(l)).map(str::to_string)
 }
 
+/// pasta's pipes while it starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pipe {
+    /// stdout, where the pid file is.
+    Out,
+    /// stderr.
+    Err,
+}
+
 impl Pasta {
     /// Poll pasta's stdout (the pid file) and stderr until its pid arrives, it exits, or
     /// `deadline` passes.
@@ -188,10 +197,13 @@ impl Pasta {
                 ));
             }
             let within = left.max(Duration::from_millis(1));
-            let Ok([out_ready, err_ready]) = ready([Some(out.as_fd()), self.err.as_ref().map(|f| f.as_fd())], within)
-            else {
+            let mut set = PollSet::default();
+            set.watch(Pipe::Out, Some(out.as_fd()), libc::POLLIN);
+            set.watch(Pipe::Err, self.err.as_ref().map(|f| f.as_fd()), libc::POLLIN);
+            if set.poll(Some(within)).is_err() {
                 continue; // EINTR
-            };
+            }
+            let (out_ready, err_ready) = (set.got(Pipe::Out) != 0, set.got(Pipe::Err) != 0);
             if err_ready && !self.read_err(&mut said) {
                 self.err = None;
             }
@@ -260,9 +272,9 @@ impl Pasta {
     }
 
     /// The descriptor the supervisor polls while the sandbox runs: pasta's stderr (readable on
-    /// output and at EOF, when pasta exits), or -1.
-    pub fn watch_fd(&self) -> RawFd {
-        self.err.as_ref().map_or(-1, |f| f.as_raw_fd())
+    /// output and at EOF, when pasta exits), while it is open.
+    pub fn watch_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.err.as_ref().map(|f| f.as_fd())
     }
 
     /// [`Pasta::watch_fd`] is readable: forward what pasta says; at EOF, report its end.

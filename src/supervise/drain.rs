@@ -38,7 +38,7 @@ impl SupervisorLoop {
 impl Watch for SupervisorLoop {
     fn fds(&self) -> Vec<libc::pollfd> {
         let mut fds = vec![libc::pollfd { fd: self.signals.raw(), events: libc::POLLIN, revents: 0 }];
-        self.control_fds(&mut fds);
+        fds.extend(self.control.iter().flat_map(|c| c.poll_fds()));
         fds
     }
 

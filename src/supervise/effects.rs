@@ -1,37 +1,42 @@
 //! Carrying out what the core decided, in order, and saying it under `-v` (O4). Nothing here
-//! decides: each effect is one system call or a few, and the two that answer ([`Effect::Raw`],
-//! [`Effect::StopSelf`]) hand their answer back to the core as an event.
+//! decides: each effect is one system call or a few, and the three that answer
+//! ([`Effect::StartNetwork`], [`Effect::Raw`], [`Effect::StopSelf`]) return their answer
+//! ([`Carried::Answer`]).
 
 use super::SupervisorLoop;
 use crate::log::log;
 use crate::signals::{signame, Delivered, SI_KERNEL};
+use snug_core::carry::{Carried, Carry};
 use snug_core::supervisor::{Effect, Event, Note, Order, Origin, FORCE_QUIT, GRACE};
+use std::convert::Infallible;
 use std::time::Instant;
 
-impl SupervisorLoop {
-    /// Carry out `fx`, in order.
-    pub(super) fn carry_out(&mut self, fx: Vec<Effect>) {
-        for e in fx {
-            self.effect(e);
-        }
+impl Carry for SupervisorLoop {
+    type Event = Event<anyhow::Error>;
+    type Effect = Effect;
+    /// The loop ends when the outer namespace is gone, never by an effect.
+    type End = Infallible;
+
+    fn decide(&mut self, ev: Self::Event) -> Vec<Effect> {
+        self.core.on(Instant::now(), ev)
     }
 
-    fn effect(&mut self, e: Effect) {
+    fn carry(&mut self, e: Effect) -> Carried<Self::Event, Infallible> {
         match e {
             Effect::Order(o) => self.order(o),
             Effect::StartNetwork => {
-                let Some(init) = self.init.as_ref() else { return };
-                match (self.on_init)(init) {
+                let Some(init) = self.init.as_ref() else { return Carried::Done };
+                return Carried::Answer(match (self.on_init)(init) {
                     Ok(attached) => {
                         match attached {
                             Some(crate::net::Attached::Pasta(p)) => self.pasta = Some(p),
                             Some(crate::net::Attached::Own(o)) => self.own_net = Some(o),
                             None => {}
                         }
-                        self.on(Event::NetworkUp);
+                        Event::NetworkUp
                     }
-                    Err(e) => self.on(Event::Failed(e)),
-                }
+                    Err(e) => Event::Failed(e),
+                });
             }
             Effect::SignalOwnGroup(sig) => {
                 let own = rustix::process::getpgrp().as_raw_nonzero().get();
@@ -47,14 +52,11 @@ impl SupervisorLoop {
                 }
             }
             // The core waits for the answer, with or without a terminal.
-            Effect::Raw => {
-                let ok = self.bridge.as_mut().is_some_and(|b| b.set_input(true));
-                self.on(Event::Raw(ok));
-            }
+            Effect::Raw => return Carried::Answer(Event::Raw(self.bridge.as_mut().is_some_and(|b| b.set_input(true)))),
             Effect::PtyKey(_) | Effect::Resize | Effect::Cooked | Effect::KeysOff | Effect::ClosePty => {
                 self.terminal_effect(e)
             }
-            Effect::StopSelf { sig, group } => self.stop_self(sig, group),
+            Effect::StopSelf { sig, group } => return Carried::Answer(self.stop_self(sig, group)),
             Effect::TearDown(why) => {
                 // Killing bwrap, pid 1 of the outer namespace: the kernel kills and reaps
                 // everything below before bwrap's own exit is seen (`zap_pid_ns_processes` in
@@ -75,8 +77,11 @@ impl SupervisorLoop {
             }
             Effect::Note(n) => note(n),
         }
+        Carried::Done
     }
+}
 
+impl SupervisorLoop {
     /// An effect on the caller's terminal or the sandbox's pty (terminal mode).
     fn terminal_effect(&mut self, e: Effect) {
         let Some(b) = self.bridge.as_mut() else { return };
@@ -119,9 +124,9 @@ impl SupervisorLoop {
         self.outbox.send(&self.chan, o);
     }
 
-    /// Stop snug (and its group when `group`) until continued; tell the core how long that
+    /// Stop snug (and its group when `group`) until continued; the answer says how long that
     /// took (the grace's clock does not run meanwhile, G2).
-    fn stop_self(&mut self, sig: snug_core::Signal, group: bool) {
+    fn stop_self(&mut self, sig: snug_core::Signal, group: bool) -> Event<anyhow::Error> {
         let sig = sig.raw();
         log!("stopping snug{} with {}", if group { "'s process group" } else { "" }, signame(sig));
         if let Some(b) = self.bridge.as_mut() {
@@ -134,7 +139,7 @@ impl SupervisorLoop {
             b.stopped();
         }
         log!("snug continued after {} ms", paused.as_millis());
-        self.on(Event::Woke { paused });
+        Event::Woke { paused }
     }
 }
 

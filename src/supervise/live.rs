@@ -52,16 +52,7 @@ impl SupervisorLoop {
         self
     }
 
-    /// Add the control socket's descriptors to the poll set; returns where they start.
-    pub(super) fn control_fds(&self, fds: &mut Vec<libc::pollfd>) -> usize {
-        let at = fds.len();
-        if let Some(s) = &self.control {
-            s.poll_fds(fds);
-        }
-        at
-    }
-
-    /// Serve the control socket after a poll (`ready` from [`SupervisorLoop::control_fds`]);
+    /// Serve the control socket after a poll (`ready`: its entries of the poll set);
     /// `signalled`: the round read signals (see [`crate::live::server::Server::on_ready`]).
     pub(super) fn on_control(&mut self, ready: &[libc::pollfd], signalled: bool) {
         if let Some(mut s) = self.control.take() {

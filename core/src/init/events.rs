@@ -81,8 +81,9 @@ pub enum Effect {
     Report(Report),
     /// Make this group the sandbox pty's foreground (`tcsetpgrp(3)`).
     Foreground(Pid),
-    /// Read the payload's exec-error pipe now, and hand what it says to [`Init::on`] before
-    /// the next effect, so that an exec error is reported before the end it caused (R4).
+    /// Read the payload's exec-error pipe now; what it says is the answer, decided on before
+    /// the next effect ([`crate::carry`]), so that an exec error is reported before the end it
+    /// caused (R4).
     ReadExecError,
     /// Whether a child's stop or continue raises SIGCHLD (`SA_NOCLDSTOP`, `sigaction(2)`);
     /// also whether `waitpid` asks for them ([`Init::stop_news`]).
@@ -90,7 +91,7 @@ pub enum Effect {
     /// Exit with this code; the kernel then kills the rest of the sandbox (R5).
     Exit(i32),
     /// Fork `snug exec`'s CMD with the descriptors that came with its run request (L3);
-    /// the result comes back as [`Event::Spawned`].
+    /// the result is the answer, [`Event::Spawned`].
     Spawn(ExecId),
     /// Open a pty from the sandbox's own `/dev/ptmx` and send its master to the exec's client
     /// (T1, L3): CMD's terminal is then a node of the sandbox's `/dev/pts`.

@@ -86,8 +86,9 @@ impl Served {
         }
     }
 
-    /// Append this network's poll entries to `fds`.
-    pub fn poll_fds(&mut self, fds: &mut Vec<libc::pollfd>) {
+    /// This network's poll entries.
+    pub fn poll_fds(&mut self) -> Vec<libc::pollfd> {
+        let mut fds = Vec::new();
         let watch = |fd: i32, events: i16| libc::pollfd { fd, events, revents: 0 };
         self.tokens.clear();
         if let Some(w) = self.resolver.wake_fd() {
@@ -119,9 +120,10 @@ impl Served {
             fds.push(watch(d.fd(), d.events()));
             self.tokens.push(Token::Dns(id));
         }
+        fds
     }
 
-    /// Act on `fds`, the entries [`Served::poll_fds`] appended, as poll returned them.
+    /// Act on `fds`, the entries of [`Served::poll_fds`], as poll returned them.
     pub fn on_ready(&mut self, fds: &[libc::pollfd]) {
         let mut turns: HashMap<u64, (i16, i16)> = HashMap::new();
         let tokens = std::mem::take(&mut self.tokens);
