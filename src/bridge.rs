@@ -31,7 +31,7 @@ const CHUNK: usize = 64 << 10;
 pub enum Event {
     /// A key the pty turns into this signal for its foreground group (^C: SIGINT, ^\:
     /// SIGQUIT), under the payload's own settings.
-    Typed(i32),
+    Typed(snug_core::Signal),
     /// The caller's terminal went away (EIO or a hangup on it, T10).
     HungUp,
     /// Output waits while snug's job is in the background and the caller set `tostop`: the

@@ -30,7 +30,6 @@ pub fn as_status(status: WaitStatus) -> ! {
 /// and unblocked, then `kill(2)` ourselves; exit 128+n if that did not end us (SPEC R3).
 pub fn die_of(sig: Signal) -> ! {
     use std::io::Write;
-    let sig = sig.raw();
     log!("snug dies of {}", crate::signals::signame(sig));
     let _ = std::io::stdout().flush();
     use rustix::process::{setrlimit, Resource, Rlimit};
@@ -38,5 +37,5 @@ pub fn die_of(sig: Signal) -> ! {
     crate::signals::default(sig);
     let _ = crate::signals::kill(std::process::id() as i32, sig);
     crate::signals::unblock(sig);
-    std::process::exit(128 + sig)
+    std::process::exit(128 + sig.raw())
 }

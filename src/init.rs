@@ -127,12 +127,12 @@ fn settle(chan: &Channel, stderr: OwnedFd, pty: Option<&OwnedFd>) -> Result<Sign
         rustix::process::ioctl_tiocsctty(pty)?;
         rustix::io::fcntl_setfd(pty, rustix::io::FdFlags::CLOEXEC)?;
     }
-    let signals = SignalFd::new(&[Signal::CHLD, Signal::INT, Signal::QUIT, Signal::TERM, Signal::HUP].map(Signal::raw))
-        .map_err(errno)?;
+    let signals =
+        SignalFd::new(&[Signal::CHLD, Signal::INT, Signal::QUIT, Signal::TERM, Signal::HUP]).map_err(errno)?;
     // Init gives and takes the pty's foreground from its own group, which may be in the
     // background: blocked, SIGTTOU lets it (`tty_check_change`). The payload's process
     // clears its mask (S1).
-    crate::signals::block(&[Signal::TTOU.raw()]);
+    crate::signals::block(&[Signal::TTOU]);
     Ok(signals)
 }
 

@@ -36,7 +36,6 @@ mod prompt;
 mod protect;
 mod pty;
 mod quote;
-mod relay;
 mod report;
 mod report_sink;
 mod root;

@@ -2,6 +2,7 @@
 //! sandbox only through these, so a recycled pid can never make it hit a stranger (SPEC K4).
 
 use rustix::process::{pidfd_open, pidfd_send_signal, waitid, Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
+use snug_core::WaitStatus;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
@@ -66,8 +67,8 @@ impl Pinned {
     ///
     /// # Errors
     /// `ESRCH` once it has exited (also when unreaped); `EINVAL` for a signal without a name.
-    pub fn signal(&self, sig: i32) -> io::Result<()> {
-        let sig = Signal::from_named_raw(sig).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    pub fn signal(&self, sig: snug_core::Signal) -> io::Result<()> {
+        let sig = Signal::from_named_raw(sig.raw()).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
         Ok(pidfd_send_signal(&self.fd, sig)?)
     }
 
@@ -77,9 +78,9 @@ impl Pinned {
     }
 
     /// Reap the process, which must be snug's child (`waitid(2)` with `P_PIDFD`), and give
-    /// its raw wait status (`waitpid(2)` layout); `None` when it was reaped elsewhere (a
-    /// caller that ignores SIGCHLD makes the kernel reap it, SPEC S3).
-    pub fn reap(&self) -> Option<i32> {
+    /// how it ended; `None` when it was reaped elsewhere (a caller that ignores SIGCHLD makes
+    /// the kernel reap it, SPEC S3).
+    pub fn reap(&self) -> Option<WaitStatus> {
         let status = loop {
             match waitid(WaitId::PidFd(self.fd.as_fd()), WaitIdOptions::EXITED) {
                 Ok(Some(s)) => break s,
@@ -88,8 +89,8 @@ impl Pinned {
             }
         };
         Some(match (status.exit_status(), status.terminating_signal()) {
-            (Some(code), _) => (code & 0xff) << 8,
-            (None, Some(sig)) => sig & 0x7f,
+            (Some(code), _) => WaitStatus::Exited(code & 0xff),
+            (None, Some(sig)) => WaitStatus::Signaled { sig: snug_core::Signal(sig & 0x7f), core: false },
             (None, None) => return None,
         })
     }

@@ -39,7 +39,7 @@ enum Origin {
 
 #[derive(Clone, Debug)]
 struct SignalEvent {
-    sig: i32,
+    sig: Signal,
     origin: Origin,
     at: Duration,
     action: &'static str,
@@ -164,7 +164,7 @@ impl RunRecord {
         } else {
             Origin::Process(got.pid)
         };
-        if action == Action::Key && got.sig == libc::SIGINT {
+        if action == Action::Key && got.sig == Signal::INT {
             self.keys += 1; // init reports it as an Interrupt too
         }
         let grace = action == Action::RelayWithGrace && self.grace.is_none();
@@ -206,8 +206,7 @@ impl RunRecord {
             FromInit::Interrupt(_) if self.keys > 0 => self.keys -= 1,
             FromInit::Interrupt(_) => {
                 let at = now - self.start;
-                let e =
-                    SignalEvent { sig: libc::SIGINT, origin: Origin::Terminal, at, action: "delivered_by_terminal" };
+                let e = SignalEvent { sig: Signal::INT, origin: Origin::Terminal, at, action: "delivered_by_terminal" };
                 live::signal(&e);
                 self.push(e);
             }

@@ -16,8 +16,8 @@ pub const SI_KERNEL: i32 = 0x80;
 /// One signal read from a [`SignalFd`].
 #[derive(Debug, Clone, Copy)]
 pub struct Delivered {
-    /// Signal number.
-    pub sig: i32,
+    /// The signal.
+    pub sig: Signal,
     /// `si_code`: [`SI_KERNEL`] for a terminal, `SI_USER` (0) for `kill(2)`, …
     pub code: i32,
     /// Sender's pid in the receiver's namespace (0 when not visible there).
@@ -44,7 +44,7 @@ impl SignalFd {
     ///
     /// # Errors
     /// The `signalfd(2)` error.
-    pub fn new(sigs: &[i32]) -> io::Result<SignalFd> {
+    pub fn new(sigs: &[Signal]) -> io::Result<SignalFd> {
         let mask = mask_of(sigs);
         set_mask(libc::SIG_BLOCK, mask)?;
         Ok(SignalFd { fd: raw::signalfd(mask)? })
@@ -62,7 +62,7 @@ impl SignalFd {
         let n = rustix::io::read(&self.fd, &mut info).ok()?;
         let field = |at: usize| [info[at], info[at + 1], info[at + 2], info[at + 3]];
         (n == info.len()).then(|| Delivered {
-            sig: u32::from_ne_bytes(field(0)) as i32,
+            sig: Signal(u32::from_ne_bytes(field(0)) as i32),
             code: i32::from_ne_bytes(field(8)),
             pid: u32::from_ne_bytes(field(12)),
         })
@@ -76,23 +76,23 @@ impl AsFd for SignalFd {
 }
 
 /// Whether `sig` was ignored (`SIG_IGN`) in this process, read with `sigaction(2)`.
-pub fn ignored(sig: i32) -> bool {
+pub fn ignored(sig: Signal) -> bool {
     sigaction(sig, None) == Some(libc::SIG_IGN)
 }
 
 /// Set `sig` to `SIG_DFL` in this process.
-pub fn default(sig: i32) {
+pub fn default(sig: Signal) {
     sigaction(sig, Some(0));
 }
 
 /// Set `sig` to `SIG_DFL` with `sigaction(2)` flags `flags` (`SA_NOCLDSTOP` for SIGCHLD).
-pub fn default_with(sig: i32, flags: i32) {
+pub fn default_with(sig: Signal, flags: i32) {
     sigaction(sig, Some(flags));
 }
 
 /// `sigaction(2)` on `sig` ([`raw::sigaction_dfl`]).
-fn sigaction(sig: i32, dfl_flags: Option<i32>) -> Option<libc::sighandler_t> {
-    raw::sigaction_dfl(Signal(sig), dfl_flags)
+fn sigaction(sig: Signal, dfl_flags: Option<i32>) -> Option<libc::sighandler_t> {
+    raw::sigaction_dfl(sig, dfl_flags)
 }
 
 /// `kill(2)`: send `sig` (any number, 32 and 33 included) to `target` (a pid, 0 for the own
@@ -101,8 +101,8 @@ fn sigaction(sig: i32, dfl_flags: Option<i32>) -> Option<libc::sighandler_t> {
 ///
 /// # Errors
 /// The `kill(2)` error (`ESRCH`, `EPERM`).
-pub fn kill(target: i32, sig: i32) -> io::Result<()> {
-    raw::kill(target, Signal(sig))
+pub fn kill(target: i32, sig: Signal) -> io::Result<()> {
+    raw::kill(target, sig)
 }
 
 /// `pidfd_send_signal(2)`: send `sig` (any number, 32 and 33 included) to the process that
@@ -110,13 +110,13 @@ pub fn kill(target: i32, sig: i32) -> io::Result<()> {
 ///
 /// # Errors
 /// The call's error (`ESRCH` once the process has exited).
-pub fn send_pidfd(pidfd: BorrowedFd<'_>, sig: i32) -> io::Result<()> {
-    raw::pidfd_send(pidfd, Signal(sig), 0)
+pub fn send_pidfd(pidfd: BorrowedFd<'_>, sig: Signal) -> io::Result<()> {
+    raw::pidfd_send(pidfd, sig, 0)
 }
 
 /// The kernel sigset (bit `n-1` for signal `n`) of `sigs`.
-fn mask_of(sigs: &[i32]) -> u64 {
-    sigs.iter().filter(|s| (1..=64).contains(*s)).fold(0, |m, s| m | 1u64 << (s - 1))
+fn mask_of(sigs: &[Signal]) -> u64 {
+    sigs.iter().map(|s| s.raw()).filter(|s| (1..=64).contains(s)).fold(0, |m, s| m | 1u64 << (s - 1))
 }
 
 /// `rt_sigprocmask(2)` on this thread with a 64-bit kernel sigset ([`sigseal::set_mask`]);
@@ -127,12 +127,12 @@ fn set_mask(how: i32, mask: u64) -> io::Result<u64> {
 
 /// Block `sigs` in this thread (so that they queue, or so that init may change a terminal
 /// from the background: SIGTTOU).
-pub fn block(sigs: &[i32]) {
+pub fn block(sigs: &[Signal]) {
     let _ = set_mask(libc::SIG_BLOCK, mask_of(sigs));
 }
 
 /// Unblock `sig` in this thread (a signal to die of, `end::die_of`).
-pub fn unblock(sig: i32) {
+pub fn unblock(sig: Signal) {
     let _ = set_mask(libc::SIG_UNBLOCK, mask_of(&[sig]));
 }
 
@@ -145,11 +145,11 @@ pub fn unblock(sig: i32) {
 /// action (stop) applies instead of queueing it. The kernel discards TSTP, TTIN and TTOU for
 /// an orphaned process group (`kernel/signal.c`, `do_signal_stop` callers), and snug ignores
 /// `sig` when its caller did (S2): then SIGSTOP, which always stops, stops snug alone.
-pub fn stop_with(sig: i32, group: bool) {
+pub fn stop_with(sig: Signal, group: bool) {
     let me = std::process::id() as i32;
-    let job = matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) && !ignored(sig) && !orphaned();
+    let job = matches!(sig, Signal::TSTP | Signal::TTIN | Signal::TTOU) && !ignored(sig) && !orphaned();
     if !job {
-        let _ = kill(me, libc::SIGSTOP);
+        let _ = kill(me, Signal::STOP);
         return;
     }
     let _ = set_mask(libc::SIG_UNBLOCK, mask_of(&[sig]));
@@ -234,7 +234,8 @@ fn realtime() -> std::ops::RangeInclusive<i32> {
 /// A signal's name, `SIGTERM` style, for logs and messages, as bash's `kill -l` gives it: the
 /// real-time ones from 34 as `SIGRTMIN`, `SIGRTMIN+1` … `SIGRTMIN+15`, then `SIGRTMAX-14` …
 /// `SIGRTMAX`; 32 and 33 by number (`SIG32`).
-pub fn signame(sig: i32) -> String {
+pub fn signame(sig: Signal) -> String {
+    let sig = sig.raw();
     if let Some((_, name)) = NAMED.iter().find(|(n, _)| *n == sig) {
         return format!("SIG{name}");
     }
@@ -291,7 +292,7 @@ mod tests {
             let bash = std::process::Command::new("bash").args(["-c", &format!("kill -l {n}")]).output().expect("bash");
             let want = String::from_utf8_lossy(&bash.stdout).trim().to_string();
             let want = if want.is_empty() { format!("SIG{n}") } else { format!("SIG{want}") };
-            assert_eq!(signame(n), want, "signal {n}");
+            assert_eq!(signame(Signal(n)), want, "signal {n}");
             assert_eq!(parse(&want), Some(n), "{want}");
             assert_eq!(parse(&want[3..].to_ascii_lowercase()), Some(n), "{want}");
         }
@@ -302,6 +303,6 @@ mod tests {
         for bad in ["0", "65", "RTMIN+31", "RTMAX-31", "RTMIN-1", "RTMAX+1", "NOPE", "SIG", ""] {
             assert_eq!(parse(bad), None, "{bad}");
         }
-        assert_eq!(signame(0), "signal 0");
+        assert_eq!(signame(Signal(0)), "signal 0");
     }
 }

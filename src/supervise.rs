@@ -18,6 +18,7 @@ use crate::signals::SignalFd;
 use crate::start::Nest;
 use crate::sys::poll::PollSet;
 use snug_core::supervisor::{Config, Event};
+use snug_core::Signal;
 use std::ops::ControlFlow;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::Instant;
@@ -108,7 +109,7 @@ impl SupervisorLoop {
         let cfg = Config {
             terminal: matches!(mode, Mode::Terminal { .. }),
             immediate: matches!(mode, Mode::Terminal { immediate: true }),
-            hup_ignored: crate::signals::ignored(libc::SIGHUP),
+            hup_ignored: crate::signals::ignored(Signal::HUP),
             ..Config::default()
         };
         SupervisorLoop {

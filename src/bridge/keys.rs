@@ -26,13 +26,14 @@
 use super::{waiting, Bridge, Event, RECHECK};
 use rustix::io::Errno;
 use rustix::termios::{self, LocalModes, SpecialCodeIndex};
+use snug_core::Signal;
 use std::time::Instant;
 
 impl Bridge {
     /// A key the caller's terminal turned into `sig` (ISIG, mirrored from the pty) while snug
     /// copies keys: the pty gets that key, so its line discipline signals its foreground group
     /// with the payload's own settings (T2). False when the pty has no such key.
-    pub fn send_key(&mut self, sig: i32) -> bool {
+    pub fn send_key(&mut self, sig: Signal) -> bool {
         let Some(key) = self.key_for(sig) else { return false };
         self.to_master.insert(0, key);
         self.write_master();
@@ -41,15 +42,15 @@ impl Bridge {
 
     /// Whether the pty makes `sig` from a key of its own (ISIG, and VINTR, VQUIT or VSUSP set),
     /// so that [`Bridge::send_key`] can type it.
-    pub fn has_key(&self, sig: i32) -> bool {
+    pub fn has_key(&self, sig: Signal) -> bool {
         self.key_for(sig).is_some()
     }
 
-    fn key_for(&self, sig: i32) -> Option<u8> {
+    fn key_for(&self, sig: Signal) -> Option<u8> {
         let index = match sig {
-            libc::SIGINT => SpecialCodeIndex::VINTR,
-            libc::SIGQUIT => SpecialCodeIndex::VQUIT,
-            libc::SIGTSTP => SpecialCodeIndex::VSUSP,
+            Signal::INT => SpecialCodeIndex::VINTR,
+            Signal::QUIT => SpecialCodeIndex::VQUIT,
+            Signal::TSTP => SpecialCodeIndex::VSUSP,
             _ => return None,
         };
         let t = self.pty_settings().filter(|t| t.local_modes.contains(LocalModes::ISIG))?;
@@ -130,9 +131,9 @@ impl Bridge {
                 continue;
             }
             if Some(k) == intr {
-                events.push(Event::Typed(libc::SIGINT));
+                events.push(Event::Typed(Signal::INT));
             } else if Some(k) == quit {
-                events.push(Event::Typed(libc::SIGQUIT));
+                events.push(Event::Typed(Signal::QUIT));
             } else if quoting && Some(k) == lnext {
                 self.lnext = true;
             }

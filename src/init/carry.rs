@@ -41,7 +41,7 @@ impl Carry for Serve<'_> {
             }
             Effect::ReadExecError => return self.read_exec_error().map_or(Carried::Done, Carried::Answer),
             Effect::StopNews(news) => {
-                crate::signals::default_with(Signal::CHLD.raw(), if news { 0 } else { libc::SA_NOCLDSTOP })
+                crate::signals::default_with(Signal::CHLD, if news { 0 } else { libc::SA_NOCLDSTOP })
             }
             Effect::Exit(code) => return Carried::End(code),
             Effect::Spawn(id) => {
@@ -59,7 +59,7 @@ impl Carry for Serve<'_> {
 /// Send `sig` to `to` (`kill(2)`); a target that is gone is not an error.
 fn signal(to: Target, sig: Signal) {
     let kill = |target: i32| {
-        let _ = crate::signals::kill(target, sig.raw());
+        let _ = crate::signals::kill(target, sig);
     };
     match to {
         // From the namespace's pid 1, -1 is every sandbox process but init (`kill(2)`).

@@ -12,7 +12,7 @@ use crate::sys::poll::PollSet;
 use rustix::process::{wait, WaitOptions};
 use snug_core::carry;
 use snug_core::init::{self, Config, Event, ExecId, Init};
-use snug_core::{Pid, Signal, WaitStatus};
+use snug_core::{Pid, WaitStatus};
 use std::ops::ControlFlow;
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -140,7 +140,7 @@ impl Serve<'_> {
             },
             Slot::Signals => {
                 while let Some(d) = self.signals.read() {
-                    self.handle(Event::Signal(Signal(d.sig)))?;
+                    self.handle(Event::Signal(d.sig))?;
                 }
                 ControlFlow::Continue(())
             }

@@ -16,6 +16,7 @@ use crate::signals::{self, SignalFd};
 use crate::start::{Nest, Passed};
 use crate::tty::CallerTty;
 use anyhow::{Context, Result};
+use snug_core::Signal;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 
@@ -75,13 +76,13 @@ pub fn begin(
     allow_userns: bool,
 ) -> Result<Begun> {
     // S3: a caller that ignores SIGCHLD would make the kernel reap bwrap behind our back.
-    signals::default(libc::SIGCHLD);
+    signals::default(Signal::CHLD);
     // S2: what was ignored at start stays ignored and is never relayed.
-    let all = crate::relay::caught();
+    let all = snug_core::supervisor::relay::caught();
     // Read once: for S2 here, and for nest's seal (what nest inherits at the clone).
     let ignoring = sigseal::ignored();
-    let caught: Vec<i32> = all.iter().copied().filter(|s| !sigseal::SigState::has(ignoring, *s)).collect();
-    let ignored: Vec<i32> = all.iter().copied().filter(|s| !caught.contains(s)).collect();
+    let (caught, ignored): (Vec<Signal>, Vec<Signal>) =
+        all.into_iter().partition(|s| !sigseal::SigState::has(ignoring, s.raw()));
     if !ignored.is_empty() {
         log!(
             "ignored at start, so never relayed: {:?}",
@@ -188,7 +189,7 @@ struct OptionsPipe {
 impl Drop for OptionsPipe {
     fn drop(&mut self) {
         if self.write.is_some() {
-            let _ = self.bwrap.signal(libc::SIGKILL);
+            let _ = self.bwrap.signal(Signal::KILL);
             self.bwrap.reap();
         }
     }

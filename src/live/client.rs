@@ -231,6 +231,6 @@ pub fn signal(name: &str, sig: snug_core::Signal) -> anyhow::Result<Outcome> {
         Reached::Live(c) => c.pidfd,
         Reached::Stopped(h) => h.pidfd,
     };
-    crate::signals::send_pidfd(pidfd.as_fd(), sig.raw()).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))?;
+    crate::signals::send_pidfd(pidfd.as_fd(), sig).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))?;
     Ok(Outcome::Status(snug_core::WaitStatus::Exited(0)))
 }

@@ -29,7 +29,7 @@ const STARTING: std::time::Duration = std::time::Duration::from_secs(10);
 const STILL_STARTING: &[u8] = b"err the sandbox is still starting";
 
 /// Signals relayed to CMD's group (its process group, which it leads).
-const RELAYED: [i32; 6] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
+const RELAYED: [Signal; 6] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT, Signal::USR1, Signal::USR2];
 
 /// Run CMD in the live sandbox `name`; the outcome is CMD's (R3).
 ///
@@ -67,9 +67,9 @@ pub fn run(name: &str, cmd: &[OsString]) -> anyhow::Result<Outcome> {
         None => None,
     };
     let mask = tty.as_ref().map_or(Default::default(), |t| t.stdio_mask());
-    let mut sigs: Vec<i32> = RELAYED.to_vec();
+    let mut sigs: Vec<Signal> = RELAYED.to_vec();
     if pty.is_some() {
-        sigs.extend([libc::SIGWINCH, libc::SIGCONT, libc::SIGTSTP]);
+        sigs.extend([Signal::WINCH, Signal::CONT, Signal::TSTP]);
     }
     let signals = SignalFd::new(&sigs).map_err(|e| failure(OS_ERROR, format!("signalfd: {e}")))?;
     let own = [rustix::stdio::stdin(), rustix::stdio::stdout(), rustix::stdio::stderr()];
@@ -184,10 +184,10 @@ fn relay(
                 let tty = r.bridge.as_ref().map_or(Tty::default(), |b| Tty {
                     bridge: true,
                     input: b.input(),
-                    front_is_leader: got.sig == libc::SIGTSTP && b.front_is_leader(),
+                    front_is_leader: got.sig == Signal::TSTP && b.front_is_leader(),
                     has_key: b.has_key(got.sig),
                 });
-                events.push(Event::Signal { sig: Signal(got.sig), terminal: got.by_terminal(), tty });
+                events.push(Event::Signal { sig: got.sig, terminal: got.by_terminal(), tty });
             }
         }
         if set.got(Slot::Sock) != 0 {
@@ -240,13 +240,13 @@ impl Carry for Relay<'_> {
                 let _ = socket::send(self.sock.as_fd(), ExecAsk::Kill(sig).encode(&mut [0; FRAME]), &[]);
             }
             (Effect::StopSelf(sig), b) => {
-                crate::signals::stop_with(sig.raw(), true);
+                crate::signals::stop_with(sig, true);
                 let in_front = b.is_some_and(|b| b.tty.in_front());
                 return Carried::Answer(Event::Woke { in_front });
             }
             (Effect::End(end), _) => return Carried::End(end),
             (Effect::PtyKey(sig), Some(b)) => {
-                b.send_key(sig.raw());
+                b.send_key(sig);
             }
             (Effect::Resize, Some(b)) => b.resize(),
             (Effect::InputOff, Some(b)) => {
@@ -287,7 +287,7 @@ impl crate::bridge::Watch for Ending<'_> {
         let mut end = false;
         if ready[0].revents != 0 {
             while let Some(got) = self.0.read() {
-                end |= matches!(got.sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP);
+                end |= matches!(got.sig, Signal::INT | Signal::TERM | Signal::HUP);
             }
         }
         end

@@ -66,7 +66,7 @@ fn stop_stopped(name: &str, path: &Path, h: &Holder, now: bool) -> anyhow::Resul
 /// TERM, then CONT, to a stopped snug, as bash's `kill %1` sends them to a stopped job; a snug
 /// that ended meanwhile is no error.
 fn term_cont(name: &str, pidfd: BorrowedFd<'_>) -> anyhow::Result<()> {
-    for sig in [libc::SIGTERM, libc::SIGCONT] {
+    for sig in [Signal::TERM, Signal::CONT] {
         match crate::signals::send_pidfd(pidfd, sig) {
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(()),
             r => r.map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))?,
@@ -76,7 +76,7 @@ fn term_cont(name: &str, pidfd: BorrowedFd<'_>) -> anyhow::Result<()> {
 }
 
 fn send(name: &str, pidfd: BorrowedFd<'_>, sig: Signal) -> anyhow::Result<()> {
-    crate::signals::send_pidfd(pidfd, sig.raw()).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))
+    crate::signals::send_pidfd(pidfd, sig).map_err(|e| failure(OS_ERROR, format!("{name}: {e}")))
 }
 
 /// How long a stop waits for the run's snug to be gone once asked: its end takes the 1.0 s

@@ -20,7 +20,9 @@ pub fn end_words(text: &str) -> String {
     let note = |rest: Option<&str>| rest.map(|r| format!(" {r}")).unwrap_or_default();
     match (w.next(), w.next().and_then(|n| n.parse::<i32>().ok()), w.next()) {
         (Some("exit"), Some(n), rest) => format!("exited {n}{}", note(rest)),
-        (Some("signal"), Some(n), rest) => format!("killed by {}{}", crate::signals::signame(n), note(rest)),
+        (Some("signal"), Some(n), rest) => {
+            format!("killed by {}{}", crate::signals::signame(snug_core::Signal(n)), note(rest))
+        }
         (Some("fail"), Some(n), rest) => format!("failed (exit {n}): {}", rest.unwrap_or("")),
         _ => format!("ended ({text})"),
     }

@@ -89,8 +89,8 @@ pub fn turn_off(net: impl AsFd, userns: Option<impl AsFd>) -> Result<()> {
                 bail!("{step}: {}", crate::error::io_text(&e));
             }
             match status {
-                Some(0) => Ok(()),
-                Some(s) => bail!("the child ended with wait status {s:#x}"),
+                Some(snug_core::WaitStatus::Exited(0)) => Ok(()),
+                Some(s) => bail!("the child ended with wait status {:#x}", s.to_raw()),
                 None => bail!("the child was reaped elsewhere"),
             }
         }

@@ -13,6 +13,7 @@ use crate::log::log;
 use crate::pidfd::Pinned;
 use crate::sys::fds::PASTA_USERNS_FD as USERNS_FD;
 use crate::sys::poll::{readable, PollSet};
+use snug_core::{Signal, WaitStatus};
 
 /// How long pasta may take to configure the namespace (it takes tens of milliseconds).
 pub const READY_WITHIN: Duration = Duration::from_secs(5);
@@ -298,17 +299,17 @@ impl Pasta {
 
     /// Stop pasta: SIGTERM, SIGKILL after [`STOP_WITHIN`], then reap; its wait status the
     /// first time. Idempotent.
-    pub fn stop(&mut self) -> Option<i32> {
+    pub fn stop(&mut self) -> Option<WaitStatus> {
         if self.reaped {
             return None;
         }
         if !self.pin.exited() {
-            let _ = self.pin.signal(libc::SIGTERM);
+            let _ = self.pin.signal(Signal::TERM);
             // The pidfd polls readable once pasta has exited.
             let gone = readable(&self.pin, Some(STOP_WITHIN));
             if !gone {
                 log!("pasta ignored SIGTERM for {} ms: SIGKILL", STOP_WITHIN.as_millis());
-                let _ = self.pin.signal(libc::SIGKILL);
+                let _ = self.pin.signal(Signal::KILL);
             }
         }
         let status = self.pin.reap();
@@ -324,10 +325,11 @@ impl Drop for Pasta {
     }
 }
 
-fn describe(status: Option<i32>) -> String {
+fn describe(status: Option<WaitStatus>) -> String {
     match status {
-        Some(s) if libc::WIFSIGNALED(s) => format!("killed by {}", crate::signals::signame(libc::WTERMSIG(s))),
-        Some(s) => format!("exit {}", libc::WEXITSTATUS(s)),
+        Some(WaitStatus::Signaled { sig, .. }) => format!("killed by {}", crate::signals::signame(sig)),
+        Some(WaitStatus::Exited(code)) => format!("exit {code}"),
+        Some(s) => format!("{s:?}"),
         None => "reaped elsewhere".to_string(),
     }
 }

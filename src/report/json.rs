@@ -119,7 +119,7 @@ pub(super) fn signal_out(s: &SignalEvent) -> SignalOut {
     };
     let relayed = matches!(s.action, "relay" | "relay_with_grace" | "key");
     let name = short_name(s.sig);
-    SignalOut { name, number: s.sig, origin, pid, ms: s.at.as_millis() as u64, relayed, action: s.action }
+    SignalOut { name, number: s.sig.raw(), origin, pid, ms: s.at.as_millis() as u64, relayed, action: s.action }
 }
 
 /// The report's JSON, field by field (README.md, "Reports").
@@ -217,17 +217,17 @@ impl Status {
     }
 
     fn signal(sig: Signal) -> Status {
-        Status::Signal { signal: short_name(sig.raw()), number: sig.raw() }
+        Status::Signal { signal: short_name(sig), number: sig.raw() }
     }
 }
 
 /// `TERM`, `RTMIN+3` (37: bash's numbering, as `-v` logs it), `SIG32` for the two glibc
 /// keeps nameless, or the number as text.
-pub(super) fn short_name(sig: i32) -> String {
+pub(super) fn short_name(sig: Signal) -> String {
     let long = crate::signals::signame(sig);
     match long.strip_prefix("SIG") {
         Some(short) if !short.starts_with(|c: char| c.is_ascii_digit()) => short.to_string(),
         Some(_) => long,
-        None => sig.to_string(),
+        None => sig.raw().to_string(),
     }
 }

@@ -20,7 +20,7 @@ pub(super) fn signal(e: &SignalEvent) {
 }
 
 /// The grace started with signal `sig` (G2).
-pub(super) fn grace(sig: i32) {
+pub(super) fn grace(sig: snug_core::Signal) {
     if on() {
         emit("grace", json!({ "signal": short_name(sig), "grace_ms": 1000 }));
     }
@@ -39,7 +39,7 @@ pub(super) fn payload(what: &str, status: Option<snug_core::WaitStatus>) {
 /// The payload stopped with `sig` (terminal mode tells it).
 pub(super) fn stopped(sig: snug_core::Signal) {
     if on() {
-        emit("payload_stopped", json!({ "signal": short_name(sig.raw()) }));
+        emit("payload_stopped", json!({ "signal": short_name(sig) }));
     }
 }
 

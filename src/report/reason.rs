@@ -14,7 +14,7 @@ pub(super) fn seconds(d: std::time::Duration) -> String {
 
 fn status(status: WaitStatus) -> String {
     match status {
-        WaitStatus::Signaled { sig, .. } => format!("was killed by {}", super::json::short_name(sig.raw())),
+        WaitStatus::Signaled { sig, .. } => format!("was killed by {}", super::json::short_name(sig)),
         _ => format!("exited with code {}", status.shell_code().unwrap_or(0)),
     }
 }

@@ -55,7 +55,7 @@ impl SupervisorLoop {
             FromInit::Stopped(sig) => {
                 // A hint from inside: believed only if the payload really is stopped.
                 let state = self.payload.as_ref().and_then(Pinned::state);
-                log!("payload stopped by {} (state {state:?})", signame(sig.raw()));
+                log!("payload stopped by {} (state {state:?})", signame(sig));
                 let really = matches!(state, Some('T') | Some('t'));
                 Event::Stopped { sig, really, tty: self.tty(None) }
             }
@@ -96,14 +96,14 @@ impl SupervisorLoop {
         };
         let from = if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
         log!("received {} from {from} (si_code {})", signame(got.sig), got.code);
-        let sig = Signal(got.sig);
+        let sig = got.sig;
         self.on(Event::Signal { sig, origin, tty: self.tty(Some(sig)) });
     }
 
     /// What the bridge saw.
     pub(super) fn on_bridge(&mut self, e: bridge::Event) {
         let event = match e {
-            bridge::Event::Typed(sig) => Event::Typed(Signal(sig)),
+            bridge::Event::Typed(sig) => Event::Typed(sig),
             bridge::Event::HungUp => {
                 log!("the caller's terminal went away");
                 Event::HungUp
@@ -124,7 +124,7 @@ impl SupervisorLoop {
             in_front: b.tty.in_front(),
             copying: b.input(),
             hung_up: b.hung_up(),
-            has_key: key.is_some_and(|s| b.has_key(s.raw())),
+            has_key: key.is_some_and(|s| b.has_key(s)),
         }
     }
 
@@ -137,7 +137,7 @@ impl SupervisorLoop {
 /// A wait status in words, for `-v`.
 fn describe(status: WaitStatus) -> String {
     match status {
-        WaitStatus::Signaled { sig, .. } => format!("killed by {}", signame(sig.raw())),
+        WaitStatus::Signaled { sig, .. } => format!("killed by {}", signame(sig)),
         WaitStatus::Exited(code) => format!("exit {code}"),
         other => format!("{other:?}"),
     }

@@ -6,6 +6,7 @@
 use super::SupervisorLoop;
 use crate::bridge::Watch;
 use crate::log::log;
+use snug_core::Signal;
 
 /// What the drain listens to: every round of it, the state asked of it.
 #[derive(Default)]
@@ -27,9 +28,9 @@ impl SupervisorLoop {
     }
 
     /// A signal or a control request during the drain (see [`Draining`]).
-    pub(super) fn drain_signal(&mut self, sig: i32) {
+    pub(super) fn drain_signal(&mut self, sig: Signal) {
         log!("received {} while draining", crate::signals::signame(sig));
-        if matches!(sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP) {
+        if matches!(sig, Signal::INT | Signal::TERM | Signal::HUP) {
             self.draining.ended = true;
         }
     }

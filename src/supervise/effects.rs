@@ -8,6 +8,7 @@ use crate::log::log;
 use crate::signals::{signame, Delivered, SI_KERNEL};
 use snug_core::carry::{Carried, Carry};
 use snug_core::supervisor::{Effect, Event, Note, Order, Origin, FORCE_QUIT, GRACE};
+use snug_core::Signal;
 use std::convert::Infallible;
 use std::time::Instant;
 
@@ -40,15 +41,15 @@ impl Carry for SupervisorLoop {
             }
             Effect::SignalOwnGroup(sig) => {
                 let own = rustix::process::getpgrp().as_raw_nonzero().get();
-                let _ = crate::signals::kill(-own, sig.raw());
+                let _ = crate::signals::kill(-own, sig);
                 log!(
                     "typed {}: the sandbox's terminal signals its foreground; sent to snug's own process group {own} too",
-                    signame(sig.raw())
+                    signame(sig)
                 );
             }
             Effect::ContinueInit => {
                 if let Some(init) = self.init() {
-                    let _ = init.signal(libc::SIGCONT);
+                    let _ = init.signal(Signal::CONT);
                 }
             }
             // The core waits for the answer, with or without a terminal.
@@ -63,7 +64,7 @@ impl Carry for SupervisorLoop {
                 // `kernel/pid_namespace.c`).
                 log!("teardown");
                 self.record.teardown(why, self.init.as_ref());
-                let _ = self.bwrap.signal(libc::SIGKILL);
+                let _ = self.bwrap.signal(Signal::KILL);
             }
             Effect::TimingOut => self.record.timing_out(),
             Effect::Decided { sig, origin, action } => {
@@ -72,7 +73,7 @@ impl Carry for SupervisorLoop {
                     Origin::Own => (0, std::process::id()),
                     Origin::Process(pid) => (0, pid.map_or(0, |p| p.raw() as u32)),
                 };
-                self.record.signal(&Delivered { sig: sig.raw(), code, pid }, action);
+                self.record.signal(&Delivered { sig, code, pid }, action);
                 log!("decision: {action:?}");
             }
             Effect::Note(n) => note(n),
@@ -87,7 +88,7 @@ impl SupervisorLoop {
         let Some(b) = self.bridge.as_mut() else { return };
         match e {
             Effect::PtyKey(sig) => {
-                b.send_key(sig.raw());
+                b.send_key(sig);
             }
             Effect::Resize => b.resize(),
             Effect::Cooked => {
@@ -102,11 +103,10 @@ impl SupervisorLoop {
     /// Send `o` to init, or queue it while init's socket is full.
     fn order(&mut self, o: Order) {
         match o {
-            Order::Signal(s) => log!("relayed {} to every sandbox process (through init)", signame(s.raw())),
-            Order::Key(s) => log!(
-                "relayed the terminal's {} to the payload's process group (the hand-over is deferred)",
-                signame(s.raw())
-            ),
+            Order::Signal(s) => log!("relayed {} to every sandbox process (through init)", signame(s)),
+            Order::Key(s) => {
+                log!("relayed the terminal's {} to the payload's process group (the hand-over is deferred)", signame(s))
+            }
             Order::Stop => {
                 log!("stopping every sandbox process before snug stops");
                 crate::events::emit("sandbox_stopped", serde_json::json!({}));
@@ -126,8 +126,7 @@ impl SupervisorLoop {
 
     /// Stop snug (and its group when `group`) until continued; the answer says how long that
     /// took (the grace's clock does not run meanwhile, G2).
-    fn stop_self(&mut self, sig: snug_core::Signal, group: bool) -> Event<anyhow::Error> {
-        let sig = sig.raw();
+    fn stop_self(&mut self, sig: Signal, group: bool) -> Event<anyhow::Error> {
         log!("stopping snug{} with {}", if group { "'s process group" } else { "" }, signame(sig));
         if let Some(b) = self.bridge.as_mut() {
             b.flush();
@@ -146,17 +145,17 @@ impl SupervisorLoop {
 /// A decision with nothing to carry out, in words.
 fn note(n: Note) {
     match n {
-        Note::OwnCopyDropped(s) => log!("dropped {}: snug's own, sent to its group with a key (R3)", signame(s.raw())),
+        Note::OwnCopyDropped(s) => log!("dropped {}: snug's own, sent to its group with a key (R3)", signame(s)),
         Note::GraceStarted => log!("grace started: {} ms", GRACE.as_millis()),
         Note::GraceOver => log!("grace over after {} ms", GRACE.as_millis()),
-        Note::SecondSignal(s) => log!("second {} during the grace: teardown", signame(s.raw())),
+        Note::SecondSignal(s) => log!("second {} during the grace: teardown", signame(s)),
         Note::KernelHangup => log!("hangup from the kernel: the terminal went away (never a key, T10)"),
         Note::SameHangup => log!("SIGHUP of the same hangup: it counts once (T10)"),
         Note::HangupIgnored => {
             log!("SIGHUP ignored at start (nohup): the run goes on, the sandbox keeps its terminal (S2)")
         }
         Note::WindowCopied => log!("window size copied to the sandbox's terminal"),
-        Note::KeyTyped(s) => log!("typed {}: passed to the sandbox's terminal as its key", signame(s.raw())),
+        Note::KeyTyped(s) => log!("typed {}: passed to the sandbox's terminal as its key", signame(s)),
         Note::InterruptCaught => log!("^C caught by the foreground: no force-quit"),
         Note::InterruptUnanswered => log!("^C reached no handler (the foreground ignores or blocks SIGINT)"),
         Note::ForceQuit => log!("second unanswered ^C within {} ms: force-quit", FORCE_QUIT.as_millis()),

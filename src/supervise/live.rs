@@ -20,8 +20,8 @@ impl Host for SupervisorLoop {
 
     fn signal(&mut self, sig: snug_core::Signal, from: i32) -> String {
         // `si_code` SI_USER (0): from a process, never a terminal key.
-        self.on_delivered(Delivered { sig: sig.raw(), code: 0, pid: from.max(0) as u32 });
-        format!("{} sent", crate::signals::signame(sig.raw()))
+        self.on_delivered(Delivered { sig, code: 0, pid: from.max(0) as u32 });
+        format!("{} sent", crate::signals::signame(sig))
     }
 
     fn stopping(&mut self) {
