@@ -91,16 +91,14 @@ pub fn recv(fd: BorrowedFd<'_>) -> Got {
 /// Wait up to `ms` milliseconds (-1: no bound) for `fd` to be readable; true when it is (or
 /// hung up).
 pub fn readable(fd: BorrowedFd<'_>, ms: i32) -> bool {
-    let mut p = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
-    let timeout = (ms >= 0)
-        .then(|| rustix::event::Timespec { tv_sec: i64::from(ms / 1000), tv_nsec: i64::from(ms % 1000) * 1_000_000 });
-    loop {
-        match rustix::event::poll(&mut p, timeout.as_ref()) {
-            Err(Errno::INTR) => continue,
-            Ok(n) => return n > 0,
-            Err(_) => return false,
+    let mut set = super::poll::PollSet::default();
+    set.watch((), Some(fd), libc::POLLIN);
+    while let Err(e) = set.poll(u64::try_from(ms).ok().map(std::time::Duration::from_millis)) {
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return false;
         }
     }
+    set.got(()) != 0
 }
 
 /// Wait up to `ms` for one packet on `fd`.
