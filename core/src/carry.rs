@@ -99,6 +99,8 @@ mod tests {
         }
     }
 
+    /// Fails with the answer's effects queued after the rest, as a worklist does: `Say(2)`
+    /// came before `Ask(1)`.
     #[test]
     fn an_answer_is_decided_on_before_the_next_effect() {
         let mut l = Log::default();
