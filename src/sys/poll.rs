@@ -1,37 +1,16 @@
-//! Waiting on descriptors (`poll(2)`): through rustix with one place for the timeout
-//! arithmetic, and [`PollSet`], the one shape of the loops' poll sets, whose entries are named
-//! by a slot enum of each loop's own.
+//! Waiting on descriptors (`poll(2)`): [`PollSet`], the one shape of every poll set, whose
+//! entries are named by a slot enum of the caller's own, and [`readable`] for one descriptor.
 
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use std::ops::Range;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::Duration;
 
-/// `within` as a `poll(2)` timeout: `None` waits forever.
-fn timeout(within: Option<Duration>) -> Option<Timespec> {
-    within.map(|d| Timespec { tv_sec: d.as_secs() as _, tv_nsec: d.subsec_nanos() as _ })
-}
-
 /// Whether `fd` polls readable (data, EOF, or an exited pidfd) within `within` (`None`:
 /// forever). An interrupted or failed poll counts as not readable; callers loop on a deadline.
 pub fn readable(fd: impl AsFd, within: Option<Duration>) -> bool {
-    let mut set = [PollFd::new(&fd, PollFlags::IN)];
-    matches!(poll(&mut set, timeout(within).as_ref()), Ok(1))
-}
-
-/// `poll(2)` on `fds` as the kernel takes them: a negative descriptor is skipped. Waits at
-/// most `timeout_ms` milliseconds (-1: forever); the number of entries with events.
-///
-/// # Errors
-/// The `poll(2)` error (`EINTR`).
-fn poll_raw(fds: &mut [libc::pollfd], timeout_ms: i32) -> std::io::Result<usize> {
-    // SAFETY: pointer and length describe `fds`, borrowed mutably for the call; poll(2) writes
-    // only their `revents`. A number that is not an open descriptor gets POLLNVAL, nothing more.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(n as usize)
+    let mut set = PollSet::default();
+    set.watch((), Some(fd.as_fd()), libc::POLLIN);
+    set.poll(within).is_ok() && set.got(()) != 0
 }
 
 /// One round's `poll(2)` set of a loop, each entry named by a slot `S` (an enum of the
@@ -64,14 +43,20 @@ impl<S: Copy + PartialEq> PollSet<S> {
         self.slots.push((slot, at..self.fds.len()));
     }
 
-    /// Wait at most `within` (`None`: forever, rounded up to whole milliseconds) until some
-    /// entry has events.
+    /// Wait until some entry has events, at most `within` rounded up to whole milliseconds
+    /// (`None`: no bound).
     ///
     /// # Errors
     /// The `poll(2)` error (`EINTR`).
     pub fn poll(&mut self, within: Option<Duration>) -> std::io::Result<()> {
         let ms = within.map_or(-1, |d| d.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32);
-        poll_raw(&mut self.fds, ms).map(|_| ())
+        // SAFETY: pointer and length describe `fds`, borrowed mutably for the call; poll(2)
+        // writes only their `revents`. A number that is no open descriptor gets POLLNVAL.
+        let n = unsafe { libc::poll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, ms) };
+        match n {
+            n if n < 0 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        }
     }
 
     /// `slot`'s entries as the poll left them; none when it was not watched.
