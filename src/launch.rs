@@ -228,8 +228,7 @@ pub fn run(
     }
     let mut checks = grants.1.to_vec();
     if let Some(c) = cow {
-        c.settle();
-        crate::cow::mount::mount_in(attempt.nest.pid1.as_fd(), &c.dir, &c.options(), c.root)?;
+        c.mount(attempt.nest.pid1.as_fd(), attempt.nest.pid1.host_pid)?;
         log!("--cow: the overlay is mounted on {}", c.dir.display());
         let inside = crate::cow::grants::expected(attempt.nest.pid1.host_pid, &c.dir, &c.inside)?;
         checks.extend(crate::grant_fd::verify::encode(&inside));

@@ -309,6 +309,11 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         let text = root::with_root(text, &policy.target, &root, args.json);
         return print(with_name(text, &name, args.json));
     };
+    // W1: the overlay is mounted while snug goes on (B10), unless nest starts again for
+    // other cgroups: an overlay in the first nest would hold the layers the second needs.
+    if let (Some(c), Some(nest)) = (cow.as_ref(), begun.nest_for_overlay(&limits)) {
+        c.mount_early(nest)?;
+    }
     let quiet = args.more.quiet; // O11: -q drops notes, hints and summaries
     if let Some(note) = cmd.first().filter(|_| !args.default_shell() && !quiet).and_then(|c| c.to_str()) {
         if let Some(note) = policy::program::other_program(note, &policy) {

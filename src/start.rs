@@ -107,6 +107,12 @@ impl Nest {
         self.program = path.to_string_lossy().into_owned();
     }
 
+    /// nest's setup pipe until [`Nest::ready`] read it: it hangs up with nothing in it once
+    /// bwrap is exec'd.
+    pub fn setup_watch(&self) -> Option<BorrowedFd<'_>> {
+        self.setup.as_ref().map(|s| s.as_fd())
+    }
+
     /// Wait until nest has exec'd bwrap (its error pipe ends at the exec, `O_CLOEXEC`) or
     /// failed before it, and say which. By the time snug's policy is resolved nest has long
     /// exec'd: this read returns at once.
