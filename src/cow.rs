@@ -26,6 +26,8 @@ pub struct Run {
     /// The grants inside DIR whose source is in DIR, bound by path in the overlay, relative
     /// to DIR: walked again there once it is mounted ([`grants::expected`]).
     pub inside: Vec<PathBuf>,
+    /// The overlay's helper once started early ([`Run::mount_early`]).
+    pending: std::cell::Cell<Option<mount::Pending>>,
 }
 
 impl Run {
@@ -38,6 +40,35 @@ impl Run {
         let started = self.kept.meta.as_ref().map_or(0, |m| m.started_ns);
         while now_ns(ClockId::RealtimeCoarse) < started {
             std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
+    /// Start mounting the overlay in `nest` (its pidfd, host pid and setup pipe) as soon as
+    /// nest has exec'd bwrap, while snug goes on ([`mount::start`]).
+    ///
+    /// # Errors
+    /// As [`mount::start`].
+    pub fn mount_early(
+        &self,
+        nest: (std::os::fd::BorrowedFd<'_>, i32, std::os::fd::BorrowedFd<'_>),
+    ) -> anyhow::Result<()> {
+        let started = self.kept.meta.as_ref().map_or(0, |m| m.started_ns);
+        self.pending.set(Some(mount::start(nest, &self.dir, &self.options(), self.root, started)?));
+        Ok(())
+    }
+
+    /// The overlay mounted at DIR in the namespaces of `nest` (pidfd, host pid): the early
+    /// helper's result when it was started for this nest, else mounted now.
+    ///
+    /// # Errors
+    /// As [`mount::mount_in`].
+    pub fn mount(&self, nest: std::os::fd::BorrowedFd<'_>, nest_pid: i32) -> anyhow::Result<()> {
+        match self.pending.take().filter(|p| p.nest == nest_pid) {
+            Some(early) => early.join(&self.dir),
+            None => {
+                self.settle();
+                mount::mount_in(nest, &self.dir, &self.options(), self.root)
+            }
         }
     }
 
@@ -177,7 +208,7 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>, started: std::time:
         return Err(os(e));
     }
     trash::sweep_in_background(base);
-    Ok(Run { kept, dir: dir.to_path_buf(), root, inside: Vec::new() })
+    Ok(Run { kept, dir: dir.to_path_buf(), root, inside: Vec::new(), pending: std::cell::Cell::new(None) })
 }
 
 /// For `snug doctor` (SPEC W6): whether `--cow` can mount its overlay here, whether

@@ -61,11 +61,16 @@ struct Walked {
 /// profile would create (`policy.create`) may be missing; nothing is kept open then.
 ///
 /// # Errors
-/// 77 naming the mount, the link and its target when a source is reached through a symlink
-/// a sandbox could have planted, or when a source disappeared or stopped being a
+/// 77 naming the mount, the link and its target when a source, or a tmpfs inside DIR, is
+/// reached through a symlink a sandbox could have planted, or when a source disappeared or stopped being a
 /// directory since the policy was resolved; 71 for other refusals (`EACCES`, `EMFILE`).
 pub fn open(policy: &Policy, dry_run: bool) -> anyhow::Result<Vec<Opened>> {
     let uid = rustix::process::getuid().as_raw();
+    for m in policy.mounts.iter().filter(|m| m.kind == MountKind::Tmpfs) {
+        if let Some(f) = link_below(&policy.target, &m.dest) {
+            return Err(refused(m, &f, "inside DIR"));
+        }
+    }
     let mut walked: Vec<(usize, Walked)> = Vec::new();
     for (index, m) in policy.mounts.iter().enumerate() {
         let Some(src) = bind_source(m) else { continue };
@@ -84,16 +89,18 @@ pub fn open(policy: &Policy, dry_run: bool) -> anyhow::Result<Vec<Opened>> {
     let mut writable: Vec<PathBuf> = vec![policy.target.clone()];
     writable
         .extend(walked.iter().filter(|(i, _)| policy.mounts[*i].kind == MountKind::Rw).map(|(_, w)| w.real.clone()));
-    for (index, w) in &walked {
-        if let Some((f, inside)) =
-            w.followed.iter().find_map(|f| writable.iter().find(|d| f.dir.starts_with(d)).map(|d| (f, d)))
-        {
-            let why = if *inside == policy.target {
-                "inside DIR".to_string()
-            } else {
-                format!("inside the rw bind {}", inside.display())
-            };
-            return Err(refused(&policy.mounts[*index], f, &why));
+    // DIR first, whichever mount met it: a link planted there that leads to a system
+    // directory is what to name, not that directory's own links inside the rw bind it became.
+    for inside in &writable {
+        for (index, w) in &walked {
+            if let Some(f) = w.followed.iter().find(|f| f.dir.starts_with(inside)) {
+                let why = if *inside == policy.target {
+                    "inside DIR".to_string()
+                } else {
+                    format!("inside the rw bind {}", inside.display())
+                };
+                return Err(refused(&policy.mounts[*index], f, &why));
+            }
         }
     }
     Ok(walked.into_iter().map(|(index, w)| Opened { index, id: id_of(&w.fd), fd: w.fd, parent: w.parent }).collect())
@@ -173,6 +180,27 @@ impl Walk {
     }
 }
 
+/// The first symlink on the way from DIR `target` down to `dest`, a destination inside it
+/// (where bwrap would follow it: DIR is at the same path in the sandbox). Components that do
+/// not exist yet are bwrap's to make, and end the look.
+fn link_below(target: &Path, dest: &Path) -> Option<Followed> {
+    let rest = dest.strip_prefix(target).ok()?;
+    let mut at = target.to_path_buf();
+    for c in rest.components() {
+        let Component::Normal(name) = c else { return None };
+        let here = at.join(name);
+        match std::fs::symlink_metadata(&here) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&here).unwrap_or_default();
+                return Some(Followed { dir: at, link: here, target });
+            }
+            Ok(_) => at = here,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
 /// The 77 for a grant that meets a symlink a sandbox could have planted.
 fn refused(m: &Mount, f: &Followed, why: &str) -> anyhow::Error {
     let path = m.src.as_deref().unwrap_or(&m.dest).display();
@@ -188,7 +216,11 @@ fn refused(m: &Mount, f: &Followed, why: &str) -> anyhow::Error {
 
 /// How a mount is named in a refusal: the flag, or its kind and the profile that asked for it.
 fn who(m: &Mount) -> String {
-    let kind = if m.kind == MountKind::Rw { "rw" } else { "ro" };
+    let kind = match m.kind {
+        MountKind::Rw => "rw",
+        MountKind::Tmpfs => "tmpfs",
+        _ => "ro",
+    };
     if m.profile.starts_with("--") {
         m.profile.clone()
     } else {

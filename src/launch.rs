@@ -134,7 +134,9 @@ pub fn command_line(
     if !found.disable_userns && !policy.allow_userns {
         log!("this bwrap lacks --disable-userns (bubblewrap 0.8.0): the payload can create user namespaces");
     }
-    let mut masks = crate::live::runtime::masks(policy, &hidden(runtime))?;
+    let sources = crate::live::runtime::sources(policy);
+    let near = |dir: &std::path::Path, prefix: &str| crate::live::runtime::near(&sources, dir, prefix);
+    let mut masks = crate::live::runtime::masks(policy, &sources, &hidden(runtime, &near))?;
     init_room::make_room(policy, &mut masks)?;
     let launch = Launch {
         disable_userns: found.disable_userns,
@@ -155,8 +157,8 @@ pub fn command_line(
 /// its state directory once it exists (`snug allow` makes it), whose allow records a payload
 /// could otherwise write for a `.snug.toml` it wrote too (with `--rw ~/.local`, or DIR =
 /// `$HOME`). snug makes nothing on the host for it.
-fn hidden(runtime: Option<&std::path::Path>) -> Vec<PathBuf> {
-    let mut out = crate::live::runtime::hidden(runtime);
+fn hidden(runtime: Option<&std::path::Path>, near: &dyn Fn(&std::path::Path, &str) -> bool) -> Vec<PathBuf> {
+    let mut out = crate::live::runtime::hidden(runtime, near);
     let vars: Vec<(String, String)> =
         ["XDG_STATE_HOME", "HOME"].iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
     if let Some(state) = crate::project::state_dir(&vars) {
@@ -228,8 +230,7 @@ pub fn run(
     }
     let mut checks = grants.1.to_vec();
     if let Some(c) = cow {
-        c.settle();
-        crate::cow::mount::mount_in(attempt.nest.pid1.as_fd(), &c.dir, &c.options(), c.root)?;
+        c.mount(attempt.nest.pid1.as_fd(), attempt.nest.pid1.host_pid)?;
         log!("--cow: the overlay is mounted on {}", c.dir.display());
         let inside = crate::cow::grants::expected(attempt.nest.pid1.host_pid, &c.dir, &c.inside)?;
         checks.extend(crate::grant_fd::verify::encode(&inside));

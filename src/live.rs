@@ -96,11 +96,22 @@ pub fn ensure_own_dir() -> anyhow::Result<PathBuf> {
 
 /// The directories `ps` looks in: the caller's own; for root, every user's too (SPEC L1).
 pub fn dirs_to_scan() -> Vec<(PathBuf, Option<u32>)> {
+    dirs_to_scan_near(&|_, _| true)
+}
+
+/// [`dirs_to_scan`], reading the directories that hold other users' (`/run/user`, `/tmp`)
+/// only where `near(dir, prefix)` says one of their entries named `prefix…` matters: a
+/// run's masks need only those its binds could show (`/tmp` has hundreds of entries on a
+/// busy host, SPEC B1).
+pub fn dirs_to_scan_near(near: &dyn Fn(&Path, &str) -> bool) -> Vec<(PathBuf, Option<u32>)> {
     let mut dirs = vec![(own_dir(), Some(euid()))];
     if euid() != 0 {
         return dirs;
     }
     let mut add = |pattern_dir: &str, under: &str, prefix: &str| {
+        if !near(Path::new(pattern_dir), prefix) {
+            return;
+        }
         for e in std::fs::read_dir(pattern_dir).into_iter().flatten().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let Some(uid) = name.strip_prefix(prefix).and_then(|u| u.parse::<u32>().ok()) else { continue };

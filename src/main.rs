@@ -240,11 +240,28 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
     let Resolved { mut policy, request, raw_env, net, own, root, worktree, hidden } =
         resolve(args, &cmd, &name, record)?;
+    let cow_on = args.cow || policy.cow;
+    // SPEC P7: every bind opened by snug, through no symlink a sandbox could have planted;
+    // `--dry-run` checks the same and shows the paths.
+    let mut opened = grant_fd::open(&policy, args.dry_run)?;
+    let mut inside = Vec::new();
+    if cow_on {
+        // W1: DIR is an overlay in nest's namespace: what lies in it bwrap binds by its path
+        // there, walked again in the overlay once it is mounted (P7, [`cow::grants`]).
+        let in_dir =
+            |o: &grant_fd::Opened| policy.mounts[o.index].src.as_ref().is_some_and(|s| s.starts_with(&policy.target));
+        let (there, rest): (Vec<_>, Vec<_>) = opened.into_iter().partition(in_dir);
+        inside = grant_fd::expected_inside(&policy, &there).into_iter().map(|e| e.rel).collect();
+        opened = rest;
+    }
+    if let Some(b) = begun.as_mut() {
+        b.give_grants(&opened)?; // bwrap's exec goes on while its options are built (B1)
+    }
+    // The rest overlaps bwrap's exec (B1): bwrap binds what follows by path, with its options.
     // P8: the protected paths, bound after the policy's mounts; the guard undoes the
     // placeholders and moves aside what the payload made where git reads, also on an error.
     // With --cow, DIR's protected paths are kept aside like the rest and `snug apply` writes
     // them only when told (W4): nothing of P8's is made in DIR, which stays as it was (W1).
-    let cow_on = args.cow || policy.cow;
     let mut protection = match cow_on {
         true => protect::plan(&cow::outside(&policy))?,
         false => protect::plan(&policy)?,
@@ -270,22 +287,8 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         true => Some(cow::start(&mut name, generated, &policy.target, record, || live::generated_name(&cmd))?),
         false => None,
     };
-    // SPEC P7: every bind opened by snug, through no symlink a sandbox could have planted;
-    // `--dry-run` checks the same and shows the paths.
-    let mut opened = grant_fd::open(&policy, args.dry_run)?;
-    if cow_on {
-        // W1: DIR is an overlay in nest's namespace: what lies in it bwrap binds by its path
-        // there, walked again in the overlay once it is mounted (P7, [`cow::grants`]).
-        let in_dir =
-            |o: &grant_fd::Opened| policy.mounts[o.index].src.as_ref().is_some_and(|s| s.starts_with(&policy.target));
-        let (inside, rest): (Vec<_>, Vec<_>) = opened.into_iter().partition(in_dir);
-        if let Some(c) = cow.as_mut() {
-            c.inside = grant_fd::expected_inside(&policy, &inside).into_iter().map(|e| e.rel).collect();
-        }
-        opened = rest;
-    }
-    if let Some(b) = begun.as_mut() {
-        b.give_grants(&opened)?; // bwrap's exec goes on while its options are built (B1)
+    if let Some(c) = cow.as_mut() {
+        c.inside = inside;
     }
     let shown: &[grant_fd::Opened] = if args.dry_run { &[] } else { &opened };
     let argv = launch::command_line(&policy, (mode, (args.jobs, identity)), runtime.as_deref(), &found, shown)?;
@@ -308,6 +311,11 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         let text = root::with_root(text, &policy.target, &root, args.json);
         return print(with_name(text, &name, args.json));
     };
+    // W1: the overlay is mounted while snug goes on (B10), unless nest starts again for
+    // other cgroups: an overlay in the first nest would hold the layers the second needs.
+    if let (Some(c), Some(nest)) = (cow.as_ref(), begun.nest_for_overlay(&limits)) {
+        c.mount_early(nest)?;
+    }
     let quiet = args.more.quiet; // O11: -q drops notes, hints and summaries
     if let Some(note) = cmd.first().filter(|_| !args.default_shell() && !quiet).and_then(|c| c.to_str()) {
         if let Some(note) = policy::program::other_program(note, &policy) {

@@ -42,20 +42,6 @@ impl Nest {
     pub fn give_cgroups(&mut self, bounds: &mut crate::bounds::ForChild) -> Result<()> {
         use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
         let Some(sock) = self.cgroups.as_ref() else { return Ok(()) };
-        if let Some(maps) = self.maps.take() {
-            // SPEC P11: nest says when its user namespace exists (one byte), and waits for
-            // these (its cgroups come next) before anything that needs its ids mapped.
-            let mut byte = [0u8; 1];
-            let got = rustix::net::recv(sock, &mut byte, rustix::net::RecvFlags::empty());
-            if !matches!(got, Ok((1, _))) {
-                self.ready()?; // nest failed before: its error says why
-                return Err(failure(INTERNAL, "nest ended before its user namespace was mapped"));
-            }
-            if let Err(e) = crate::identity::write_maps(self.pid1.host_pid, &maps) {
-                let e = crate::error::io_text(&e);
-                return Err(failure(UNAVAILABLE, format!("cannot map the sandbox's user namespace: {e}")));
-            }
-        }
         let fds = bounds.procs();
         let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(crate::bounds::SLOTS))];
         let mut control = SendAncillaryBuffer::new(&mut space);
@@ -84,6 +70,22 @@ impl Nest {
         use crate::sys::fds::MAX_GRANTS;
         use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
         let Some(sock) = self.cgroups.take() else { return Ok(()) };
+        if let Some(maps) = self.maps.take() {
+            // SPEC P11: nest said when its user namespace existed (one byte), long before
+            // snug's policy is resolved; it waits for these descriptors before anything that
+            // needs its ids mapped, so the maps are written first, and snug never waits for
+            // nest's setup while it could be resolving the policy (B1).
+            let mut byte = [0u8; 1];
+            let got = rustix::net::recv(&sock, &mut byte, rustix::net::RecvFlags::empty());
+            if !matches!(got, Ok((1, _))) {
+                self.ready()?; // nest failed before: its error says why
+                return Err(failure(INTERNAL, "nest ended before its user namespace was mapped"));
+            }
+            if let Err(e) = crate::identity::write_maps(self.pid1.host_pid, &maps) {
+                let e = crate::error::io_text(&e);
+                return Err(failure(UNAVAILABLE, format!("cannot map the sandbox's user namespace: {e}")));
+            }
+        }
         if fds.len() > MAX_GRANTS {
             let n = fds.len();
             return Err(failure(crate::error::POLICY, format!("{n} binds: a sandbox has at most {MAX_GRANTS}")));
@@ -105,6 +107,12 @@ impl Nest {
     /// (nest makes the same choice, [`nest`]).
     pub fn set_program(&mut self, path: &std::path::Path) {
         self.program = path.to_string_lossy().into_owned();
+    }
+
+    /// nest's setup pipe until [`Nest::ready`] read it: it hangs up with nothing in it once
+    /// bwrap is exec'd.
+    pub fn setup_watch(&self) -> Option<BorrowedFd<'_>> {
+        self.setup.as_ref().map(|s| s.as_fd())
     }
 
     /// Wait until nest has exec'd bwrap (its error pipe ends at the exec, `O_CLOEXEC`) or

@@ -141,3 +141,51 @@ fn p7_expected_inside_dir_below_binds_only() {
     std::fs::create_dir_all(dir.join("build/cache")).unwrap();
     assert_eq!(verify::placed(&dir, &e, false), Err(Errno::STALE));
 }
+
+/// P7: a tmpfs whose destination lies below a symlink in DIR is refused naming the link,
+/// whether the link is the destination itself or a directory above it; a tmpfs below a real
+/// directory, or below one not made yet, is bwrap's to mount. Positive control: without
+/// the look below DIR, `open` let both through (and the run ended 69 with bwrap's "Can't
+/// mount tmpfs").
+#[test]
+fn p7_tmpfs_below_a_planted_link_refused() {
+    let (_t, b) = base();
+    let dir = b.join("proj");
+    std::fs::create_dir_all(dir.join("real")).unwrap();
+    symlink("/etc", dir.join("lnk")).unwrap();
+    let tmpfs = |dest: PathBuf| {
+        let m = Mount { kind: MountKind::Tmpfs, src: None, dest, profile: "--tmpfs".into() };
+        Policy::bare(&dir, Path::new("/nonexistent"), vec![m])
+    };
+    for dest in [dir.join("lnk"), dir.join("lnk/x")] {
+        let (code, text) = error_of(open(&tmpfs(dest.clone()), false));
+        assert_eq!(code, POLICY, "{text}");
+        let want =
+            format!("--tmpfs {}: {} is a symlink (-> /etc) inside DIR", dest.display(), dir.join("lnk").display());
+        assert!(text.contains(&want), "{text}");
+    }
+    assert!(open(&tmpfs(dir.join("real/x")), false).is_ok());
+    assert!(open(&tmpfs(dir.join("new/x")), false).is_ok());
+}
+
+/// P7: `--rw lnk` with `lnk -> DIR's sibling` planted in DIR is refused naming `lnk`, though
+/// the rw bind it would become holds links of its own that another mount meets first.
+/// Positive control: checked mount by mount, the refusal named the other mount's link
+/// "inside the rw bind".
+#[test]
+fn p7_a_link_in_dir_is_named_before_links_inside_an_rw_bind() {
+    let (_t, b) = base();
+    let dir = b.join("proj");
+    let sys = b.join("sys");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(sys.join("zone")).unwrap();
+    symlink("zone", sys.join("localtime")).unwrap();
+    symlink(&sys, dir.join("lnk")).unwrap();
+    let p = policy(&dir, &[(MountKind::Ro, sys.join("localtime")), (MountKind::Rw, dir.join("lnk"))]);
+    let (code, text) = error_of(open(&p, false));
+    assert_eq!(code, POLICY, "{text}");
+    assert!(
+        text.contains(&format!("{} is a symlink", dir.join("lnk").display())) && text.contains("inside DIR"),
+        "{text}"
+    );
+}

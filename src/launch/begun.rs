@@ -17,7 +17,7 @@ use crate::start::{Nest, Passed};
 use crate::tty::CallerTty;
 use anyhow::{Context, Result};
 use snug_core::Signal;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 
 /// A run begun: what [`super::run`] finishes once the policy is known.
@@ -44,6 +44,15 @@ impl Begun {
     pub fn give_grants(&mut self, opened: &[crate::grant_fd::Opened]) -> Result<()> {
         let fds: Vec<_> = opened.iter().map(|o| o.fd.as_fd()).collect();
         self.attempt.nest.give_grants(&fds)
+    }
+
+    /// nest's pidfd, host pid and setup pipe, for the overlay's helper
+    /// ([`crate::cow::Run::mount_early`]); `None` when `limits` need other cgroups, so that
+    /// [`super::run`] starts nest again.
+    pub fn nest_for_overlay(&self, limits: &crate::bounds::Limits) -> Option<(BorrowedFd<'_>, i32, BorrowedFd<'_>)> {
+        let nest = &self.attempt.nest;
+        let kept = self.attempt.bounds.shape() == limits.shape();
+        nest.setup_watch().filter(|_| kept).map(|watch| (nest.pid1.as_fd(), nest.pid1.host_pid, watch))
     }
 
     /// The bwrap this run uses, and what it knows: looked up and read now, while nest execs

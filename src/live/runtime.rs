@@ -41,18 +41,37 @@ fn resolved_private(dir: &Path, uid: u32) -> Option<PathBuf> {
 }
 
 /// The runtime directories no sandbox of this run may see: this user's own (`runtime`,
-/// from [`prepare`]); for root, every user's that `ps` scans too.
-pub fn hidden(runtime: Option<&Path>) -> Vec<PathBuf> {
+/// from [`prepare`]); for root, every user's that `ps` scans too, where `near` says a bind
+/// could show them ([`super::dirs_to_scan_near`], [`near`]).
+pub fn hidden(runtime: Option<&Path>, near: &dyn Fn(&Path, &str) -> bool) -> Vec<PathBuf> {
     let me = rustix::process::geteuid().as_raw();
     let mut out: Vec<PathBuf> = runtime.and_then(|d| resolved_private(d, me)).into_iter().collect();
     if me == 0 {
-        for (dir, uid) in super::dirs_to_scan() {
+        for (dir, uid) in super::dirs_to_scan_near(near) {
             out.extend(uid.and_then(|u| resolved_private(&dir, u)));
         }
     }
     out.sort();
     out.dedup();
     out
+}
+
+/// Each ro and rw bind's source of `policy`, resolved (`realpath(3)`), with its mount's index.
+pub fn sources(policy: &Policy) -> Vec<(usize, PathBuf)> {
+    let binds = policy.mounts.iter().enumerate().filter(|(_, m)| matches!(m.kind, MountKind::Ro | MountKind::Rw));
+    binds.filter_map(|(i, m)| Some((i, std::fs::canonicalize(m.src.as_deref()?).ok()?))).collect()
+}
+
+/// Whether a bind of `sources` could show an entry `prefix…` of `dir`, or lie inside one:
+/// the `near` of [`hidden`].
+pub fn near(sources: &[(usize, PathBuf)], dir: &Path, prefix: &str) -> bool {
+    sources.iter().any(|(_, s)| {
+        dir.starts_with(s)
+            || s.strip_prefix(dir)
+                .ok()
+                .and_then(|rest| rest.components().next())
+                .is_some_and(|first| first.as_os_str().to_str().is_none_or(|name| name.starts_with(prefix)))
+    })
 }
 
 /// Where, inside the sandbox, a `hidden` directory would show through one of the policy's
@@ -63,10 +82,10 @@ pub fn hidden(runtime: Option<&Path>) -> Vec<PathBuf> {
 /// # Errors
 /// 77 when a bind's source is inside a hidden directory (a socket or lock file bound on its
 /// own, wherever it goes): it cannot be masked and is refused (SPEC X4).
-pub fn masks(policy: &Policy, hidden: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+pub fn masks(policy: &Policy, sources: &[(usize, PathBuf)], hidden: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut out: Vec<PathBuf> = Vec::new();
-    for m in policy.mounts.iter().filter(|m| matches!(m.kind, MountKind::Ro | MountKind::Rw)) {
-        let Some(src) = m.src.as_deref().and_then(|s| std::fs::canonicalize(s).ok()) else { continue };
+    for (i, src) in sources {
+        let (m, src) = (&policy.mounts[*i], src.clone());
         for h in hidden {
             if src.starts_with(h) {
                 if src == *h {
@@ -124,13 +143,30 @@ mod tests {
         let plain = crate::bwrap::golden::policy(&crate::bwrap::golden::request(&[], false));
         let mut policy = plain.clone();
         policy.mounts = vec![bind("/", "/")];
-        assert_eq!(masks(&policy, std::slice::from_ref(&h)).unwrap(), vec![h.clone()]);
+        assert_eq!(masks(&policy, &sources(&policy), std::slice::from_ref(&h)).unwrap(), vec![h.clone()]);
         policy.mounts.push(bind(base.to_str().unwrap(), "/elsewhere"));
-        let got = masks(&policy, std::slice::from_ref(&h)).unwrap();
+        let got = masks(&policy, &sources(&policy), std::slice::from_ref(&h)).unwrap();
         assert!(got.contains(&PathBuf::from("/elsewhere/snug-9")), "{got:?}");
         let mut file = policy.clone();
         file.mounts.push(bind(h.join("x.sock").to_str().unwrap(), "/x.sock"));
-        assert!(masks(&file, std::slice::from_ref(&h)).is_err());
-        assert!(masks(&plain, &[PathBuf::from("/tmp/snug-9")]).unwrap().is_empty());
+        assert!(masks(&file, &sources(&file), std::slice::from_ref(&h)).is_err());
+        assert!(masks(&plain, &sources(&plain), &[PathBuf::from("/tmp/snug-9")]).unwrap().is_empty());
+    }
+
+    /// X4, B1: the directories holding other users' runtime directories are read only when a
+    /// bind could show one of their entries (a bind of it or above) or lies inside one named
+    /// as theirs are. Positive control: with `near` always false, the root run of
+    /// `x4_root_hides_another_users_runtime_directory_under_a_bind_of_tmp` (tests/live) listed
+    /// the user's socket under `--ro /tmp`.
+    #[test]
+    fn x4_b1_near_reads_only_where_a_bind_could_show() {
+        let at = |v: &[&str]| v.iter().enumerate().map(|(i, s)| (i, PathBuf::from(s))).collect::<Vec<_>>();
+        let tmp = Path::new("/tmp");
+        assert!(near(&at(&["/usr", "/"]), tmp, "snug-"));
+        assert!(near(&at(&["/tmp"]), tmp, "snug-"));
+        assert!(near(&at(&["/tmp/snug-1001/x"]), tmp, "snug-"));
+        assert!(!near(&at(&["/usr", "/var/tmp/proj", "/tmp/proj"]), tmp, "snug-"));
+        assert!(near(&at(&["/run/user/1000/x"]), Path::new("/run/user"), ""));
+        assert!(!near(&at(&["/run/lock"]), Path::new("/run/user"), ""));
     }
 }

@@ -122,14 +122,6 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             if let Err(errno) = enter_cgroups(p.cgroups) {
                 fail(BOUNDS, errno);
             }
-            // After the cgroups, so after snug mapped the ids; /proc is nest's own (above).
-            if p.deny_userns {
-                let fd = libc::open(c"/proc/sys/user/max_user_namespaces".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                    fail(USERNS, nestproc::errno());
-                }
-                libc::close(fd);
-            }
             let targets = [INIT_FD, STDERR_FD, SECCOMP_FD, 2, ARGS_FD, BWRAP_ARGS_FD];
             if p.fds.iter().zip(targets).any(|(&from, to)| libc::dup2(from, to) < 0) {
                 fail(DUP, nestproc::errno());
@@ -154,6 +146,15 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
                 Ok(n) => GRANT_FD as u32 + n,
                 Err(errno) => fail(GRANTS, errno),
             };
+            // After the binds' descriptors, so after snug mapped the ids (the sysctl is root's
+            // in the user namespace, uid 0 there); /proc is nest's own (above).
+            if p.deny_userns {
+                let fd = libc::open(c"/proc/sys/user/max_user_namespaces".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    fail(USERNS, nestproc::errno());
+                }
+                libc::close(fd);
+            }
             // Nothing else the caller left open reaches the sandbox; bwrap closes
             // BWRAP_ARGS_FD once it has read its options, and each bind's once it is bound.
             nestproc::cloexec_from(first_free);

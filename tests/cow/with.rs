@@ -87,3 +87,26 @@ fn w1_cow_keeps_protection_of_other_grants() {
         assert!(!c.dir().join("made").exists(), "{who:?}: DIR written");
     });
 }
+
+/// W1, B10: a profile that asks for what the command line did not (`allow_userns`, whose
+/// cgroups differ) makes snug start nest again: the overlay is mounted in the nest that runs,
+/// so DIR stays unwritten and the change is kept. Positive controls: with the early helper
+/// started for the first nest as well, the run failed ("cannot mount the overlay …: invalid
+/// argument": the first nest's overlay held the layers); joining that helper for the second
+/// nest left it without an overlay, and the payload's `made` reached DIR.
+#[test]
+fn w1_b10_a_nest_started_again_gets_the_overlay() {
+    each(&|who| {
+        let c = Case::new(who);
+        let cfg = c.side().join("cfg/snug/profiles.d");
+        std::fs::create_dir_all(&cfg).unwrap();
+        std::fs::write(cfg.join("nested.toml"), "allow_userns = true\n").unwrap();
+        c.own(c.side());
+        let mut cmd = c.cow_with("w1r", &["-p", "nested"], "echo x > made");
+        cmd.env("XDG_CONFIG_HOME", c.side().join("cfg"));
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(!c.dir().join("made").exists(), "{who:?}: DIR written");
+        assert!(c.run(&["diff", "w1r", "--stat"]).out.contains("A made"), "{who:?}");
+    });
+}

@@ -71,6 +71,29 @@ fn x4_runtime_directory_is_hidden_in_every_sandbox() {
     }
 }
 
+/// X4: as root, another user's runtime directory (`/tmp/snug-UID`) is hidden when a bind
+/// shows `/tmp` (`--ro /tmp`), though root's own is elsewhere: the root payload, which may
+/// read any file, lists nothing there and cannot connect. Positive control: with root's
+/// scan of `/tmp` left out, the probe listed the user's run (`LIST ['t….lock', 't….sock']`)
+/// and reached its socket (the run answered `err permission denied`).
+#[test]
+fn x4_root_hides_another_users_runtime_directory_under_a_bind_of_tmp() {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let udir = workdir(Who::User);
+    let b = Live::start(Who::User, udir.path(), &[], &["sleep", &marker()]);
+    b.ready(udir.path(), "running");
+    let sock = socket_dir(Who::User).join(format!("{}.sock", b.name));
+    // DIR outside /tmp: inside it, the policy keeps its private /tmp whatever `--ro /tmp` says.
+    let dir = tempfile::Builder::new().prefix("snug-x4-").tempdir_in("/var/tmp").expect("tempdir");
+    let out = probe(Who::Root, dir.path(), &["--ro", "/tmp"], sock.to_str().expect("utf-8"));
+    assert!(out.contains("LIST []") || out.contains("LIST FileNotFoundError"), "root --ro /tmp: {out}");
+    assert!(out.contains("FAIL"), "root --ro /tmp: reached the user's run: {out}");
+    assert!(listed(Who::User, udir.path(), &b.name), "the user's run is gone");
+    run(Who::User, udir.path(), &["stop", "--now", &b.name]);
+}
+
 /// X4: a run refuses a connection from inside a sandbox even when its socket is there (a
 /// hard link in the other sandbox's DIR): `err permission denied`, and the run goes on.
 /// A bind of the socket file itself is refused before anything starts (77). Positive
