@@ -207,10 +207,14 @@ pub fn request_from_host(
     }
 }
 
-/// Record `m` unless a mount of higher or equal rank already holds its destination.
+/// Record `m` unless a mount of higher rank already holds its destination, or one of equal
+/// rank that a default profile did not merely imply: an explicit grant of DIR's parent
+/// (`--ro /tmp` for DIR = /tmp/x) is that grant, not `@parent-ro`'s, which the private /tmp
+/// replaces.
 fn ask(mounts: &mut BTreeMap<PathBuf, Mount>, m: Mount) {
     match mounts.get(&m.dest) {
-        Some(old) if old.kind.rank() >= m.kind.rank() => {}
+        Some(old) if old.kind.rank() > m.kind.rank() => {}
+        Some(old) if old.kind.rank() == m.kind.rank() && old.profile != "@parent-ro" => {}
         _ => {
             mounts.insert(m.dest.clone(), m);
         }

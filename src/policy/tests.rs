@@ -308,3 +308,19 @@ impl Policy {
         }
     }
 }
+
+/// P5: an explicit `--ro /tmp` from DIR = /tmp/x is bound, not taken for `@parent-ro`'s
+/// implied bind of DIR's parent (which the private /tmp replaces). Positive control: with
+/// the first of equal rank kept, /tmp was the private tmpfs and `--ro /tmp` was dropped
+/// without a word.
+#[test]
+fn p5_explicit_grant_of_dirs_parent_is_kept() {
+    let host = FakeHost::debian().dir("/tmp/x");
+    let mut req = request("/tmp/x", &[], false);
+    req.grants = crate::policy::Grants { ro: vec!["/tmp".into()], ..Default::default() };
+    let p = resolve_with(&req, &host).expect("ok");
+    let at_tmp = p.mounts.iter().find(|m| m.dest == Path::new("/tmp")).map(|m| (m.kind, m.profile.as_str()));
+    assert_eq!(at_tmp, Some((MountKind::Ro, "--ro")), "{:?}", mounts(&p));
+    let plain = resolve_with(&request("/tmp/x", &[], false), &host).expect("ok");
+    assert!(mounts(&plain).contains(&"tmpfs /tmp".to_string()), "{:?}", mounts(&plain));
+}

@@ -85,7 +85,7 @@ fn x4_root_hides_another_users_runtime_directory_under_a_bind_of_tmp() {
     let b = Live::start(Who::User, udir.path(), &[], &["sleep", &marker()]);
     b.ready(udir.path(), "running");
     let sock = socket_dir(Who::User).join(format!("{}.sock", b.name));
-    // DIR outside /tmp: inside it, the policy keeps its private /tmp whatever `--ro /tmp` says.
+    // DIR outside /tmp, so that `--ro /tmp` alone shows the host's /tmp.
     let dir = tempfile::Builder::new().prefix("snug-x4-").tempdir_in("/var/tmp").expect("tempdir");
     let out = probe(Who::Root, dir.path(), &["--ro", "/tmp"], sock.to_str().expect("utf-8"));
     assert!(out.contains("LIST []") || out.contains("LIST FileNotFoundError"), "root --ro /tmp: {out}");
