@@ -1,6 +1,6 @@
 //! The integration tests, one binary with a module per concern: each test binary is a
 //! fat-LTO link in the release profile `make test` builds with, and one link instead of one
-//! per concern builds them in about a quarter of the time. Every row runs the real snug
+//! per concern builds them in a third of the time. Every row runs the real snug
 //! binary (the one `SNUG_UNDER_TEST` names, else cargo's), real bwrap and real processes, as
 //! root and as the unprivileged user. One concern:
 //! `cargo test --release --test integration -- relay::`.
