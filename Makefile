@@ -47,7 +47,9 @@ demo: build
 # then the shared cases from real bug reports when ../shared is present. As root they run in a
 # pid namespace of their own (SANDBOX_TESTS), so a regression that signals the wrong process
 # group, and the cases script's final `pkill -f`, reach nothing outside the test run; as a
-# user (no CAP_SYS_ADMIN for unshare) they run directly.
+# user (no CAP_SYS_ADMIN for unshare) they run directly. The integration tests are one binary
+# (tests/integration.rs, a module per concern): one concern alone is
+# `cargo test --release --test integration -- relay::`.
 SANDBOX_TESTS := $(shell [ "$$(id -u)" = 0 ] && unshare --pid --fork --mount-proc --kill-child true 2>/dev/null \
 	&& echo unshare --pid --fork --mount-proc --kill-child --)
 test: build

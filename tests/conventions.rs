@@ -2,27 +2,17 @@
 //! timeout's line, the CI example script, man pages and completions, messages that say what
 //! to do, and per-project policy. Real binary, real bwrap, root and user.
 
-mod common;
+use crate::common;
 
-#[path = "conventions/build.rs"]
 mod build;
-#[path = "conventions/ci.rs"]
 mod ci;
-#[path = "conventions/ci_cancel.rs"]
 mod ci_cancel;
-#[path = "conventions/completion_prefix.rs"]
 mod completion_prefix;
-#[path = "conventions/completion_shells.rs"]
 mod completion_shells;
-#[path = "conventions/end_lines.rs"]
 mod end_lines;
-#[path = "conventions/manual.rs"]
 mod manual;
-#[path = "conventions/messages.rs"]
 mod messages;
-#[path = "conventions/project.rs"]
 mod project;
-#[path = "conventions/project_root.rs"]
 mod project_root;
 
 use common::*;

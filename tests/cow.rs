@@ -8,17 +8,12 @@
 //! (W1 with `-p @net`, `--net-allow`, `--jobs` and other grants' protected paths),
 //! `cow/grants.rs` (P7: a grant inside DIR bound in the overlay).
 
-mod common;
+use crate::common;
 
-#[path = "cow/apply.rs"]
 mod apply;
-#[path = "cow/grants.rs"]
 mod grants;
-#[path = "cow/kept.rs"]
 mod kept;
-#[path = "cow/view.rs"]
 mod view;
-#[path = "cow/with.rs"]
 mod with;
 
 use common::{everyone, run_bounded, snug_cmd, workdir, Out, Who};

@@ -6,25 +6,15 @@
 //! Split by concern: `everyday/discarded.rs` (O8), `everyday/network_env.rs` (N1, P1's TZ,
 //! the `-e` hint), `everyday/shell.rs` (the prompt through a pty, `@shell`).
 
-mod common;
-#[allow(unused_imports)] // the harness re-exports more than these tests use
-mod pty;
+use crate::common;
 
-#[path = "everyday/discarded.rs"]
 mod discarded;
-#[path = "everyday/env_patterns.rs"]
 mod env_patterns;
-#[path = "everyday/exec_prompt.rs"]
 mod exec_prompt;
-#[path = "everyday/foreign_owner.rs"]
 mod foreign_owner;
-#[path = "everyday/network_env.rs"]
 mod network_env;
-#[path = "everyday/pyenv_venv.rs"]
 mod pyenv_venv;
-#[path = "everyday/quiet.rs"]
 mod quiet;
-#[path = "everyday/shell.rs"]
 mod shell;
 
 use common::{everyone, marker, run_bounded, snug_cmd, test_user, Out, Who};

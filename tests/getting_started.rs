@@ -3,7 +3,7 @@
 //! the tool exists and where it does not, `profile show` resolving paths, the dry-run line that
 //! runs when pasted, and `make install DESTDIR=…`. Real binary, real bwrap, root and user.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::os::unix::fs::PermissionsExt;

@@ -6,25 +6,15 @@
 //! snug is stopped), live/exec.rs (L3), live/tty.rs (L3 at a terminal). This file holds what
 //! they share.
 
-mod common;
-#[allow(unused_imports)]
-mod pty;
+use crate::common;
 
-#[path = "live/exec.rs"]
 mod exec;
-#[path = "live/others.rs"]
 mod others;
-#[path = "live/runs.rs"]
 mod runs;
-#[path = "live/sandboxes.rs"]
 mod sandboxes;
-#[path = "live/stop.rs"]
 mod stop;
-#[path = "live/stopped.rs"]
 mod stopped;
-#[path = "live/tty.rs"]
 mod tty;
-#[path = "live/tty_exec_io.rs"]
 mod tty_exec_io;
 
 use common::{marker, snug_cmd, spawn_own_group, until, Who};

@@ -10,19 +10,12 @@
 //! Unprivileged pasta needs /dev/net/tun mode 0666 (distributions ship that; CI's
 //! `scripts/install-deps` sets it); as root the tests set it too.
 
-mod common;
+use crate::common;
 
-#[path = "net/lab.rs"]
-mod lab;
-
-#[path = "net/egress.rs"]
 mod egress;
-
-#[path = "net/lifecycle.rs"]
-mod lifecycle;
-
-#[path = "net/kill.rs"]
 mod kill;
+pub(crate) mod lab;
+mod lifecycle;
 
 use std::process::Command;
 use std::time::Duration;

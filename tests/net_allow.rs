@@ -7,32 +7,18 @@
 //! N6's DoH), `escape` (N6),
 //! `seen` (N7), `lifecycle` (N8, N3); flag and key handling are here.
 
-mod common;
-
-#[allow(dead_code)]
-#[path = "net/lab.rs"]
-mod lab;
+use crate::common;
+use crate::net::lab;
 
 #[path = "net_allow/lab.rs"]
 mod own_lab;
 
-#[path = "net_allow/matrix.rs"]
-mod matrix;
-
-#[path = "net_allow/escape.rs"]
-mod escape;
-
-#[path = "net_allow/lifecycle.rs"]
-mod lifecycle;
-
-#[path = "net_allow/seen.rs"]
-mod seen;
-
-#[path = "net_allow/tls.rs"]
-mod tls;
-
-#[path = "net_allow/bounds.rs"]
 mod bounds;
+mod escape;
+mod lifecycle;
+mod matrix;
+mod seen;
+mod tls;
 
 use std::time::Duration;
 

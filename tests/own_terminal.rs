@@ -3,19 +3,15 @@
 //! an interactive bash as the caller; every row as root and as the test user, in parallel.
 //!
 //! Positive controls: each row was run once against the build before the sandbox had a pty
-//! of its own (`SNUG_UNDER_TEST=<that build> cargo test --test own_terminal`), which shared
-//! the caller's terminal with the sandbox; each comment says what it saw there.
+//! of its own (`SNUG_UNDER_TEST=<that build> cargo test --test integration -- own_terminal::`),
+//! which shared the caller's terminal with the sandbox; each comment says what it saw there.
 
-mod common;
-#[path = "own_terminal/ioctls.rs"]
+use crate::{common, pty};
+
 mod ioctls;
-mod pty;
-#[path = "own_terminal/readers.rs"]
 mod readers;
-#[path = "own_terminal/settings.rs"]
 mod settings;
 
-pub use common::is_root;
 pub use pty::rows::{caller, parallel, snug_line};
 
 use common::marker;

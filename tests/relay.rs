@@ -5,23 +5,12 @@
 //! noticed on every run.
 //!
 //! Timing bounds are SPEC's with a margin (2 cores, tests in parallel); the measured numbers
-//! are printed (`cargo test --test relay -- --nocapture`).
+//! are printed (`cargo test --test integration -- relay:: --nocapture`).
 //!
 //! Split by concern: `kit` (running snug or a control, payloads), `grace` (G2–G5, O4),
 //! `delivery` (G1, G6, S2, D1).
 
-mod common;
-#[allow(unused_imports)] // the harness holds more than these tests use
-mod pty;
-
-#[path = "relay/kit.rs"]
-mod kit;
-
-#[path = "relay/grace.rs"]
-mod grace;
-
-#[path = "relay/delivery.rs"]
 mod delivery;
-
-#[path = "relay/stopped.rs"]
+mod grace;
+pub(crate) mod kit;
 mod stopped;

@@ -12,23 +12,14 @@
 //! (where the report goes and what happens when it cannot be written), `report/grants.rs`
 //! (P5), `report/force_quit.rs` (through a pty, T3).
 
-mod common;
-#[allow(unused_imports)] // the harness re-exports more than these tests use
-mod pty;
+use crate::common;
 
-#[path = "report/endings.rs"]
 mod endings;
-#[path = "report/events.rs"]
 mod events;
-#[path = "report/force_quit.rs"]
 mod force_quit;
-#[path = "report/forged.rs"]
 mod forged;
-#[path = "report/grants.rs"]
 mod grants;
-#[path = "report/planted.rs"]
 mod planted;
-#[path = "report/sinks.rs"]
 mod sinks;
 
 use common::{everyone, snug_cmd, start, workdir, Out, Running, Who};

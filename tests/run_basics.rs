@@ -3,9 +3,8 @@
 //! the default sandbox grants (P1, in `run_basics/default_view.rs`), each as root and as the
 //! unprivileged user.
 
-mod common;
+use crate::common;
 
-#[path = "run_basics/default_view.rs"]
 mod default_view;
 
 use common::*;

@@ -7,16 +7,9 @@
 //! user. Signals go to the snug pid the test started, nothing else. Positive controls: each
 //! test's comment says what it saw without the fix (snug before these rows held).
 
-mod common;
+use crate::relay::kit;
 
-#[allow(dead_code)]
-#[path = "relay/kit.rs"]
-mod kit;
-
-#[path = "signals_all/every.rs"]
 mod every;
-
-#[path = "signals_all/stops.rs"]
 mod stops;
 
 /// The recorder payload (`kit::RECORDER`) handling `sigs` and TERM; it exits 0 `linger`

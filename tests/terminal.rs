@@ -15,31 +15,21 @@
 //! terminal/jobs.rs (T5–T8), terminal/output.rs (T14), terminal/old_kernel.rs (T5 under an
 //! emulated pre-6.9 kernel, R6). This file holds what they share.
 
-mod common;
-#[path = "terminal/handback.rs"]
+use crate::common;
+use crate::pty;
+
 mod handback;
-#[path = "terminal/jobs.rs"]
 mod jobs;
-#[path = "terminal/keys.rs"]
 mod keys;
-#[path = "terminal/old_kernel.rs"]
 mod old_kernel;
-#[path = "terminal/output.rs"]
 mod output;
-mod pty;
-#[path = "terminal/shared.rs"]
 mod shared;
-#[path = "terminal/signals.rs"]
 mod signals;
-#[path = "terminal/tty.rs"]
 mod tty;
-#[path = "terminal/winch.rs"]
 mod winch;
 
 pub use common::is_root;
-pub use pty::rows::{
-    bwrap_line, caller, in_front, own_pid, parallel, pids_starting, sleep_in_front, snug_line, the_pid,
-};
+pub use pty::rows::{bwrap_line, caller, in_front, own_pid, parallel, sleep_in_front, snug_line, the_pid};
 use std::path::Path;
 
 /// Where `bwrap` is on `$PATH` (the control launcher's binary, to find its process).

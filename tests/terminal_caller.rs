@@ -13,23 +13,15 @@
 //! T4), detached.rs (T12 at a terminal), repl.rs (T3), pagers.rs (T13), job_control.rs (T1,
 //! T5, T12, R3 at the caller's terminal). This file holds what they share.
 
-mod common;
-#[path = "terminal_caller/detached.rs"]
+use crate::pty;
+
 mod detached;
-#[path = "terminal_caller/hangup.rs"]
 mod hangup;
-#[path = "terminal_caller/job_control.rs"]
 mod job_control;
-#[path = "terminal_caller/own_pty.rs"]
 mod own_pty;
-#[path = "terminal_caller/pagers.rs"]
 mod pagers;
-mod pty;
-#[path = "terminal_caller/repl.rs"]
 mod repl;
-#[path = "terminal_caller/steal.rs"]
 mod steal;
-#[path = "terminal_caller/steal_tty.rs"]
 mod steal_tty;
 
 pub use pty::rows::{bwrap_line, caller, parallel, pids_starting, snug_line, the_pid};

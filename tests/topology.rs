@@ -5,7 +5,7 @@
 //! positive control each time: the same scenario without snug or under plain bwrap, where the
 //! assertion is shown to fail.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sigseal::SigState;

@@ -6,7 +6,7 @@
 //! Processes are found by a unique marker in their command line: snug's, nest's (a clone
 //! of snug), bwrap's, init's and the payload's all carry it.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::os::unix::process::{CommandExt, ExitStatusExt};

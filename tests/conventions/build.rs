@@ -9,7 +9,7 @@ use std::process::Command;
 /// fix `--version` said "snug 0.1.0" alone and the choice was an `ifeq` made at parse time.
 #[test]
 fn o7_version_says_which_build_and_make_chooses_at_build_time() {
-    let o = run_bounded(Command::new(snug()).arg("--version"), crate::LIMIT);
+    let o = run_bounded(Command::new(snug()).arg("--version"), crate::conventions::LIMIT);
     let line = o.out.trim_end();
     let kinds = ["(static, musl)", "(static, glibc)", "(dynamic, glibc)"];
     assert!(line.starts_with("snug ") && kinds.iter().any(|k| line.ends_with(k)), "{line}");

@@ -2,7 +2,7 @@
 //! (examples/ci-job.sh) cancelled as CI runners cancel a job.
 
 use crate::common::*;
-use crate::snug_run;
+use crate::conventions::snug_run;
 use std::path::Path;
 use std::time::Duration;
 

@@ -20,7 +20,7 @@ fn reply(words: &[&str], line: &str) -> Vec<String> {
     );
     let o = run_bounded(
         Command::new("bash").args(["--norc", "--noprofile", "-c", &script]).env("PATH", path),
-        crate::LIMIT,
+        crate::conventions::LIMIT,
     );
     o.out.lines().filter(|l| !l.is_empty()).map(String::from).collect()
 }

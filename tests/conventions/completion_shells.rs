@@ -23,7 +23,7 @@ fn fish(line: &str, dir: &Path) -> Vec<String> {
     let script = format!("source (snug completions fish | psub); or exit 9; complete -C '{line}'");
     let o = run_bounded(
         Command::new("fish").args(["--no-config", "-c", &script]).env("PATH", path_with_snug()).current_dir(dir),
-        crate::LIMIT,
+        crate::conventions::LIMIT,
     );
     assert!(o.status.success(), "fish: {}", o.err);
     o.out.lines().map(|l| l.split('\t').next().unwrap_or("").to_string()).filter(|w| !w.is_empty()).collect()
@@ -56,7 +56,10 @@ fn zsh_offers(function: &str, words: &[&str]) -> Vec<String> {
          words=({}); {function}",
         words.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" ")
     );
-    let o = run_bounded(Command::new("zsh").args(["-f", "-c", &script]).env("PATH", path_with_snug()), crate::LIMIT);
+    let o = run_bounded(
+        Command::new("zsh").args(["-f", "-c", &script]).env("PATH", path_with_snug()),
+        crate::conventions::LIMIT,
+    );
     o.out.lines().filter(|l| !l.is_empty()).map(String::from).collect()
 }
 
@@ -70,7 +73,7 @@ fn o7_zsh_completes_profile_names_and_runs() {
     if !has("zsh") || snug().file_name().is_some_and(|n| n != "snug") {
         return eprintln!("skipped: no zsh here, or the binary is not named snug");
     }
-    let o = run_bounded(Command::new(snug()).args(["completions", "zsh"]), crate::LIMIT);
+    let o = run_bounded(Command::new(snug()).args(["completions", "zsh"]), crate::conventions::LIMIT);
     let spec = |start: &str| o.out.lines().find(|l| l.starts_with(start)).unwrap_or_default().to_string();
     for opt in ["'*-p+[", "'*--profile=["] {
         assert!(spec(opt).ends_with(":_snug_profiles' \\"), "{opt}: {}", spec(opt));
@@ -86,13 +89,13 @@ fn o7_zsh_completes_profile_names_and_runs() {
     let name = format!("zsh-{}", marker());
     let dir = workdir(Who::Root);
     let mut run = spawn_own_group(&mut snug_cmd(Who::Root, dir.path(), &["--name", &name, "--", "sleep", "60"]));
-    let names = || run_bounded(Command::new(snug()).args(["ps", "--names"]), crate::LIMIT).out;
+    let names = || run_bounded(Command::new(snug()).args(["ps", "--names"]), crate::conventions::LIMIT).out;
     assert!(until(std::time::Duration::from_secs(20), || names().lines().any(|l| l == name)), "{name} never listed");
     let runs = zsh_offers("_snug_runs", &["snug", "stop", ""]);
-    let _ = run_bounded(Command::new(snug()).args(["stop", "--now", &name]), crate::LIMIT);
+    let _ = run_bounded(Command::new(snug()).args(["stop", "--now", &name]), crate::conventions::LIMIT);
     kill_if_running(&mut run);
     assert!(runs.contains(&name), "{name} not offered: {runs:?}");
-    let kept = run_bounded(Command::new(snug()).args(["diff", "--names"]), crate::LIMIT).out;
+    let kept = run_bounded(Command::new(snug()).args(["diff", "--names"]), crate::conventions::LIMIT).out;
     let want: Vec<String> = kept.lines().filter(|l| !l.is_empty()).map(String::from).collect();
     assert_eq!(zsh_offers("_snug_kept", &["snug", "diff", ""]), want);
 }

@@ -2,7 +2,7 @@
 //! stop`'s answer (within the grace, or torn down), besides the report.
 
 use crate::common::*;
-use crate::snug_run;
+use crate::conventions::snug_run;
 use std::time::Duration;
 
 /// K5, O5: an OOM kill at `--memory` is one `snug: ` line naming the bound; forks refused at
@@ -61,7 +61,7 @@ fn l2_stop_says_within_the_grace_or_torn_down() {
             }
             args.push(&name);
             let o = snug_run(who, dir.path(), &args, &[]);
-            let _ = run.finish(crate::LIMIT);
+            let _ = run.finish(crate::conventions::LIMIT);
             assert!(o.out.starts_with(&format!("{name}: ")) && o.out.trim_end().ends_with(want), "{who:?}: {}", o.out);
         }
     }

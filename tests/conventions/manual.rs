@@ -28,7 +28,7 @@ fn references(roff: &str) -> Vec<String> {
 #[test]
 fn o7_man_pages_name_only_pages_that_exist() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let o = run_bounded(Command::new(snug()).args(["manpage", "--dir"]).arg(dir.path()), crate::LIMIT);
+    let o = run_bounded(Command::new(snug()).args(["manpage", "--dir"]).arg(dir.path()), crate::conventions::LIMIT);
     assert_eq!(o.status.code(), Some(0), "{}", o.err);
     let pages: Vec<String> =
         std::fs::read_dir(dir.path()).expect("dir").filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
@@ -51,7 +51,7 @@ fn o7_man_pages_name_only_pages_that_exist() {
     let top = std::fs::read_to_string(dir.path().join("snug.1")).expect("snug.1");
     assert!(references(&top).contains(&"snug-ps".to_string()), "control: the main page does name pages");
     // `snug manpage` alone still prints snug(1).
-    let o = run_bounded(Command::new(snug()).arg("manpage"), crate::LIMIT);
+    let o = run_bounded(Command::new(snug()).arg("manpage"), crate::conventions::LIMIT);
     assert_eq!(o.out, top);
 }
 
@@ -137,6 +137,6 @@ fn o7_bash_completion_offers_profiles_and_runs() {
     // Control: DIR, a path, is left to bash's file completion.
     let c = complete(&["snug", "/us"], &[]);
     assert!(c.words.is_empty() && !c.no_fallback && c.spec.contains("-o default"), "control: {:?}", c.words);
-    let _ = run_bounded(Command::new(snug()).args(["stop", "--now", &name]), crate::LIMIT);
+    let _ = run_bounded(Command::new(snug()).args(["stop", "--now", &name]), crate::conventions::LIMIT);
     kill_if_running(&mut child);
 }

@@ -1,7 +1,7 @@
 //! Messages that say what to do (SPEC O7, K5, P4).
 
 use crate::common::*;
-use crate::{give, snug_run};
+use crate::conventions::{give, snug_run};
 use std::process::Command;
 
 /// O7: `-p net` names the builtin it most likely meant. Control: `-p @net` would resolve,
@@ -121,7 +121,7 @@ fn p4_profile_list_marks_invalid_profiles() {
     std::os::unix::fs::symlink("/nonexistent-snug", d.join("dangling.toml")).expect("symlink");
     let mut c = Command::new(snug());
     c.args(["profile", "list"]).env("XDG_CONFIG_HOME", cfg.path());
-    let o = run_bounded(&mut c, crate::LIMIT);
+    let o = run_bounded(&mut c, crate::conventions::LIMIT);
     assert_eq!(o.status.code(), Some(0), "{}", o.err);
     let line = |n: &str| o.out.lines().find(|l| l.trim_start().starts_with(&format!("{n} "))).unwrap_or("").to_string();
     assert!(line("cyc-a").contains("(invalid: include cycle: cyc-a -> cyc-b -> cyc-a)"), "{}", o.out);

@@ -1,7 +1,7 @@
 //! P6: a project's own `.snug.toml`, applied only once its user allowed that content.
 
 use crate::common::*;
-use crate::{give, snug_run};
+use crate::conventions::{give, snug_run};
 
 /// P6: refused (77, with how to review and allow) before `snug allow`, applied after (its
 /// env, and a profile from `profiles`), refused again after an edit (with the `diff` that

@@ -2,7 +2,7 @@
 //! a marker someone else could have planted never makes a shared directory DIR.
 
 use crate::common::*;
-use crate::{give, snug_run};
+use crate::conventions::{give, snug_run};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -141,7 +141,7 @@ fn p10_walk_stays_on_one_filesystem() {
         );
         let mut c = std::process::Command::new("unshare");
         c.args(["-m", "--propagation", "private", "sh", "-c", &script]).stdin(std::process::Stdio::null());
-        let o = run_bounded(&mut c, crate::LIMIT);
+        let o = run_bounded(&mut c, crate::conventions::LIMIT);
         assert_eq!(o.status.code(), Some(0), "{who:?}: {}", o.err);
         let v: serde_json::Value = serde_json::from_str(&o.out).expect("json");
         assert_eq!(v["dir"].as_str(), mnt.to_str(), "{who:?}: {}", o.out);

@@ -4,7 +4,7 @@
 //! the caller's PATH gets a note naming the profile that shows the caller's.
 
 use crate::common::{code, workdir, Who};
-use crate::{chown_to, each, fresh_dir, run, snug_with};
+use crate::everyday::{chown_to, each, fresh_dir, run, snug_with};
 use std::path::Path;
 
 /// A tiny setuptools package in `dir/tinypkg` that pip can build offline.

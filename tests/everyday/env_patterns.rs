@@ -2,7 +2,7 @@
 //! variables of a docker-style file; `--dry-run` names them and hides their values.
 
 use crate::common::{code, workdir, Who};
-use crate::{each, fresh_dir, run, snug_with};
+use crate::everyday::{each, fresh_dir, run, snug_with};
 
 /// P5: the payload gets `AWS_A`, `AWS_B` (by the pattern), `TOKEN` (the file's value) and
 /// `PASSME` (a bare name in the file: the caller's value), not `OTHER`; the dry run lists each

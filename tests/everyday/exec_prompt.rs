@@ -1,7 +1,7 @@
 //! L3, R1: `snug exec NAME`'s shell has the run's prompt, as the run's own shell would.
 
 use crate::common::{code, kill_if_running, marker, run_bounded, snug_cmd, spawn_own_group, until, workdir, Who};
-use crate::each;
+use crate::everyday::each;
 use std::io::Write;
 use std::process::Stdio;
 use std::time::Duration;
@@ -32,9 +32,12 @@ fn l3_exec_shell_gets_the_runs_prompt() {
         let sign = if who == Who::Root { '#' } else { '$' };
         assert_eq!(text, format!("P=(snug {name}) {sign} \n"), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
         let probe = "tr '\\0' '\\n' </proc/$$/environ | sed -n 's/^PS1=/P=/p'";
-        let o = run_bounded(&mut snug_cmd(who, dir.path(), &["exec", &name, "--", "sh", "-c", probe]), crate::LIMIT);
+        let o = run_bounded(
+            &mut snug_cmd(who, dir.path(), &["exec", &name, "--", "sh", "-c", probe]),
+            crate::everyday::LIMIT,
+        );
         assert_eq!((code(o.status), o.out.as_str()), (0, ""), "{who:?} control: {}", o.err);
-        let _ = run_bounded(&mut snug_cmd(who, dir.path(), &["stop", "--now", &name]), crate::LIMIT);
+        let _ = run_bounded(&mut snug_cmd(who, dir.path(), &["stop", "--now", &name]), crate::everyday::LIMIT);
         kill_if_running(&mut run);
     });
 }

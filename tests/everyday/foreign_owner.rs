@@ -4,7 +4,7 @@
 //! in a DIR whose owners the sandbox cannot map ends with a line saying so.
 
 use crate::common::{code, is_root, run_bounded, snug_cmd, workdir, Who};
-use crate::LIMIT;
+use crate::everyday::LIMIT;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! variable the sandbox left out gets the `-e` hint, and nothing is said otherwise.
 
 use crate::common::{code, workdir, Who};
-use crate::{chown_to, each, fresh_dir, run, snug_with};
+use crate::everyday::{chown_to, each, fresh_dir, run, snug_with};
 
 /// N1: `https_proxy` and a CA file outside every default view (/var/tmp) reach a `-p @net`
 /// payload: the variable with the caller's value, the file readable at the same path.

@@ -2,7 +2,7 @@
 //! sandbox hides: the 127 says so and names the profile that shows it.
 
 use crate::common::{code, workdir, Who};
-use crate::{chown_to, each, fresh_dir, run, snug_with};
+use crate::everyday::{chown_to, each, fresh_dir, run, snug_with};
 use std::os::unix::fs::PermissionsExt;
 
 /// O7: `.venv/bin/python3` (a link to `~/.pyenv/versions/…/python3.12`) without `-p @python`

@@ -2,7 +2,7 @@
 //! and never suggests a grant that lets the payload write what the host runs.
 
 use crate::common::{code, workdir, Who};
-use crate::{each, fresh_dir, run, snug_with};
+use crate::everyday::{each, fresh_dir, run, snug_with};
 
 /// O11: shell history, pytest's and V8's temporary files and cargo's bookkeeping are not
 /// reported (exit 0, empty stderr); writes to `~/.cargo` and `~/.bashrc` are reported with no

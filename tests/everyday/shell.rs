@@ -2,8 +2,8 @@
 //! sandbox and names the run; `@shell` shows the caller's rc files read-only.
 
 use crate::common::{code, snug_for, workdir, Who};
+use crate::everyday::{chown_to, each, fresh_dir, run, snug_with};
 use crate::pty::{Term, PROMPT};
-use crate::{chown_to, each, fresh_dir, run, snug_with};
 
 /// R1: the default shell (bash, through a real pty) prompts `(snug NAME) DIR#`. Control: the
 /// same bash as an explicit command keeps bash's own prompt.

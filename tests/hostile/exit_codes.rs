@@ -31,7 +31,7 @@ fn r4_exit_categories() {
         let d = workdir(who);
         let locked = d.path().join("locked");
         std::fs::create_dir(&locked).unwrap();
-        crate::args::chown_tree(who, d.path());
+        crate::hostile::args::chown_tree(who, d.path());
         std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
         let o = run_bounded(&mut snug_cmd(who, d.path(), &[locked.to_str().unwrap(), "--", "true"]), LIMIT);
         one_line(&o, 71, "a DIR that cannot be entered");

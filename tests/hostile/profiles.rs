@@ -11,7 +11,7 @@ fn config(who: Who, dir: &Path, make: impl FnOnce(&Path)) -> PathBuf {
     let profiles = conf.join("snug/profiles.d");
     std::fs::create_dir_all(&profiles).unwrap();
     make(&profiles);
-    crate::args::chown_tree(who, dir);
+    crate::hostile::args::chown_tree(who, dir);
     conf
 }
 

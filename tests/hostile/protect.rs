@@ -5,8 +5,8 @@
 //! Each attack runs once more with `--unprotect` as a control in the test itself: there it
 //! succeeds, so the assertions see the protection and not a broken attack.
 
-use crate::args::chown_tree;
 use crate::common::*;
+use crate::hostile::args::chown_tree;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

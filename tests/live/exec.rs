@@ -4,7 +4,7 @@
 use crate::common::{
     code, everyone, kill, marker, running, spawn_own_group, survivors, until, wait_bounded, workdir, Who,
 };
-use crate::{cmd, run, Live, READY};
+use crate::live::{cmd, run, Live, READY};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};

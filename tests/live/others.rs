@@ -3,8 +3,8 @@
 //! control characters in what snug prints.
 
 use crate::common::{cmd_as, code, everyone, marker, test_user, workdir, Who};
-use crate::runs::socket_dir;
-use crate::{ms, run, Live};
+use crate::live::runs::socket_dir;
+use crate::live::{ms, run, Live};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -94,14 +94,14 @@ fn l5_root_bare_name_is_roots_own_run() {
     let name = user_run.name.clone();
     let mut root_run = Live::start_named(Who::Root, dir.path(), &name, &["sleep", &marker()]);
     root_run.ready(dir.path(), "running");
-    let rows = crate::ps(Who::Root, dir.path());
+    let rows = crate::live::ps(Who::Root, dir.path());
     let user_address = format!("{}/{name}", crate::common::TEST_USER);
     assert!(rows.iter().any(|r| r["address"] == user_address.as_str()), "{rows:?}");
     assert!(rows.iter().any(|r| r["address"] == name.as_str() && r["user"] == "root"), "{rows:?}");
     let (st, out, err, _) = run(Who::Root, dir.path(), &["stop", &name]);
     assert!(st.success(), "{out}{err}");
     root_run.end(Duration::from_secs(10));
-    assert!(crate::listed(Who::User, dir.path(), &name), "root's bare name stopped the user's run");
+    assert!(crate::live::listed(Who::User, dir.path(), &name), "root's bare name stopped the user's run");
     let (st, out, err, _) = run(Who::Root, dir.path(), &["stop", &user_address]);
     assert!(st.success() && out.contains("killed by SIGTERM"), "control: USER/NAME: {out}{err}");
 }
@@ -130,7 +130,7 @@ fn l5_silent_server_never_hangs_a_client() {
                 assert!(t < Duration::from_secs(12), "{who:?} {args:?}: {} ms", ms(t));
             }
             let t0 = Instant::now();
-            let rows = crate::ps(who, dir.path());
+            let rows = crate::live::ps(who, dir.path());
             let took = t0.elapsed();
             let fakes = rows.iter().filter(|r| r["name"].as_str().is_some_and(|n| n.starts_with(&fake.name))).count();
             assert_eq!(fakes, 41, "{who:?}: {rows:?}");
@@ -196,7 +196,7 @@ fn l5_control_characters_are_escaped() {
         let row = text.lines().find(|l| l.contains(&a.name)).unwrap_or_default();
         assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{who:?}: raw controls: {text:?}");
         assert!(row.contains("\\x1b]0;pwned\\x07\\x1b[2J"), "{who:?}: {row:?}");
-        let rows = crate::ps(who, dir.path());
+        let rows = crate::live::ps(who, dir.path());
         let r = rows.iter().find(|r| r["name"] == a.name.as_str()).expect("json row");
         assert!(r["command"].as_str().is_some_and(|c| c.ends_with(evil)), "{r:?}");
         let (st, _, err, _) = run(who, dir.path(), &["--", &format!("nosuch{evil}")]);

@@ -1,7 +1,7 @@
 //! Names, `ps` and who may reach a run (SPEC L1, L5).
 
 use crate::common::{code, everyone, marker, workdir, Who};
-use crate::{cmd, listed, ps, run, Live};
+use crate::live::{cmd, listed, ps, run, Live};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;

@@ -3,8 +3,8 @@
 //! is refused by the run it reaches.
 
 use crate::common::{everyone, marker, workdir, Who};
-use crate::runs::socket_dir;
-use crate::{listed, run, Live};
+use crate::live::runs::socket_dir;
+use crate::live::{listed, run, Live};
 
 /// A raw client of the control protocol, run inside a sandbox with python3 (snug's own
 /// client would give up, as the run's pid is not visible there; an attacker's does not):

@@ -1,7 +1,7 @@
 //! `snug stop`, `snug signal` (SPEC L2) and `--jobs` (L4).
 
 use crate::common::{code, everyone, marker, workdir};
-use crate::{ms, run, Live};
+use crate::live::{ms, run, Live};
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 

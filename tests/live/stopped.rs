@@ -2,7 +2,7 @@
 //! `exec` never wait for an answer it cannot give (SPEC L1, L2).
 
 use crate::common::{code, everyone, marker, proc_state, until, workdir, Who};
-use crate::{cmd, ms, Live};
+use crate::live::{cmd, ms, Live};
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ fn tstp(run: &Live) {
 /// a blocking `connect(2)` (the client without the fix) would wait now.
 fn fill_backlog(who: Who, name: &str) -> (Vec<OwnedFd>, bool) {
     use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
-    let path = crate::runs::socket_dir(who).join(format!("{name}.sock"));
+    let path = crate::live::runs::socket_dir(who).join(format!("{name}.sock"));
     let addr = SocketAddrUnix::new(&path).expect("socket path");
     let mut held = Vec::new();
     for _ in 0..200 {
@@ -85,7 +85,7 @@ fn l1_l2_a_stopped_run_never_makes_a_client_wait() {
         // Without its lock file (moved aside: the lock stays on the inode), the clients reach
         // the run only through its socket: `connect(2)` to the full backlog gives "no answer"
         // at once, and `ps` still lists the name.
-        let lock = crate::runs::socket_dir(who).join(format!("{}.lock", a.name));
+        let lock = crate::live::runs::socket_dir(who).join(format!("{}.lock", a.name));
         let aside = lock.with_file_name(format!(".aside-{}", a.name));
         std::fs::rename(&lock, &aside).expect("move the lock file aside");
         let (st, out, err, _) = quick(who, dir.path(), &["ps", "--json"]);
@@ -164,7 +164,7 @@ fn l1_l5_a_lock_held_from_another_pid_namespace_is_not_stale() {
     let dir = workdir(who);
     let run = Live::start(who, dir.path(), &[], &["sleep", &marker()]);
     run.ready(dir.path(), "running");
-    let lock = crate::runs::socket_dir(who).join(format!("{}.lock", run.name));
+    let lock = crate::live::runs::socket_dir(who).join(format!("{}.lock", run.name));
     assert!(lock.exists(), "{}: no lock file", run.name);
     let snug = crate::common::snug();
     let o = std::process::Command::new("unshare")

@@ -1,9 +1,9 @@
 //! `snug exec` at a terminal (SPEC L3): a pty of its own, so job control inside works.
 
 use crate::common::{everyone, marker, workdir, Who};
+use crate::live::{Live, READY};
 use crate::pty::rows::front_of_its_terminal;
 use crate::pty::{Term, CTRL_C, CTRL_Z, PROMPT};
-use crate::{Live, READY};
 use std::time::Duration;
 
 /// L3 (T6 for exec): at the caller's terminal, `snug exec NAME -- bash -i` gets job control:

@@ -1,8 +1,8 @@
 //! `snug exec` at a terminal with CMD's output redirected, and resized (SPEC L3, T17).
 
 use crate::common::{everyone, workdir, Who};
+use crate::live::Live;
 use crate::pty::{Term, PROMPT};
-use crate::Live;
 use std::time::Duration;
 
 /// A live run as `who`, a caller's terminal, and the command that starts `snug exec` in it.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::common::*;
-use crate::lab::*;
+use crate::net::lab::*;
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::common::*;
-use crate::lab::*;
-use crate::lifecycle::launch;
+use crate::net::lab::*;
+use crate::net::lifecycle::launch;
 
 /// N2, K1: `snug -p @net` is SIGKILLed 0 to 150 ms after its start in 5 ms steps (the attach
 /// takes tens of ms, so the sweep crosses the fork of pasta, its setup and the payload's

@@ -5,7 +5,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::lab::*;
+use crate::net::lab::*;
 
 /// Start `ARGV` with SIGINT ignored and SIGUSR1 blocked (as `nohup`-like callers and
 /// harnesses do) and SIGPIPE ignored (Python's own setting, which `os.execv` passes on) unless

@@ -5,9 +5,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::*;
-use crate::escape::give;
-use crate::lab::{file, python, which};
-use crate::own_lab::{OwnLab, HTTP_PY};
+use crate::net_allow::escape::give;
+use crate::net_allow::lab::{file, python, which};
+use crate::net_allow::own_lab::{OwnLab, HTTP_PY};
 
 const HOSTS: &str = "203.0.113.1 pkgs.example\n";
 
@@ -50,7 +50,7 @@ fn n5_bounds_on_connections_and_names_are_counted() {
     let Some(lab) = OwnLab::new(5, HOSTS) else { return };
     let mut server = Command::new(which("ip"));
     server.args(["netns", "exec", &lab.remote, "prlimit", "--nofile=8192", "--", &python(), "-c", HTTP_PY]);
-    let _pkgs = crate::lab::serve(server.args(["203.0.113.1", "80", "pkgs"]));
+    let _pkgs = crate::net_allow::lab::serve(server.args(["203.0.113.1", "80", "pkgs"]));
     for who in everyone() {
         let dir = workdir(who);
         file(dir.path(), "load.py", LOAD_PY);

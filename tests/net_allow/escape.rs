@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::common::*;
-use crate::lab::{file, python};
-use crate::own_lab::{OwnLab, HOST4, HTTP_PY, PROBE_PY};
+use crate::net_allow::lab::{file, python};
+use crate::net_allow::own_lab::{OwnLab, HOST4, HTTP_PY, PROBE_PY};
 
 const HOSTS: &str = "203.0.113.1 pkgs.example\n127.0.0.1 loop.example\n169.254.169.254 meta.example\n\
                      198.51.100.2 self.example\n";

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::common::*;
-use crate::lab::{file, python, which};
+use crate::net_allow::lab::{file, python, which};
 
 /// The host's own address (N6: a name leading there is refused).
 pub const HOST4: &str = "198.51.100.2";
@@ -75,24 +75,24 @@ impl OwnLab {
 
     /// snug as `who` in the host namespace, in `dir`, with `args`.
     pub fn snug(&self, who: Who, dir: &Path, args: &[&str]) -> Command {
-        let mut c = self.on_host(&crate::lab::snug_words(who, args));
+        let mut c = self.on_host(&crate::net_allow::lab::snug_words(who, args));
         c.current_dir(dir);
         c
     }
 
     /// A server in the remote namespace: `python3 -c code args…`, ready once it prints
     /// `ready PORT`.
-    pub fn serve_remote(&self, code: &str, args: &[&str]) -> crate::lab::Proc {
+    pub fn serve_remote(&self, code: &str, args: &[&str]) -> crate::net_allow::lab::Proc {
         let mut c = Command::new(which("ip"));
         c.args(["netns", "exec", &self.remote, &python(), "-c", code]).args(args);
-        crate::lab::serve(&mut c)
+        crate::net_allow::lab::serve(&mut c)
     }
 
     /// A server in the host namespace (where snug itself runs).
-    pub fn serve_host(&self, code: &str, args: &[&str]) -> crate::lab::Proc {
+    pub fn serve_host(&self, code: &str, args: &[&str]) -> crate::net_allow::lab::Proc {
         let mut c = Command::new(which("ip"));
         c.args(["netns", "exec", &self.host, &python(), "-c", code]).args(args);
-        crate::lab::serve(&mut c)
+        crate::net_allow::lab::serve(&mut c)
     }
 }
 

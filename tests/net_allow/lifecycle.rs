@@ -6,9 +6,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::escape::give;
-use crate::lab::{file, which};
-use crate::own_lab::{OwnLab, HTTP_PY};
+use crate::net_allow::escape::give;
+use crate::net_allow::lab::{file, which};
+use crate::net_allow::own_lab::{OwnLab, HTTP_PY};
 
 const HOSTS: &str = "203.0.113.1 pkgs.example\n";
 

@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use crate::common::*;
-use crate::escape::give;
-use crate::lab::{file, which};
-use crate::own_lab::{OwnLab, HTTP_PY, PROBE_PY};
+use crate::net_allow::escape::give;
+use crate::net_allow::lab::{file, which};
+use crate::net_allow::own_lab::{OwnLab, HTTP_PY, PROBE_PY};
 
 const HOSTS: &str = "203.0.113.1 pkgs.example\n2001:db8:2::1 pkgs.example\n203.0.113.2 other.example\n\
                      203.0.113.3 git.example\n2001:db8:2::3 v6only.example\n";
@@ -143,8 +143,13 @@ fn n5_matrix_every_client_reaches_allowed_hosts_only() {
         eprintln!("the JVM row is skipped: no JDK (java and javac) installed");
     }
 
-    let probe =
-        [crate::lab::python(), "-c".into(), PROBE_PY.into(), "other.example:80".into(), "203.0.113.2:80".into()];
+    let probe = [
+        crate::net_allow::lab::python(),
+        "-c".into(),
+        PROBE_PY.into(),
+        "other.example:80".into(),
+        "203.0.113.2:80".into(),
+    ];
     let o = run_bounded(&mut lab.on_host(&probe), std::time::Duration::from_secs(20));
     assert_eq!(o.out.matches(" ok hello other").count(), 2, "control without snug: {}{}", o.out, o.err);
 

@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::escape::give;
-use crate::lab::file;
-use crate::own_lab::{OwnLab, HTTP_PY, PROBE_PY};
+use crate::net_allow::escape::give;
+use crate::net_allow::lab::file;
+use crate::net_allow::own_lab::{OwnLab, HTTP_PY, PROBE_PY};
 
 const HOSTS: &str = "203.0.113.1 pkgs.example\n2001:db8:2::1 pkgs.example\n";
 
@@ -58,7 +58,7 @@ fn n7_refusals_on_ports_nobody_serves_are_seen_and_o9_streamed() {
     let _s5432v6 = lab.serve_remote(HTTP_PY, &["2001:db8:2::1", "5432", "db6"]);
     let _s22 = lab.serve_remote(HTTP_PY, &["2001:db8:2::1", "22", "ssh6"]);
     let targets = ["pkgs.example:5432", "203.0.113.1:5432", "[2001:db8:2::1]:22"];
-    let mut control = vec![crate::lab::python(), "-c".into(), PROBE_PY.into()];
+    let mut control = vec![crate::net_allow::lab::python(), "-c".into(), PROBE_PY.into()];
     control.extend(targets.iter().map(|t| t.to_string()));
     let o = run_bounded(&mut lab.on_host(&control), Duration::from_secs(20));
     assert_eq!(o.out.matches(" ok hello ").count(), 3, "control without snug: {}{}", o.out, o.err);

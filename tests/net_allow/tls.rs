@@ -7,9 +7,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::*;
-use crate::escape::give;
-use crate::lab::{file, which};
-use crate::own_lab::{OwnLab, HTTP_PY};
+use crate::net_allow::escape::give;
+use crate::net_allow::lab::{file, which};
+use crate::net_allow::own_lab::{OwnLab, HTTP_PY};
 
 const HOSTS: &str = "203.0.113.1 pkgs.example\n2001:db8:2::1 pkgs.example\n203.0.113.2 doh.example\n";
 
@@ -132,7 +132,7 @@ fn n5_https_clients_with_a_test_ca_n6_doh_to_a_host_not_allowed_fails() {
     let files = tempfile::Builder::new().prefix("snug-own-tls-").tempdir_in("/tmp").expect("tempdir");
     let _ = Command::new("chmod").arg("755").arg(files.path()).status();
     certificates(files.path());
-    crate::matrix::repo(files.path());
+    crate::net_allow::matrix::repo(files.path());
     let at = |f: &str| files.path().join(f).to_string_lossy().to_string();
     let root = files.path().to_string_lossy().to_string();
     let (cert, key) = (at("server.pem"), at("server.key"));

@@ -1,8 +1,8 @@
 //! Ioctls (T11): no ioctl family a sandbox process aims at its terminal reaches the caller's.
 
 use crate::common::Who;
+use crate::own_terminal::{armed, caller, caller_stty, collect, parallel, snug_line};
 use crate::pty::{scripts, PROMPT};
-use crate::{armed, caller, caller_stty, collect, parallel, snug_line};
 use std::time::Duration;
 
 /// Every ioctl family a background sandbox process could aim at the caller's terminal, on

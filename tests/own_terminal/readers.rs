@@ -2,8 +2,8 @@
 //! and leaves job control reads nothing typed for the caller and changes nothing.
 
 use crate::common::{marker, Who};
+use crate::own_terminal::{armed, caller, caller_stty, nothing_read, parallel, reader_row, snug_line};
 use crate::pty::{scripts, CTRL_Z, PROMPT};
-use crate::{armed, caller, caller_stty, nothing_read, parallel, reader_row, snug_line};
 use std::time::Duration;
 
 /// The reader: every way a sandbox process could still hold the caller's terminal. It opens

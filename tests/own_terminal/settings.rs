@@ -2,8 +2,8 @@
 //! sandbox's terminal starts with them.
 
 use crate::common::Who;
+use crate::own_terminal::{caller, parallel, snug_line};
 use crate::pty::PROMPT;
-use crate::{caller, parallel, snug_line};
 
 /// T7 (why 6): after `kill -9` of snug, the calling script's next `read` from the terminal
 /// works (it is neither stopped nor raw), and the caller's `stty -g` is what it was 100 ms

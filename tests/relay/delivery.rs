@@ -2,8 +2,8 @@
 //! others never, and a signal ignored at start stays ignored.
 
 use crate::common::{everyone, kill, marker, pids_with, proc_state, until};
-use crate::kit::{ms, recorder, sh, How, Run, PY};
 use crate::pty::open_pty;
+use crate::relay::kit::{ms, recorder, sh, How, Run, PY};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;

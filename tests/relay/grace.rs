@@ -2,7 +2,7 @@
 //! snug's end.
 
 use crate::common::{everyone, marker};
-use crate::kit::{ms, sh, How, Run};
+use crate::relay::kit::{ms, sh, How, Run};
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 

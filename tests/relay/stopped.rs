@@ -2,7 +2,7 @@
 //! runs its handler within the grace, as under systemd (`SendSIGCONT=`).
 
 use crate::common::{everyone, marker, stat};
-use crate::kit::{ms, sh, How, Run};
+use crate::relay::kit::{ms, sh, How, Run};
 use std::time::Duration;
 
 /// The main shell dies of TERM at once; its background worker handles TERM (writes `handled`

@@ -1,7 +1,7 @@
 //! One test per `ended_by` value (SPEC O5) and the timeout (O6), each with its control.
 
 use crate::common::{code, marker, survivors, workdir, Who};
-use crate::{each, ended_by, reported, Reported};
+use crate::report::{each, ended_by, reported, Reported};
 use std::time::{Duration, Instant};
 
 /// A payload that writes `ready`, then loops for up to ~3 s; TERM makes it exit 0 when

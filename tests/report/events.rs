@@ -3,7 +3,7 @@
 //! run, and the events it missed are counted.
 
 use crate::common::{code, marker, run_bounded, snug_cmd, start, workdir, Who};
-use crate::{each, LIMIT};
+use crate::report::{each, LIMIT};
 use serde_json::Value;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;

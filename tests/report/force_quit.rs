@@ -4,7 +4,7 @@
 use crate::common::{marker, reap_leftovers, snug_for, workdir, Who};
 use crate::pty::rows::in_front;
 use crate::pty::{descendants, scripts, stat, Term, CTRL_C, PROMPT};
-use crate::{each, ended_by};
+use crate::report::{each, ended_by};
 use serde_json::Value;
 
 fn report(t: &mut Term, path: &std::path::Path) -> Value {

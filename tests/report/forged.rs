@@ -8,7 +8,7 @@
 //! and truncated at the start, written through that descriptor at the end): see each test.
 
 use crate::common::{code, kill, snug_cmd, spawn_own_group, until, workdir, Who};
-use crate::{each, LIMIT};
+use crate::report::{each, LIMIT};
 use serde_json::Value;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! control without the flag, and the errors of the profile keys naming the flag.
 
 use crate::common::{code, marker, run_bounded, snug_cmd, test_user, workdir, Out, Who};
-use crate::{each, LIMIT};
+use crate::report::{each, LIMIT};
 use std::path::{Path, PathBuf};
 
 fn snug(who: Who, dir: &Path, args: &[&str]) -> Out {

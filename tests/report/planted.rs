@@ -5,7 +5,7 @@
 //! `fs.protected_symlinks` and `fs.protected_regular` at 0).
 
 use crate::common::{code, is_root, run_bounded, snug_cmd, workdir, Who};
-use crate::{ended_by, LIMIT};
+use crate::report::{ended_by, LIMIT};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 

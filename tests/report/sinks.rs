@@ -2,7 +2,7 @@
 //! be written (SPEC O5, R4: exit 74).
 
 use crate::common::{cmd_as, code, is_root, run_bounded, snug_for, workdir, Who};
-use crate::{each, ended_by, reported, LIMIT};
+use crate::report::{each, ended_by, reported, LIMIT};
 use serde_json::Value;
 
 /// O5: `--report fd:3 3>out.json` writes the report to the caller's descriptor. Control:

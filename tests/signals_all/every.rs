@@ -3,8 +3,8 @@
 //! the grace, G2) is relayed to the sandbox once, without a grace, and snug keeps running.
 
 use crate::common::{everyone, marker};
-use crate::kit::{How, Run};
-use crate::record_all;
+use crate::signals_all::kit::{How, Run};
+use crate::signals_all::record_all;
 use std::time::Duration;
 
 /// The signals G6 relays without a grace, in the order the test sends them.

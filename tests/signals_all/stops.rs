@@ -2,8 +2,8 @@
 //! CONT continues both; G6: one CONT reaches the payload once.
 
 use crate::common::{descendants, everyone, marker, proc_state, until};
-use crate::kit::{sh, How, Run};
-use crate::record_all;
+use crate::signals_all::kit::{sh, How, Run};
+use crate::signals_all::record_all;
 use std::time::Duration;
 
 /// The progress counter the payload writes every 0.1 s.

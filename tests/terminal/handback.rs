@@ -4,7 +4,7 @@
 
 use crate::common::{marker, reap_leftovers, Who};
 use crate::pty::{scripts, stat, Term, CTRL_C, PROMPT};
-use crate::{bwrap_line, caller, in_front, own_pid, parallel, reading_stdin, snug_line};
+use crate::terminal::{bwrap_line, caller, in_front, own_pid, parallel, reading_stdin, snug_line};
 use std::time::{Duration, Instant};
 
 /// `sh -c 'LAUNCH; echo "after:$?"; echo "@g:$(stty -g):"; read x; echo "got:$x"'`: a

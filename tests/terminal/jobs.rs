@@ -3,7 +3,7 @@
 
 use crate::common::{alive, marker, reap_leftovers, Who};
 use crate::pty::{scripts, stat, Term, CTRL_C, CTRL_Z, PROMPT};
-use crate::{bwrap_line, caller, in_front, parallel, sleep_in_front, snug_line, the_pid};
+use crate::terminal::{bwrap_line, caller, in_front, parallel, sleep_in_front, snug_line, the_pid};
 use std::path::Path;
 use std::time::Duration;
 

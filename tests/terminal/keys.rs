@@ -8,7 +8,7 @@
 
 use crate::common::{marker, Who};
 use crate::pty::{scripts, PROMPT};
-use crate::{caller, in_front, own_pid, parallel, snug_line};
+use crate::terminal::{caller, in_front, own_pid, parallel, snug_line};
 use std::time::{Duration, Instant};
 
 /// A payload in cbreak mode that checks for a key with a non-blocking read between 200 ms

@@ -5,9 +5,9 @@
 //! pinned processes without flags, and relays go through its init's `kill(-1)`.
 
 use crate::common::{snug, Who};
-use crate::jobs::t5_row;
 use crate::pty::scripts;
-use crate::{caller, parallel};
+use crate::terminal::jobs::t5_row;
+use crate::terminal::{caller, parallel};
 use std::process::Command;
 
 /// T5 under the emulated pre-6.9 kernel, as root and as the test user. Positive control,

@@ -3,7 +3,7 @@
 
 use crate::common::{marker, Who};
 use crate::pty::{scripts, PROMPT};
-use crate::{bwrap_path, caller, parallel, snug_line, writing};
+use crate::terminal::{bwrap_path, caller, parallel, snug_line, writing};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -74,7 +74,7 @@ fn t14_a_terminal_that_reads_nothing_holds_the_payload_back() {
         let s = scripts::write(dir.path(), "held.sh", &body);
         let go = dir.path().join(format!("go-{m}"));
         t.line(&snug_line(&format!("sh {s} {} {m}", go.display())));
-        let payload = crate::own_pid(&mut t, &format!("sh {s}"));
+        let payload = crate::terminal::own_pid(&mut t, &format!("sh {s}"));
         let snug = t.snug_pid();
         // From here on nothing reads the caller's terminal until the payload is seen held.
         std::fs::write(&go, "").expect("write the go file");
@@ -128,7 +128,7 @@ fn paused_run(t: &mut crate::pty::Term, dir: &Path) -> (Instant, i32) {
     let go = dir.join(format!("go-{m}"));
     t.line(&snug_line(&format!("sh {s} {} {m}", go.display())));
     t.expect("paused-ready");
-    crate::in_front(t, &format!("sh {s}"));
+    crate::terminal::in_front(t, &format!("sh {s}"));
     let bwrap = t.pid_of(&bwrap_path());
     let snug = t.snug_pid();
     t.send("\x13");

@@ -4,7 +4,7 @@
 
 use crate::common::Who;
 use crate::pty::{scripts, Term, PROMPT};
-use crate::{caller, parallel, snug_line};
+use crate::terminal::{caller, parallel, snug_line};
 use std::path::Path;
 use std::time::Duration;
 

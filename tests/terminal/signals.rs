@@ -3,7 +3,7 @@
 
 use crate::common::{self, alive, marker, reap_leftovers, Who};
 use crate::pty::{scripts, stat, CTRL_C, PROMPT};
-use crate::{bwrap_line, caller, in_front, parallel, snug_line, the_pid};
+use crate::terminal::{bwrap_line, caller, in_front, parallel, snug_line, the_pid};
 use std::time::{Duration, Instant};
 
 /// T2: one ^C reaches the payload once (the terminal delivers it; snug relays nothing) and
@@ -182,7 +182,7 @@ fn t4_int_from_a_process_runs_the_handler_once() {
         let s = scripts::write(dir.path(), "hit.py", scripts::HIT_ONCE);
         t.line(&bwrap_line(dir.path(), "", &format!("python3 {s} 10 {m}")));
         t.expect("ready");
-        let bwrap = t.pid_of(&crate::bwrap_path());
+        let bwrap = t.pid_of(&crate::terminal::bwrap_path());
         common::kill(bwrap as u32, libc::SIGINT);
         if t.wait_for("hit 1", Duration::from_secs(2)) {
             t.fail("control: plain bwrap relayed the INT");

@@ -2,7 +2,7 @@
 
 use crate::common::{marker, reap_leftovers, Who};
 use crate::pty::{scripts, stat, CTRL_C, PROMPT};
-use crate::{bwrap_line, caller, in_front, is_root, parallel, snug_line, the_pid};
+use crate::terminal::{bwrap_line, caller, in_front, is_root, parallel, snug_line, the_pid};
 use std::time::Duration;
 
 /// T1: in terminal mode the payload has a terminal as its controlling terminal, in a process

@@ -7,7 +7,7 @@
 
 use crate::common::Who;
 use crate::pty::{scripts, Term, CTRL_Z, PROMPT};
-use crate::{caller, parallel, snug_line};
+use crate::terminal::{caller, parallel, snug_line};
 
 /// Reports the size of its controlling terminal (`/dev/tty`, opened read-only: an open and
 /// TIOCGWINSZ work from the background) on stderr at each SIGWINCH and SIGCONT; ends after
@@ -82,7 +82,7 @@ fn t17_resized_while_stopped_the_payload_has_the_new_size_at_fg() {
             t.line(&line);
             t.expect("winch-ready=80x24;");
             if !deferred {
-                crate::in_front(&mut t, &format!("python3 {s}"));
+                crate::terminal::in_front(&mut t, &format!("python3 {s}"));
             }
             t.send(CTRL_Z);
             t.expect("Stopped");

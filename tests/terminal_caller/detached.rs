@@ -4,7 +4,7 @@
 
 use crate::common::{marker, reap_leftovers, Who};
 use crate::pty::{Term, CTRL_Z, PROMPT};
-use crate::{caller, parallel, snug_line};
+use crate::terminal_caller::{caller, parallel, snug_line};
 use std::time::Duration;
 
 /// The ticking payload: tick1 … tick6, 0.3 s apart. The marker rides in a comment. The

@@ -5,7 +5,7 @@
 use crate::common::{self, alive, marker, survivors, workdir, Who};
 use crate::pty::leader::Leader;
 use crate::pty::{scripts, stat, PROMPT};
-use crate::{caller, parallel, snug_line, the_pid};
+use crate::terminal_caller::{caller, parallel, snug_line, the_pid};
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 
 use crate::common::{marker, reap_leftovers, Who};
 use crate::pty::{scripts, Term, CTRL_C, CTRL_Z, PROMPT};
-use crate::{caller, parallel, snug_line};
+use crate::terminal_caller::{caller, parallel, snug_line};
 use std::time::Duration;
 
 /// Ticks 0.3 s apart, many of them; the marker rides in a comment.

@@ -3,7 +3,7 @@
 
 use crate::common::{marker, reap_leftovers, Who};
 use crate::pty::{scripts, PROMPT};
-use crate::{caller, parallel, snug_line};
+use crate::terminal_caller::{caller, parallel, snug_line};
 
 /// Payload: open ptys of the sandbox's own devpts until one has the caller's pty number N
 /// (bwrap's devpts numbers from 0, like the host's), then change its settings and size.

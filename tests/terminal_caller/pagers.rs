@@ -3,7 +3,7 @@
 
 use crate::common::{marker, reap_leftovers, Who};
 use crate::pty::{scripts, stat, CTRL_C, PROMPT};
-use crate::{caller, parallel, pids_starting, snug_line, the_pid};
+use crate::terminal_caller::{caller, parallel, pids_starting, snug_line, the_pid};
 use std::time::Duration;
 
 /// A pager: reads 1000 lines of stdin, says `pager-waiting`, reads one line from /dev/tty

@@ -3,7 +3,7 @@
 use crate::common::{self, alive, marker, reap_leftovers, Who};
 use crate::pty::rows::in_front;
 use crate::pty::{scripts, stat, CTRL_C, PROMPT};
-use crate::{caller, parallel, snug_line};
+use crate::terminal_caller::{caller, parallel, snug_line};
 use std::time::{Duration, Instant};
 
 /// T3: a payload that handles SIGINT (a REPL: tests/pty/scripts.rs COUNT_INT, running 5 s)

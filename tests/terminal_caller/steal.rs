@@ -4,7 +4,7 @@
 
 use crate::common::{reap_leftovers, Who};
 use crate::pty::{Term, CTRL_Z, PROMPT};
-use crate::{caller, parallel, snug_line};
+use crate::terminal_caller::{caller, parallel, snug_line};
 use std::path::Path;
 use std::time::Duration;
 
@@ -174,8 +174,8 @@ fn t11_background_payload_cannot_steal_keystrokes() {
     let holding = || {
         let (mut t, dir) = caller(Who::Root, "T11 control: plain bwrap holds the terminal");
         let m = crate::common::marker();
-        t.line(&format!("{} &", crate::bwrap_line(dir.path(), "", &format!("sleep {m}"))));
-        crate::the_pid(&mut t, &format!("sleep {m}"));
+        t.line(&format!("{} &", crate::terminal_caller::bwrap_line(dir.path(), "", &format!("sleep {m}"))));
+        crate::terminal_caller::the_pid(&mut t, &format!("sleep {m}"));
         let held = crate::pty::rows::sandbox_holds_callers_tty(&t, t.shell_pid());
         reap_leftovers(&format!("sleep {m}"));
         if held.is_empty() {

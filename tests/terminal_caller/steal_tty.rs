@@ -3,7 +3,7 @@
 
 use crate::common::{marker, read_text, reap_leftovers, Who};
 use crate::pty::{scripts, Term, PROMPT};
-use crate::{caller, parallel, snug_line};
+use crate::terminal_caller::{caller, parallel, snug_line};
 use std::time::Duration;
 
 /// The attacker: ignores SIGTTOU; for ARGV1 seconds turns the terminal's echo off
