@@ -94,17 +94,17 @@ fn n1_dns_resolves_through_the_hosts_resolver() {
         &lab.remote4,
         "53",
         "remote.snug.test",
-        "10.213.8.77",
+        "203.0.113.77",
     ]));
     let words: Vec<String> =
-        [&py, "-c", DNS_PY, "127.0.0.1", "53", "loop.snug.test", "10.213.8.78"].map(String::from).to_vec();
+        [&py, "-c", DNS_PY, "127.0.0.1", "53", "loop.snug.test", "203.0.113.78"].map(String::from).to_vec();
     let _local = serve(&mut lab.cmd(None, &words));
     let opts = "options timeout:2 attempts:1\n";
     for who in everyone() {
         let dir = workdir(who);
         let routable = file(dir.path(), "resolv-routable.conf", &format!("nameserver {}\n{opts}", lab.remote4));
         let looped = file(dir.path(), "resolv-loopback.conf", &format!("nameserver 127.0.0.1\n{opts}"));
-        let cases = [(&routable, "remote.snug.test", "10.213.8.77"), (&looped, "loop.snug.test", "10.213.8.78")];
+        let cases = [(&routable, "remote.snug.test", "203.0.113.77"), (&looped, "loop.snug.test", "203.0.113.78")];
         for (resolv, name, want) in cases {
             let script = format!("grep nameserver /etc/resolv.conf; getent ahostsv4 {name}");
             let with = snug_words(who, &["-p", "@net", "--", "sh", "-c", &script]);

@@ -1,6 +1,7 @@
 //! The network lab: a network namespace the test creates, which plays the *host* snug runs
 //! on, joined by a veth pair to the root namespace, which plays the *remote* side. Every
-//! address in play is one the test created (10.213.K.0/24, fd21:3:K::/64); nothing is sent
+//! address in play is one the test created, in documentation ranges (198.51.100.16K/28,
+//! 2001:db8:3:K::/64); nothing is sent
 //! anywhere else. Needs root (CI is root); callers skip with a message otherwise.
 //!
 //! Why the host is the lab and not the machine itself: pasta copies the host's address into
@@ -138,8 +139,9 @@ pub fn serve(cmd: &mut Command) -> Proc {
     Proc { child, port }
 }
 
-/// The lab: namespace `ns` (snug's host) with `10.213.K.2` and `fd21:3:K::2`, default routes
-/// via the root namespace's `10.213.K.1` / `fd21:3:K::1` (the remote side).
+/// The lab: namespace `ns` (snug's host) with `198.51.100.(16K+2)` and `2001:db8:3:K::2`,
+/// default routes via the root namespace's `198.51.100.(16K+1)` / `2001:db8:3:K::1` (the
+/// remote side).
 pub struct Lab {
     pub ns: String,
     veth: String,
@@ -153,9 +155,10 @@ fn ip(args: &[&str]) {
 }
 
 impl Lab {
-    /// Lab number `k` (one per test, so tests in parallel use different /24s); `None` when
-    /// not root.
+    /// Lab number `k`, 1 to 15 (one per test, so tests in parallel use different /28s);
+    /// `None` when not root.
     pub fn new(k: u8) -> Option<Lab> {
+        assert!((1..16).contains(&k), "lab {k}: 1 to 15");
         if !is_root() {
             eprintln!("skipped: the network lab needs root (ip netns, veth)");
             return None;
@@ -164,16 +167,16 @@ impl Lab {
         let lab = Lab {
             ns: format!("snug-lab-{tag}-{k}"),
             veth: format!("snl{k}h{tag}"),
-            remote4: format!("10.213.{k}.1"),
-            remote6: format!("fd21:3:{k}::1"),
+            remote4: format!("198.51.100.{}", 16 * u32::from(k) + 1),
+            remote6: format!("2001:db8:3:{k}::1"),
         };
         let peer = format!("snl{k}n{tag}");
         let (ns, veth) = (lab.ns.as_str(), lab.veth.as_str());
         ip(&["netns", "add", ns]);
         ip(&["link", "add", veth, "type", "veth", "peer", "name", &peer]);
         ip(&["link", "set", &peer, "netns", ns]);
-        ip(&["addr", "add", &format!("10.213.{k}.1/24"), "dev", veth]);
-        ip(&["addr", "add", &format!("fd21:3:{k}::1/64"), "dev", veth, "nodad"]);
+        ip(&["addr", "add", &format!("{}/28", lab.remote4), "dev", veth]);
+        ip(&["addr", "add", &format!("{}/64", lab.remote6), "dev", veth, "nodad"]);
         ip(&["link", "set", veth, "up"]);
         let inside = |args: &[&str]| {
             let mut all = vec!["-n", ns];
@@ -181,8 +184,8 @@ impl Lab {
             ip(&all);
         };
         inside(&["link", "set", "lo", "up"]);
-        inside(&["addr", "add", &format!("10.213.{k}.2/24"), "dev", &peer]);
-        inside(&["addr", "add", &format!("fd21:3:{k}::2/64"), "dev", &peer, "nodad"]);
+        inside(&["addr", "add", &format!("198.51.100.{}/28", 16 * u32::from(k) + 2), "dev", &peer]);
+        inside(&["addr", "add", &format!("2001:db8:3:{k}::2/64"), "dev", &peer, "nodad"]);
         inside(&["link", "set", &peer, "up"]);
         inside(&["route", "add", "default", "via", &lab.remote4]);
         inside(&["-6", "route", "add", "default", "via", &lab.remote6]);
