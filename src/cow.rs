@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod changes;
 pub mod diff;
+pub mod floor;
 pub mod grants;
 pub mod mount;
 pub mod store;
@@ -28,6 +29,9 @@ pub struct Run {
     pub inside: Vec<PathBuf>,
     /// The overlay's helper once started early ([`Run::mount_early`]).
     pending: std::cell::Cell<Option<mount::Pending>>,
+    /// The start is snug's own clock's ([`floor`] unavailable): the overlay waits for the
+    /// coarse clock to pass it.
+    wait_for_clock: bool,
 }
 
 impl Run {
@@ -37,7 +41,7 @@ impl Run {
     /// changed before the start has one before it (SPEC W4's conflicts). Started early in
     /// the run's start-up, this rarely waits at all.
     pub fn settle(&self) {
-        let started = self.kept.meta.as_ref().map_or(0, |m| m.started_ns);
+        let started = self.started_for_clock();
         while now_ns(ClockId::RealtimeCoarse) < started {
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
@@ -52,7 +56,7 @@ impl Run {
         &self,
         nest: (std::os::fd::BorrowedFd<'_>, i32, std::os::fd::BorrowedFd<'_>),
     ) -> anyhow::Result<()> {
-        let started = self.kept.meta.as_ref().map_or(0, |m| m.started_ns);
+        let started = self.started_for_clock();
         self.pending.set(Some(mount::start(nest, &self.dir, &self.options(), self.root, started)?));
         Ok(())
     }
@@ -69,6 +73,15 @@ impl Run {
                 self.settle();
                 mount::mount_in(nest, &self.dir, &self.options(), self.root)
             }
+        }
+    }
+
+    /// What the coarse clock must reach before the overlay is mounted: the start, or 0 when
+    /// the start is a ctime floor ([`floor`]).
+    fn started_for_clock(&self) -> u128 {
+        match self.wait_for_clock {
+            true => self.kept.meta.as_ref().map_or(0, |m| m.started_ns),
+            false => 0,
         }
     }
 
@@ -152,9 +165,10 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 
 /// Prepare run `name` over DIR `dir`: the state directory checked (not inside DIR, on a
 /// filesystem that holds overlayfs' upper layer) and `STATE/cow/NAME` made. Nothing is
-/// copied: the cost does not depend on DIR's size (SPEC B10). The run's start is `started`,
-/// snug's own: a host file changed from then on is a conflict (W4), and the milliseconds of
-/// snug's start-up are what spares [`Run::settle`] its wait for the coarse clock.
+/// copied: the cost does not depend on DIR's size (SPEC B10). A host file changed from the
+/// run's start on is a conflict (W4): the start is a ctime stamped now where the filesystems
+/// allow it ([`floor`]), else `started`, snug's own, which the overlay waits for the coarse
+/// clock to pass ([`Run::settle`]).
 ///
 /// # Errors
 /// 69 saying which and what to set (`XDG_STATE_HOME`) where the state directory cannot hold
@@ -190,25 +204,50 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>, started: std::time:
     if let Some(why) = refused {
         return Err(failure(UNAVAILABLE, format!("--cow: the state directory {} is on {why}: {set}", base.display())));
     }
-    let started_ns = started.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let started = crate::report::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(started_ns as u64));
-    let meta = store::Meta { dir: dir.to_path_buf(), started, started_ns, command, root };
-    let kept = store::create(&base, name, &meta)?;
+    let kept = store::create(&base, name)?;
     // The merged view's root is the upper layer's: give it DIR's mode (and, as root, owner).
+    // That chmod is also the start's stamp where the filesystems allow it ([`floor`]).
     let upper = kept.upper();
+    let floor = floor::available(dir, &base);
     let synced = std::fs::metadata(dir).and_then(|m| {
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
         if root {
             std::os::unix::fs::chown(&upper, Some(m.uid()), Some(m.gid()))?;
         }
-        std::fs::set_permissions(&upper, std::fs::Permissions::from_mode(m.mode() & 0o7777))
+        let chmod = || std::fs::set_permissions(&upper, std::fs::Permissions::from_mode(m.mode() & 0o7777));
+        match floor {
+            true => floor::stamp(&upper, chmod).map(Some),
+            false => chmod().map(|()| None),
+        }
     });
-    if let Err(e) = synced {
-        let _ = store::remove(&kept);
-        return Err(os(e));
-    }
+    let stamped = match synced {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = store::remove(&kept);
+            return Err(os(e));
+        }
+    };
+    let started_ns =
+        stamped.unwrap_or_else(|| started.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    let started = crate::report::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(started_ns as u64));
+    let meta = store::Meta { dir: dir.to_path_buf(), started, started_ns, command, root };
+    let kept = match store::write_meta(kept, meta) {
+        Ok(k) => k,
+        Err((kept, e)) => {
+            let _ = store::remove(&kept);
+            return Err(os(e));
+        }
+    };
     trash::sweep_in_background(base);
-    Ok(Run { kept, dir: dir.to_path_buf(), root, inside: Vec::new(), pending: std::cell::Cell::new(None) })
+    let wait_for_clock = stamped.is_none();
+    Ok(Run {
+        kept,
+        dir: dir.to_path_buf(),
+        root,
+        inside: Vec::new(),
+        pending: std::cell::Cell::new(None),
+        wait_for_clock,
+    })
 }
 
 /// For `snug doctor` (SPEC W6): whether `--cow` can mount its overlay here, whether
@@ -248,7 +287,7 @@ fn resolved(p: &Path) -> PathBuf {
 }
 
 /// The kernel's release is `major.minor` or later (`uname(2)`).
-fn kernel_at_least(major: u32, minor: u32) -> bool {
+pub(crate) fn kernel_at_least(major: u32, minor: u32) -> bool {
     let u = rustix::system::uname();
     let r = u.release().to_string_lossy();
     let mut it = r.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse::<u32>().ok());

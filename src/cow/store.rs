@@ -112,11 +112,11 @@ pub fn list() -> Vec<Kept> {
     out
 }
 
-/// Make `STATE/cow/NAME` with its layers and record, all 0700.
+/// Make `STATE/cow/NAME` with its layers, all 0700; its record comes with [`write_meta`].
 ///
 /// # Errors
 /// 64 when changes named `name` are kept already (SPEC W1); 71 when it cannot be made.
-pub fn create(base: &Path, name: &str, meta: &Meta) -> anyhow::Result<Kept> {
+pub fn create(base: &Path, name: &str) -> anyhow::Result<Kept> {
     let path = base.join(name);
     let os = |e: std::io::Error| failure(OS_ERROR, format!("{}: {}", path.display(), crate::error::io_text(&e)));
     let mut b = std::fs::DirBuilder::new();
@@ -133,11 +133,22 @@ pub fn create(base: &Path, name: &str, meta: &Meta) -> anyhow::Result<Kept> {
         }
         return Err(os(e));
     }
-    let kept = Kept { name: name.to_string(), path: path.clone(), meta: Some(meta.clone()) };
+    let kept = Kept { name: name.to_string(), path: path.clone(), meta: None };
     b.create(kept.upper()).map_err(os)?;
     b.create(kept.work()).map_err(os)?;
-    let text = serde_json::to_vec_pretty(meta).map_err(|e| failure(crate::error::INTERNAL, e.to_string()))?;
-    std::fs::write(path.join("meta.json"), text).map_err(os)?;
+    Ok(kept)
+}
+
+/// Write `meta` as `kept`'s record, `meta.json`.
+///
+/// # Errors
+/// The write's, with `kept` back.
+pub fn write_meta(mut kept: Kept, meta: Meta) -> Result<Kept, (Kept, std::io::Error)> {
+    let text = serde_json::to_vec_pretty(&meta).map_err(std::io::Error::other);
+    if let Err(e) = text.and_then(|t| std::fs::write(kept.path.join("meta.json"), t)) {
+        return Err((kept, e));
+    }
+    kept.meta = Some(meta);
     Ok(kept)
 }
 
