@@ -273,7 +273,7 @@ impl ForChild {
     ///
     /// # Errors
     /// 71 when a write or `prlimit(2)` fails.
-    pub fn limit(&self, limits: &Limits, bwrap: i32) -> anyhow::Result<()> {
+    pub fn limit(&self, limits: &Limits, bwrap: snug_core::Pid) -> anyhow::Result<()> {
         if let Some(why) = &self.unenforced {
             // SPEC K5 cannot hold: said, not hidden (the run goes on, as without snug).
             crate::log::say!("snug: the process cap (--max-procs {}) is not enforced here: {why}", limits.max_procs);
@@ -290,9 +290,10 @@ impl ForChild {
             crate::log::log!("bound: {file}={value} in {}", dir.display());
         }
         if self.rlimit {
-            use rustix::process::{prlimit, Pid, Resource, Rlimit};
+            use rustix::process::{prlimit, Resource, Rlimit};
             let n = Some(limits.max_procs);
-            let set = prlimit(Pid::from_raw(bwrap), Resource::Nproc, Rlimit { current: n, maximum: n });
+            let set =
+                prlimit(crate::sys::process::to_rustix(bwrap), Resource::Nproc, Rlimit { current: n, maximum: n });
             set.map_err(|e| {
                 os(format!(
                     "cannot put the sandbox under its bounds (RLIMIT_NPROC): {}",

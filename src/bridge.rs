@@ -151,9 +151,9 @@ impl Bridge {
     /// drops the pty's SIGTSTP for it (`kernel/signal.c`): the client stops it itself (T5).
     pub fn front_is_leader(&self) -> bool {
         let Some(m) = &self.master else { return false };
-        let front = termios::tcgetpgrp(m).ok().map(|p| p.as_raw_nonzero().get());
+        let front = termios::tcgetpgrp(m).ok().map(crate::sys::process::from_rustix);
         let sid = crate::sys::fd::tty_session(m);
-        front.is_some() && sid.ok() == front
+        front.is_some() && sid.ok().flatten() == front
     }
 
     /// Copy no more keys, leaving the caller's terminal's settings as they are (the payload

@@ -54,7 +54,7 @@ impl Run {
     /// As [`mount::start`].
     pub fn mount_early(
         &self,
-        nest: (std::os::fd::BorrowedFd<'_>, i32, std::os::fd::BorrowedFd<'_>),
+        nest: (std::os::fd::BorrowedFd<'_>, snug_core::Pid, std::os::fd::BorrowedFd<'_>),
     ) -> anyhow::Result<()> {
         let started = self.started_for_clock();
         self.pending.set(Some(mount::start(nest, &self.dir, &self.options(), self.root, started)?));
@@ -66,7 +66,7 @@ impl Run {
     ///
     /// # Errors
     /// As [`mount::mount_in`].
-    pub fn mount(&self, nest: std::os::fd::BorrowedFd<'_>, nest_pid: i32) -> anyhow::Result<()> {
+    pub fn mount(&self, nest: std::os::fd::BorrowedFd<'_>, nest_pid: snug_core::Pid) -> anyhow::Result<()> {
         match self.pending.take().filter(|p| p.nest == nest_pid) {
             Some(early) => early.join(&self.dir),
             None => {

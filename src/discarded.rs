@@ -101,7 +101,7 @@ impl Watch {
 
     /// Open the roots through the root of the sandbox's init, host pid `pid`, as init says
     /// hello. What cannot be opened is left out (no summary for it).
-    pub fn open(&mut self, pid: i32) {
+    pub fn open(&mut self, pid: snug_core::Pid) {
         use rustix::fs::{open, Mode, OFlags};
         let root = Path::new("/proc").join(pid.to_string()).join("root");
         if let Ok(root) = open(&root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) {

@@ -181,7 +181,7 @@ pub fn own_maps() -> std::io::Result<(String, String)> {
 ///
 /// # Errors
 /// The writes'.
-pub fn write_maps(pid: i32, (uid, gid): &(String, String)) -> std::io::Result<()> {
+pub fn write_maps(pid: snug_core::Pid, (uid, gid): &(String, String)) -> std::io::Result<()> {
     std::fs::write(format!("/proc/{pid}/gid_map"), gid)?;
     std::fs::write(format!("/proc/{pid}/uid_map"), uid)
 }

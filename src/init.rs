@@ -18,7 +18,7 @@ use crate::payload_args::ARGS_FD;
 use crate::signals::SignalFd;
 use rustix::io::Errno;
 use snug_core::init::{Config, Jobs};
-use snug_core::{Pid, Signal};
+use snug_core::Signal;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 mod carry;
@@ -97,12 +97,12 @@ fn run(
     // The payload's process exists from here on, held before its exec until init's loop lets
     // it go: at once, or once snug says go when the network must come up first (SPEC N3).
     let held = held::spawn_held(&program, &spec, pty.as_ref().map(|p| (p.as_raw_fd(), mode == "terminal-fg")))?;
-    let me = crate::pidfd::open(std::process::id() as i32).map_err(errno)?;
-    let payload = crate::pidfd::open(held.pid.raw()).ok();
+    let me = crate::pidfd::open(crate::sys::process::own()).map_err(errno)?;
+    let payload = crate::pidfd::open(held.pid).ok();
     let hello = serve::Hello { init: me, payload };
     // SPEC L3, L4: `snug exec` and what is left after the main process.
     let jobs = jobs.and_then(|w| Jobs::from_word(w)).unwrap_or_default();
-    let own_group = Pid(rustix::process::getpgrp().as_raw_nonzero().get());
+    let own_group = crate::sys::process::from_rustix(rustix::process::getpgrp());
     let cfg = Config { terminal: pty.is_some(), jobs, payload: held.pid, own_group, hold: spec.hold };
     let execs = exec::ExecSockets::new(spec.env.clone());
     Ok(serve::serve(chan, &signals, held, pty, cfg, execs, hello))

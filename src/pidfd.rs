@@ -1,8 +1,8 @@
 //! Processes pinned by pidfds (`pidfd_open(2)`, `pidfd_send_signal(2)`): snug signals the
 //! sandbox only through these, so a recycled pid can never make it hit a stranger (SPEC K4).
 
-use rustix::process::{pidfd_open, pidfd_send_signal, waitid, Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
-use snug_core::WaitStatus;
+use rustix::process::{pidfd_open, pidfd_send_signal, waitid, PidfdFlags, Signal, WaitId, WaitIdOptions};
+use snug_core::{Pid, WaitStatus};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
@@ -10,8 +10,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 ///
 /// # Errors
 /// `ESRCH` when there is no such process, `EINVAL` for a pid <= 0.
-pub fn open(pid: i32) -> io::Result<OwnedFd> {
-    let p = Pid::from_raw(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+pub fn open(pid: Pid) -> io::Result<OwnedFd> {
+    let p = crate::sys::process::to_rustix(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
     Ok(pidfd_open(p, PidfdFlags::empty())?)
 }
 
@@ -20,7 +20,7 @@ pub fn open(pid: i32) -> io::Result<OwnedFd> {
 pub struct Pinned {
     fd: OwnedFd,
     /// Its pid in snug's pid namespace, read once from the pidfd's fdinfo (`proc(5)`).
-    pub host_pid: i32,
+    pub host_pid: Pid,
 }
 
 impl Pinned {
@@ -28,13 +28,13 @@ impl Pinned {
     ///
     /// # Errors
     /// `ESRCH` when there is no such process, `EINVAL` for a pid <= 0.
-    pub fn open(pid: i32) -> io::Result<Pinned> {
+    pub fn open(pid: Pid) -> io::Result<Pinned> {
         Ok(Pinned { fd: open(pid)?, host_pid: pid })
     }
 
     /// Pin a child snug just made with `clone3(2)`: its `CLONE_PIDFD` descriptor and the pid
     /// `clone3` returned (snug's namespace; no fdinfo to read).
-    pub fn cloned(fd: OwnedFd, pid: i32) -> Pinned {
+    pub fn cloned(fd: OwnedFd, pid: Pid) -> Pinned {
         Pinned { fd, host_pid: pid }
     }
 
@@ -51,10 +51,8 @@ impl Pinned {
             .find_map(|l| l.strip_prefix("Pid:"))
             .and_then(|v| v.trim().parse::<i32>().ok())
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
-        if pid <= 0 {
-            return Err(io::Error::from_raw_os_error(libc::ESRCH));
-        }
-        Ok(Pinned { fd, host_pid: pid })
+        let host_pid = Pid::new(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+        Ok(Pinned { fd, host_pid })
     }
 
     /// The descriptor, for `poll(2)`: readable once the process has exited.

@@ -33,7 +33,7 @@ pub use snug_core::supervisor::EndedBy;
 #[derive(Clone, Copy, Debug)]
 enum Origin {
     Terminal,
-    Process(u32),
+    Process(Option<snug_core::Pid>),
     Timeout,
 }
 

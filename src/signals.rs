@@ -6,7 +6,7 @@
 //! and sent, 32 and 33 included (G6).
 
 use crate::sys::signal as raw;
-use snug_core::types::Signal;
+use snug_core::types::{Pid, Signal};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
@@ -20,8 +20,8 @@ pub struct Delivered {
     pub sig: Signal,
     /// `si_code`: [`SI_KERNEL`] for a terminal, `SI_USER` (0) for `kill(2)`, …
     pub code: i32,
-    /// Sender's pid in the receiver's namespace (0 when not visible there).
-    pub pid: u32,
+    /// Sender's pid in the receiver's namespace (`None` when not visible there).
+    pub pid: Option<Pid>,
 }
 
 impl Delivered {
@@ -64,7 +64,7 @@ impl SignalFd {
         (n == info.len()).then(|| Delivered {
             sig: Signal(u32::from_ne_bytes(field(0)) as i32),
             code: i32::from_ne_bytes(field(8)),
-            pid: u32::from_ne_bytes(field(12)),
+            pid: Pid::new(i32::from_ne_bytes(field(12))),
         })
     }
 }
@@ -166,19 +166,18 @@ pub fn stop_with(sig: Signal, group: bool) {
 /// wording.)
 fn orphaned() -> bool {
     use crate::sys::process::{group_of, session_of};
-    // Raw numbers: in a pid namespace the group's or session's leader may be outside it, and
-    // the kernel then answers 0.
-    let (group, session) = (group_of(0).ok(), session_of(0).ok());
-    let mut pid = Some(rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get()));
+    // In a pid namespace the group's or session's leader may be outside it: `None` then.
+    let (group, session) = (group_of(None).ok(), session_of(None).ok());
+    let mut pid = rustix::process::getppid().map(crate::sys::process::from_rustix);
     for _ in 0..64 {
-        let Some(p) = pid.filter(|p| *p > 0) else { return true };
-        let Ok(pg) = group_of(p) else { return true };
+        let Some(p) = pid else { return true };
+        let Ok(pg) = group_of(Some(p)) else { return true };
         if Some(pg) != group {
-            return session_of(p).ok() != session;
+            return session_of(Some(p)).ok() != session;
         }
         // An ancestor in snug's own group: look at its parent (`proc(5)`, stat field 4).
         let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-        pid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<i32>().ok());
+        pid = stat.rsplit_once(')').and_then(|(_, r)| Pid::new(r.split_whitespace().nth(1)?.parse().ok()?));
     }
     true
 }

@@ -200,7 +200,7 @@ pub fn nest(
     arg_ptrs.push(std::ptr::null());
     let env_ptrs: [*const libc::c_char; 1] = [std::ptr::null()];
     let map = nestproc::IdMap::identity(getuid().as_raw(), getgid().as_raw());
-    let own = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
+    let own = Pinned::open(crate::sys::process::own()).context("pidfd_open(self)")?;
     let (err_r, err_w) = pipe()?; // nest's setup errors; EOF once bwrap is exec'd
     let (bw_r, bw_w) = pipe()?; // bwrap's stderr
     let (cg_ours, cg_theirs) = crate::sys::packet::pair().context("socketpair")?;

@@ -48,9 +48,22 @@ impl fmt::Display for Signal {
 pub struct Pid(pub i32);
 
 impl Pid {
+    /// A pid the kernel gave as a number: `None` for 0, which it gives for a process not
+    /// visible in the caller's namespace (`SO_PEERCRED`, `ssi_pid`, `getpgid(2)`), or below.
+    pub fn new(raw: i32) -> Option<Pid> {
+        (raw > 0).then_some(Pid(raw))
+    }
+
     /// The raw number, for the system call.
     pub fn raw(self) -> i32 {
         self.0
+    }
+}
+
+/// The bare number, as `/proc/PID` paths and logs write it.
+impl fmt::Display for Pid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
     }
 }
 
@@ -138,7 +151,10 @@ mod tests {
         assert_eq!(Signal(34).raw(), 34);
         assert_eq!(Pid(4242).raw(), 4242);
         assert_eq!(Pid(1).raw(), 1);
+        assert_eq!(Pid::new(7), Some(Pid(7)));
+        assert_eq!((Pid::new(0), Pid::new(-1)), (None, None));
         assert_eq!(Signal::HUP.to_string(), "signal 1");
+        assert_eq!(format!("/proc/{}/stat", Pid(4242)), "/proc/4242/stat");
     }
 
     #[test]

@@ -205,7 +205,7 @@ pub fn writable(dir: &Path) -> bool {
 }
 
 /// The start time of `pid` in clock ticks since boot (`proc(5)`, stat field 22).
-pub(super) fn start_time(pid: u32) -> Option<u64> {
+pub(super) fn start_time(pid: snug_core::Pid) -> Option<u64> {
     let stat = crate::sys::fd::read_proc(&format!("/proc/{pid}/stat")).ok()?;
     stat[stat.rfind(')')? + 2..].split(' ').nth(19)?.parse().ok()
 }
@@ -214,7 +214,7 @@ pub(super) fn start_time(pid: u32) -> Option<u64> {
 pub fn own_name() -> String {
     static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     NAME.get_or_init(|| {
-        let pid = std::process::id();
+        let pid = crate::sys::process::own();
         format!("{PREFIX}{pid}-{}-{}", start_time(pid).unwrap_or(0), pid_ns())
     })
     .clone()

@@ -25,7 +25,7 @@ pub fn remove_stale(dir: &Path) -> Vec<String> {
         let words: Vec<u64> = rest.split('-').filter_map(|w| w.parse().ok()).collect();
         let &[pid, start, ns] = words.as_slice() else { continue };
         let gone = if ns == ours {
-            start_time(pid as u32) != Some(start)
+            i32::try_from(pid).ok().and_then(snug_core::Pid::new).and_then(start_time) != Some(start)
         } else {
             let age = e.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok());
             age.is_some_and(|a| a > FOREIGN_STALE_AFTER)

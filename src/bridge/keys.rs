@@ -65,13 +65,13 @@ impl Bridge {
             return;
         };
         let settings = termios::tcgetattr(m).ok();
-        let front = termios::tcgetpgrp(m).ok().map(|g| g.as_raw_nonzero().get());
+        let front = termios::tcgetpgrp(m).ok().map(crate::sys::process::from_rustix);
         let takes = front.is_some_and(|group| {
             if !self.leader.lives(group) {
                 return false;
             }
             let canonical = settings.as_ref().is_none_or(|t| t.local_modes.contains(LocalModes::ICANON));
-            !canonical || waiting::group_waits(group, crate::sys::fd::tty_session(m).ok())
+            !canonical || waiting::group_waits(group, crate::sys::fd::tty_session(m).ok().flatten())
         });
         if takes {
             if let Some(t) = &settings {

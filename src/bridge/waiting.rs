@@ -2,6 +2,8 @@
 //! canonical-mode half of the key rule ([`super::keys`]): blocked reading a terminal, or in a
 //! poll of any kind while it holds one (`/proc/PID/syscall`, `proc(5)`).
 
+use snug_core::Pid;
+
 /// System calls that read one descriptor, their first argument (x86-64 and aarch64 numbers):
 /// waiting for input when that descriptor is a terminal.
 #[cfg(target_arch = "x86_64")]
@@ -20,14 +22,14 @@ const READS: [i64; 0] = [];
 const WAITS: [i64; 0] = [];
 
 /// Whether descriptor `fd` of `pid` is a terminal (`/proc/PID/fd/N` names a tty device).
-fn is_terminal(pid: u32, fd: u32) -> bool {
+fn is_terminal(pid: Pid, fd: u32) -> bool {
     let link = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).unwrap_or_default();
     let link = link.to_string_lossy();
     link.starts_with("/dev/pts/") || link.starts_with("/dev/tty") || link == "/dev/console"
 }
 
 /// Whether `pid` holds a terminal among its descriptors.
-fn holds_terminal(pid: u32) -> bool {
+fn holds_terminal(pid: Pid) -> bool {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
     fds.flatten().filter_map(|f| f.file_name().to_str()?.parse().ok()).any(|fd| is_terminal(pid, fd))
 }
@@ -36,7 +38,7 @@ const MOST: usize = 256;
 
 /// What a thread is doing: `Some(true)` blocked in a waiting call, `Some(false)` running or
 /// in another call, `None` when it cannot be told (no permission, gone).
-fn thread_waits(pid: u32, tid: &str) -> Option<bool> {
+fn thread_waits(pid: Pid, tid: &str) -> Option<bool> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
     let mut words = text.split_whitespace();
     let Ok(nr) = words.next()?.parse::<i64>() else { return Some(false) };
@@ -50,7 +52,7 @@ fn thread_waits(pid: u32, tid: &str) -> Option<bool> {
 
 /// Whether any thread of `pid` waits; `None` when none could be told. A zombie does not
 /// (its `/proc` files can no longer be read, which would count as "cannot tell").
-fn process_waits(pid: u32) -> Option<bool> {
+fn process_waits(pid: Pid) -> Option<bool> {
     if zombie(pid) {
         return Some(false);
     }
@@ -67,9 +69,9 @@ fn process_waits(pid: u32) -> Option<bool> {
 }
 
 /// The process group of `pid` (`/proc/PID/stat`, field 5).
-fn pgrp(pid: u32) -> Option<u32> {
+fn pgrp(pid: Pid) -> Option<Pid> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()
+    Pid::new(stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()?)
 }
 
 /// Whether a process group lives, for key after key (see [`Leader::lives`]). The group's
@@ -81,7 +83,7 @@ fn pgrp(pid: u32) -> Option<u32> {
 pub struct Leader {
     /// The group, and its leader's pidfd while the leader could be reached and was not seen
     /// reaped.
-    held: Option<(i32, Option<rustix::fd::OwnedFd>)>,
+    held: Option<(Pid, Option<rustix::fd::OwnedFd>)>,
 }
 
 impl Leader {
@@ -91,8 +93,8 @@ impl Leader {
     /// reaped it yet) counts as gone: the keys are the caller's shell's. The leader of a
     /// shell's pipeline is reaped by that shell at once, so its pager waits at most one
     /// recheck for its keys.
-    pub fn lives(&mut self, group: i32) -> bool {
-        let Some(pid) = rustix::process::Pid::from_raw(group) else { return false };
+    pub fn lives(&mut self, group: Pid) -> bool {
+        let Some(pid) = crate::sys::process::to_rustix(group) else { return false };
         if matches!(rustix::process::test_kill_process_group(pid), Err(rustix::io::Errno::SRCH)) {
             return false;
         }
@@ -108,7 +110,7 @@ impl Leader {
         }
         // Exited: a zombie (the group counts as gone) or reaped (the group lives while it has
         // a process, which `kill` said).
-        if zombie(group as u32) {
+        if zombie(group) {
             return false;
         }
         self.held = Some((group, None));
@@ -117,7 +119,7 @@ impl Leader {
 }
 
 /// Whether `pid` is a zombie (`/proc/PID/stat` state Z or X); false when it is gone.
-fn zombie(pid: u32) -> bool {
+fn zombie(pid: Pid) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
     matches!(state, Some("Z" | "X"))
@@ -127,15 +129,14 @@ fn zombie(pid: u32) -> bool {
 /// and the cheapest look), then every process of the pty's session under its leader
 /// `session` (host pid) that is in the group, at most [`MOST`]. A group of which nothing
 /// could be told (no permission) counts as waiting: snug then copies keys as they come.
-pub fn group_waits(group: i32, session: Option<i32>) -> bool {
-    let group = group as u32;
+pub fn group_waits(group: Pid, session: Option<Pid>) -> bool {
     let mut told = false;
     match process_waits(group) {
         Some(true) => return true,
         Some(false) => told = true,
         None => {}
     }
-    let mut todo: Vec<u32> = session.map(|s| s as u32).into_iter().collect();
+    let mut todo: Vec<Pid> = session.into_iter().collect();
     let mut seen = 0;
     while let Some(pid) = todo.pop() {
         seen += 1;
@@ -153,7 +154,7 @@ pub fn group_waits(group: i32, session: Option<i32>) -> bool {
         for t in tasks.flatten() {
             let path = format!("/proc/{pid}/task/{}/children", t.file_name().to_string_lossy());
             let kids = std::fs::read_to_string(path).unwrap_or_default();
-            todo.extend(kids.split_whitespace().filter_map(|k| k.parse::<u32>().ok()));
+            todo.extend(kids.split_whitespace().filter_map(|k| Pid::new(k.parse().ok()?)));
         }
     }
     !told
@@ -164,23 +165,28 @@ mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
 
+    /// The pid of a child the test started.
+    fn pid_of(child: &std::process::Child) -> Pid {
+        Pid(child.id() as i32)
+    }
+
     /// What [`Leader::lives`] says, from `/proc` and `kill(2)` afresh each time.
-    fn group_lives(group: i32) -> bool {
-        let Some(pid) = rustix::process::Pid::from_raw(group) else { return false };
-        !matches!(rustix::process::test_kill_process_group(pid), Err(rustix::io::Errno::SRCH)) && !zombie(group as u32)
+    fn group_lives(group: Pid) -> bool {
+        let Some(pid) = crate::sys::process::to_rustix(group) else { return false };
+        !matches!(rustix::process::test_kill_process_group(pid), Err(rustix::io::Errno::SRCH)) && !zombie(group)
     }
 
     /// T15: a group with a process lives; the group of a child that was reaped does not.
     #[test]
     fn t15_a_group_lives_while_it_has_a_process() {
         let mut child = std::process::Command::new("true").process_group(0).spawn().expect("true");
-        let group = child.id() as i32;
+        let group = pid_of(&child);
         let _ = child.wait();
         assert!(!Leader::default().lives(group));
         // A group of its own rather than the test's: in a pid namespace of its own (as `make
         // test` runs) the test's group leader lies outside and is not seen.
         let mut alive = std::process::Command::new("sleep").arg("5").process_group(0).spawn().expect("sleep");
-        let lives = Leader::default().lives(alive.id() as i32);
+        let lives = Leader::default().lives(pid_of(&alive));
         let _ = alive.kill();
         let _ = alive.wait();
         assert!(lives);
@@ -194,13 +200,13 @@ mod tests {
     fn t15_the_kept_look_at_a_leader_follows_its_life() {
         use std::process::Command;
         let mut leader = Command::new("sleep").arg("5").process_group(0).spawn().expect("sleep");
-        let group = leader.id() as i32;
+        let group = pid_of(&leader);
         let mut kept = Leader::default();
         assert!(kept.lives(group));
         assert!(kept.lives(group), "asked again through the open descriptor");
         let _ = leader.kill();
         let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while !zombie(group as u32) && std::time::Instant::now() < until {
+        while !zombie(group) && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert!(!kept.lives(group), "a zombie leader: the group counts as gone");
@@ -210,7 +216,7 @@ mod tests {
         let mut lead = Command::new("sh");
         lead.args(["-c", "sleep 5 >/dev/null & echo $!; exit 0"]).process_group(0).stdout(std::process::Stdio::piped());
         let out = lead.spawn().expect("sh");
-        let group = out.id() as i32;
+        let group = pid_of(&out);
         let mut kept = Leader::default();
         assert!(kept.lives(group));
         let got = out.wait_with_output().expect("sh");
@@ -240,23 +246,23 @@ mod tests {
         let mut reader = Command::new("cat").stdin(Stdio::from(slave)).stdout(Stdio::null()).spawn().expect("cat");
         let mut sleeper = Command::new("sleep").arg("5").spawn().expect("sleep");
         let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while process_waits(reader.id()) != Some(true) && std::time::Instant::now() < until {
+        while process_waits(pid_of(&reader)) != Some(true) && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert_eq!(process_waits(reader.id()), Some(true));
-        let reading = |pid: u32| {
+        assert_eq!(process_waits(pid_of(&reader)), Some(true));
+        let reading = |pid: Pid| {
             std::fs::read_to_string(format!("/proc/{pid}/syscall"))
                 .is_ok_and(|s| s.split_whitespace().next() == Some("0"))
         };
-        while !reading(piped.id()) && std::time::Instant::now() < until {
+        while !reading(pid_of(&piped)) && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert!(reading(piped.id()), "cat blocks in read(2) of its pipe");
-        assert_eq!(process_waits(piped.id()), Some(false), "a pipe reader does not wait for keys");
-        while process_waits(sleeper.id()).is_none() && std::time::Instant::now() < until {
+        assert!(reading(pid_of(&piped)), "cat blocks in read(2) of its pipe");
+        assert_eq!(process_waits(pid_of(&piped)), Some(false), "a pipe reader does not wait for keys");
+        while process_waits(pid_of(&sleeper)).is_none() && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert_eq!(process_waits(sleeper.id()), Some(false));
+        assert_eq!(process_waits(pid_of(&sleeper)), Some(false));
         let _ = reader.kill();
         let _ = piped.kill();
         let _ = piped.wait();

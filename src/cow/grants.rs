@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// # Errors
 /// 77 naming the grant when a symlink lies on its way in the overlay or it is gone; 71 when
 /// nest's root cannot be opened.
-pub fn expected(pid: i32, dir: &Path, rels: &[PathBuf]) -> anyhow::Result<Vec<Expected>> {
+pub fn expected(pid: snug_core::Pid, dir: &Path, rels: &[PathBuf]) -> anyhow::Result<Vec<Expected>> {
     if rels.is_empty() {
         return Ok(Vec::new());
     }
@@ -75,7 +75,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("a/b")).unwrap();
         std::os::unix::fs::symlink("/", dir.join("l")).unwrap();
         std::os::unix::fs::symlink("a", dir.join("m")).unwrap();
-        let pid = std::process::id() as i32;
+        let pid = crate::sys::process::own();
         let found = expected(pid, &dir, &[PathBuf::from("a/b")]).unwrap();
         let st = |p: &Path| {
             std::fs::metadata(p)

@@ -78,7 +78,7 @@ pub fn mount_in(nest: BorrowedFd<'_>, dir: &Path, data: &str, root: bool) -> any
 pub struct Pending {
     child: Option<std::os::fd::OwnedFd>,
     /// The host pid of the nest it mounts in.
-    pub nest: i32,
+    pub nest: snug_core::Pid,
 }
 
 /// Exit code of a helper that saw nest fail before bwrap's exec (nest's error pipe has
@@ -98,7 +98,7 @@ const NEST_FAILED: i32 = 255;
 /// # Errors
 /// 71 when the helper cannot be started.
 pub fn start(
-    (nest, nest_pid, exec_watch): (BorrowedFd<'_>, i32, BorrowedFd<'_>),
+    (nest, nest_pid, exec_watch): (BorrowedFd<'_>, snug_core::Pid, BorrowedFd<'_>),
     dir: &Path,
     data: &str,
     root: bool,

@@ -142,7 +142,7 @@ pub(super) fn tun() -> Row {
 /// before). The flag signals the group *led by* the pidfd's process (ESRCH for a process
 /// that leads none), which is why the probe runs as a group leader, as snug's init does.
 pub(super) fn pidfd() -> Vec<Row> {
-    if let Err(e) = crate::pidfd::open(std::process::id() as i32) {
+    if let Err(e) = crate::pidfd::open(crate::sys::process::own()) {
         return vec![
             row("pidfd_open", Status::Missing, format!("{e} (needs Linux 5.3+)"), true),
             row("pidfd group signals", Status::Missing, "needs pidfd_open", false),

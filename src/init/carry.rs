@@ -35,7 +35,7 @@ impl Carry for Serve<'_> {
             Effect::Signal(to, sig) => signal(to, sig),
             Effect::Report(r) => self.reports.push(wire(r)),
             Effect::Foreground(group) => {
-                if let (Some(pty), Some(g)) = (&self.pty, rustix::process::Pid::from_raw(group.raw())) {
+                if let (Some(pty), Some(g)) = (&self.pty, crate::sys::process::to_rustix(group)) {
                     let _ = rustix::termios::tcsetpgrp(pty, g);
                 }
             }

@@ -47,7 +47,7 @@ pub fn spawn_held(
     let pid = pid?;
     if pty.is_some() {
         // Also here, so the group exists whichever of the two runs first (`setpgid(2)`).
-        let own = rustix::process::Pid::from_raw(pid.raw());
+        let own = crate::sys::process::to_rustix(pid);
         let _ = rustix::process::setpgid(own, own);
     }
     Ok(Held { pid, go: go_w, err: err_r })

@@ -9,7 +9,7 @@ use std::os::fd::BorrowedFd;
 
 /// The fields of `/proc/PID/stat` after the command name: state, ppid, pgrp, session, tty_nr.
 fn stat_fields(pid: Pid) -> Option<Vec<i64>> {
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.raw())).ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = stat.rsplit_once(')')?.1;
     Some(rest.split_whitespace().skip(1).take(4).filter_map(|f| f.parse().ok()).collect())
 }
@@ -56,7 +56,7 @@ impl Procs for Sandbox<'_> {
 
     fn front(&self) -> Option<Pid> {
         let g = rustix::termios::tcgetpgrp(self.pty?).ok()?;
-        Some(Pid(g.as_raw_nonzero().get()))
+        Some(crate::sys::process::from_rustix(g))
     }
 
     fn group_alive(&self, group: Pid) -> bool {

@@ -197,7 +197,7 @@ impl Serve<'_> {
             };
             match wait(WaitOptions::NOHANG | stops) {
                 Ok(Some((pid, status))) => {
-                    let ev = Event::Child(Pid(pid.as_raw_nonzero().get()), WaitStatus::from_raw(status.as_raw()));
+                    let ev = Event::Child(crate::sys::process::from_rustix(pid), WaitStatus::from_raw(status.as_raw()));
                     self.handle(ev)?;
                 }
                 Ok(None) => return ControlFlow::Continue(()),

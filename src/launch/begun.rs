@@ -49,7 +49,10 @@ impl Begun {
     /// nest's pidfd, host pid and setup pipe, for the overlay's helper
     /// ([`crate::cow::Run::mount_early`]); `None` when `limits` need other cgroups, so that
     /// [`super::run`] starts nest again.
-    pub fn nest_for_overlay(&self, limits: &crate::bounds::Limits) -> Option<(BorrowedFd<'_>, i32, BorrowedFd<'_>)> {
+    pub fn nest_for_overlay(
+        &self,
+        limits: &crate::bounds::Limits,
+    ) -> Option<(BorrowedFd<'_>, snug_core::Pid, BorrowedFd<'_>)> {
         let nest = &self.attempt.nest;
         let kept = self.attempt.bounds.shape() == limits.shape();
         nest.setup_watch().filter(|_| kept).map(|watch| (nest.pid1.as_fd(), nest.pid1.host_pid, watch))

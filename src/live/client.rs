@@ -21,7 +21,7 @@ pub struct Conn {
     /// The connected socket.
     pub fd: OwnedFd,
     /// The run's snug, as `SO_PEERCRED` named it.
-    pub pid: i32,
+    pub pid: snug_core::Pid,
     /// A pidfd of that snug, taken before any reply was read.
     pub pidfd: OwnedFd,
 }
@@ -117,11 +117,11 @@ pub fn open(path: &Path, owner: Option<u32>) -> Result<Conn, Refused> {
     if owner.is_some_and(|u| u != peer.uid) {
         return Err(Refused::Other(format!("the socket's snug runs as uid {}, not the run's user", peer.uid)));
     }
-    let Some(pid) = rustix::process::Pid::from_raw(peer.pid) else {
+    let Some(pid) = peer.pid else {
         return Err(Refused::Other("the socket's owner is not in this pid namespace".into()));
     };
-    let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).map_err(|_| Refused::Stale)?;
-    Ok(Conn { fd, pid: peer.pid, pidfd })
+    let pidfd = crate::pidfd::open(pid).map_err(|_| Refused::Stale)?;
+    Ok(Conn { fd, pid, pidfd })
 }
 
 impl Conn {

@@ -12,6 +12,7 @@
 //! before it exits, which that `stop` reads (see [`Held::requests`], [`Holder::end`]).
 
 use rustix::fd::AsFd;
+use snug_core::Pid;
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -132,7 +133,7 @@ pub fn remove_stale(path: &Path) -> bool {
 /// A live run's snug found through its lock file, pinned by a pidfd.
 pub struct Holder {
     /// Its pid, as `F_GETLK` named it.
-    pub pid: i32,
+    pub pid: Pid,
     /// A pidfd of it, taken while it held the lock.
     pub pidfd: rustix::fd::OwnedFd,
     /// Who owns the lock file, and is the holder's effective uid.
@@ -154,15 +155,15 @@ pub fn holder(path: &Path) -> Option<Holder> {
     if !super::private_dir(path.parent()?, meta.uid()) {
         return None;
     }
-    let pid = locker(&f).filter(|p| *p > 0)?; // 0: held from another pid namespace
+    let pid = locker(&f).and_then(Pid::new)?; // 0: held from another pid namespace
     let pidfd = crate::pidfd::open(pid).ok()?;
-    if locker(&f) != Some(pid) || euid_of(pid) != Some(meta.uid()) {
+    if locker(&f) != Some(pid.raw()) || euid_of(pid) != Some(meta.uid()) {
         return None;
     }
     let mut text = String::new();
     (&f).take(MAX_READ as u64).read_to_string(&mut text).ok()?;
     let info: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;
-    (info.get("pid").and_then(serde_json::Value::as_i64) == Some(i64::from(pid))).then_some(Holder {
+    (info.get("pid").and_then(serde_json::Value::as_i64) == Some(i64::from(pid.raw()))).then_some(Holder {
         pid,
         pidfd,
         uid: meta.uid(),
@@ -208,13 +209,13 @@ impl Holder {
 
 /// Whether process `pid` is stopped: state `T` (stopped by a signal) or `t` (by a tracer) in
 /// `/proc/PID/stat` (`proc(5)`).
-pub fn stopped(pid: i32) -> bool {
+pub fn stopped(pid: Pid) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     matches!(stat.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next()), Some('T' | 't'))
 }
 
 /// The effective uid of process `pid` (`/proc/PID/status`, `Uid:` real, effective, …).
-fn euid_of(pid: i32) -> Option<u32> {
+fn euid_of(pid: Pid) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
     uids.split_whitespace().nth(1)?.parse().ok()

@@ -10,6 +10,7 @@
 //! of `SO_PEERCRED`'s pid.
 
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use snug_core::Pid;
 
 /// How many pid namespaces the `NSpid:` line in `text` names (0 when there is none, or the
 /// process is gone: `-1`, or not visible: `0`).
@@ -24,7 +25,7 @@ fn depth(text: &str) -> usize {
 }
 
 /// A pidfd of the process at the other end of `conn`.
-fn pidfd_of(conn: BorrowedFd<'_>, pid: i32) -> Option<OwnedFd> {
+fn pidfd_of(conn: BorrowedFd<'_>, pid: Pid) -> Option<OwnedFd> {
     match nix::sys::socket::getsockopt(&conn, nix::sys::socket::sockopt::PeerPidfd) {
         Ok(fd) => Some(fd),
         // Before Linux 6.5 the option does not exist.
@@ -35,10 +36,10 @@ fn pidfd_of(conn: BorrowedFd<'_>, pid: i32) -> Option<OwnedFd> {
 
 /// Whether the peer of `conn` (whose `SO_PEERCRED` pid is `pid`) runs in snug's own pid
 /// namespace; false when anything cannot be told (refused, never guessed).
-pub fn in_own_pid_namespace(conn: BorrowedFd<'_>, pid: i32) -> bool {
-    if pid <= 0 {
+pub fn in_own_pid_namespace(conn: BorrowedFd<'_>, pid: Option<Pid>) -> bool {
+    let Some(pid) = pid else {
         return false; // not visible here: an outer or unrelated namespace
-    }
+    };
     let Some(pidfd) = pidfd_of(conn, pid) else { return false };
     let fdinfo = crate::sys::fd::read_proc(&format!("/proc/self/fdinfo/{}", pidfd.as_fd().as_raw_fd()));
     let own = crate::sys::fd::read_proc("/proc/self/status");
@@ -66,8 +67,7 @@ mod tests {
     #[test]
     fn x4_own_namespace_peer_passes() {
         let (a, _b) = crate::sys::packet::pair().unwrap();
-        let me = std::process::id() as i32;
-        assert!(in_own_pid_namespace(a.as_fd(), me));
-        assert!(!in_own_pid_namespace(a.as_fd(), 0));
+        assert!(in_own_pid_namespace(a.as_fd(), Some(crate::sys::process::own())));
+        assert!(!in_own_pid_namespace(a.as_fd(), None));
     }
 }

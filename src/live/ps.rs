@@ -107,14 +107,14 @@ fn row(a: Asked) -> Option<Row> {
                 // No lock file to say more (it stopped since, or is not answering).
                 None => {
                     let state = if c.stopped() { "stopped".into() } else { serde_json::Value::Null };
-                    Some(Row { name, info: serde_json::json!({ "pid": c.pid, "state": state }) })
+                    Some(Row { name, info: serde_json::json!({ "pid": c.pid.raw(), "state": state }) })
                 }
             };
         }
         _ => return None,
     };
     // Exact: the answer names the pinned pid, which is still alive after answering.
-    if info.get("pid").and_then(serde_json::Value::as_i64) != Some(i64::from(c.pid)) || !c.alive() {
+    if info.get("pid").and_then(serde_json::Value::as_i64) != Some(i64::from(c.pid.raw())) || !c.alive() {
         return None;
     }
     Some(Row { name, info })

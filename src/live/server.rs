@@ -8,7 +8,7 @@ use super::wire;
 use crate::error::{failure, USAGE};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use snug_core::wire::Control;
-use snug_core::Signal;
+use snug_core::{Pid, Signal};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -21,9 +21,9 @@ pub trait Host {
     /// `starting`, `running`, `grace`, `stopped` or `jobs`.
     fn state(&self) -> &'static str;
     /// Init's pid in snug's namespace, once it is up.
-    fn init_pid(&self) -> Option<i32>;
+    fn init_pid(&self) -> Option<Pid>;
     /// Act on `sig` as if process `from` had sent it to snug (G1–G6); a word on what was done.
-    fn signal(&mut self, sig: Signal, from: i32) -> String;
+    fn signal(&mut self, sig: Signal, from: Option<Pid>) -> String;
     /// `snug stop` is about to signal: the run ends by it (for `--report`, O5).
     fn stopping(&mut self);
     /// Give init one end of a new `exec` socket; the other end for the client.
@@ -200,7 +200,7 @@ impl Server {
             host.stopping();
             if now {
                 // The second TERM: G4's teardown, after the caller's own.
-                host.signal(Signal::TERM, from);
+                host.signal(Signal::TERM, Pid::new(from));
             }
         }
         let mut gone = Vec::new();
@@ -225,9 +225,16 @@ impl Server {
             let other_user = peer.uid != me && peer.uid != 0;
             let sandboxed = !other_user && !super::peer::in_own_pid_namespace(fd.as_fd(), peer.pid);
             if other_user {
-                crate::log::log!("control: refused a connection from uid {} (pid {})", peer.uid, peer.pid);
+                crate::log::log!(
+                    "control: refused a connection from uid {} (pid {})",
+                    peer.uid,
+                    peer.pid.map_or(0, Pid::raw)
+                );
             } else if sandboxed {
-                crate::log::log!("control: refused a connection from inside a sandbox (pid {})", peer.pid);
+                crate::log::log!(
+                    "control: refused a connection from inside a sandbox (pid {})",
+                    peer.pid.map_or(0, Pid::raw)
+                );
             }
             let refused = other_user || sandboxed;
             if self.conns.len() >= MAX_CONNS {
@@ -267,7 +274,11 @@ impl Server {
                     let _ = socket::send(self.conns[i].fd.as_fd(), b"ok", &[fd.as_fd()]);
                 }
             }
-            crate::log::log!("control: request {:?} from pid {}", String::from_utf8_lossy(&bytes[..1]), peer.pid);
+            crate::log::log!(
+                "control: request {:?} from pid {}",
+                String::from_utf8_lossy(&bytes[..1]),
+                peer.pid.map_or(0, Pid::raw)
+            );
         }
     }
 
@@ -349,7 +360,7 @@ pub fn cleanup() {
 
 /// How many processes descend from `root` (the sandbox's processes besides its init: every
 /// sandbox process is init's descendant, orphans being reparented to it), from `/proc`.
-fn count_below(root: i32) -> usize {
+fn count_below(root: Pid) -> usize {
     let mut parent = std::collections::HashMap::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
@@ -365,7 +376,7 @@ fn count_below(root: i32) -> usize {
             let mut at = **p;
             for _ in 0..4096 {
                 match parent.get(&at) {
-                    Some(&pp) if pp == root => return true,
+                    Some(&pp) if pp == root.raw() => return true,
                     Some(&pp) if pp > 1 => at = pp,
                     _ => return false,
                 }

@@ -13,8 +13,8 @@ use std::path::Path;
 /// The peer of a connected socket, as the kernel recorded it at `connect(2)`/`listen(2)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Peer {
-    /// Its pid in our pid namespace (0 when it is not visible here).
-    pub pid: i32,
+    /// Its pid in our pid namespace (`None` when it is not visible here).
+    pub pid: Option<snug_core::Pid>,
     /// Its effective uid.
     pub uid: u32,
 }
@@ -25,7 +25,7 @@ pub struct Peer {
 /// The `getsockopt(2)` error.
 pub fn peer(fd: BorrowedFd<'_>) -> std::io::Result<Peer> {
     let c = net::sockopt::socket_peercred(fd)?;
-    Ok(Peer { pid: c.pid.as_raw_nonzero().get(), uid: c.uid.as_raw() })
+    Ok(Peer { pid: snug_core::Pid::new(c.pid.as_raw_nonzero().get()), uid: c.uid.as_raw() })
 }
 
 fn seqpacket(flags: SocketFlags) -> std::io::Result<OwnedFd> {

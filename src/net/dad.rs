@@ -79,7 +79,7 @@ pub fn turn_off(net: impl AsFd, userns: Option<impl AsFd>) -> Result<()> {
         },
         Ok(Cloned::Parent { pidfd, pid }) => {
             drop(fail_w);
-            let child = crate::pidfd::Pinned::cloned(pidfd, pid.raw());
+            let child = crate::pidfd::Pinned::cloned(pidfd, pid);
             let mut said = Vec::new();
             let _ = std::io::Read::read_to_end(&mut std::io::Read::take(std::fs::File::from(fail_r), 16), &mut said);
             let status = child.reap();

@@ -100,7 +100,7 @@ fn spawn(argv: &[String], userns: Option<i32>) -> Result<(Pasta, std::fs::File)>
         v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
     };
     let (argp, envp) = (ptrs(&args), ptrs(&env));
-    let parent = Pinned::open(std::process::id() as i32).context("pidfd_open(self)")?;
+    let parent = Pinned::open(crate::sys::process::own()).context("pidfd_open(self)")?;
     let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(std::io::Error::from);
     let (out_r, out_w) = pipe().context("pipe")?;
     let (err_r, err_w) = pipe().context("pipe")?;
@@ -146,7 +146,7 @@ fn spawn(argv: &[String], userns: Option<i32>) -> Result<(Pasta, std::fs::File)>
         },
         Ok(Cloned::Parent { pidfd, pid }) => {
             drop((out_w, err_w, fail_w, null, parent));
-            let pin = Pinned::cloned(pidfd, pid.raw());
+            let pin = Pinned::cloned(pidfd, pid);
             let mut said = Vec::new();
             let _ = std::fs::File::from(fail_r).take(16).read_to_end(&mut said);
             if let Some((_, errno)) = crate::sys::codec::decode(&said) {
@@ -219,7 +219,7 @@ impl Pasta {
             pid_line.extend_from_slice(&buf[..n]);
             if let Some(end) = pid_line.iter().position(|b| *b == b'\n') {
                 let text = String::from_utf8_lossy(&pid_line[..end]).trim().to_string();
-                if text.parse::<i32>().ok() != Some(self.pin.host_pid) {
+                if text.parse::<i32>().ok() != Some(self.pin.host_pid.raw()) {
                     return Err(failure(
                         INTERNAL,
                         format!(

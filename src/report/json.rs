@@ -114,7 +114,7 @@ struct FirstOut<'a> {
 pub(super) fn signal_out(s: &SignalEvent) -> SignalOut {
     let (origin, pid) = match s.origin {
         Origin::Terminal => ("terminal", None),
-        Origin::Process(p) => ("process", Some(p).filter(|p| *p > 0)),
+        Origin::Process(p) => ("process", p.map(snug_core::Pid::raw)),
         Origin::Timeout => ("timeout", None),
     };
     let relayed = matches!(s.action, "relay" | "relay_with_grace" | "key");
@@ -185,7 +185,7 @@ pub(super) struct SignalOut {
     name: String,
     number: i32,
     origin: &'static str,
-    pid: Option<u32>,
+    pid: Option<i32>,
     ms: u64,
     relayed: bool,
     action: &'static str,

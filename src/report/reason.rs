@@ -29,8 +29,8 @@ impl RunRecord {
         let name = super::json::short_name(s.sig);
         match s.origin {
             Origin::Terminal => format!("{name} from the terminal"),
-            Origin::Process(p) if p > 0 => format!("{name} from pid {p}"),
-            Origin::Process(_) => format!("{name} from another pid namespace"),
+            Origin::Process(Some(p)) => format!("{name} from pid {p}"),
+            Origin::Process(None) => format!("{name} from another pid namespace"),
             Origin::Timeout => format!("{name} at the timeout"),
         }
     }

@@ -5,7 +5,7 @@ use super::*;
 use serde_json::Value;
 use snug_core::{Pid, Signal, WaitStatus};
 
-fn got(sig: Signal, code: i32, pid: u32) -> Delivered {
+fn got(sig: Signal, code: i32, pid: Option<Pid>) -> Delivered {
     Delivered { sig, code, pid }
 }
 
@@ -28,7 +28,7 @@ fn o5_payload_and_payload_signal() {
 fn o5_relayed_handled_even_with_exit_0() {
     let mut r = RunRecord::new();
     r.report(FromInit::Started(Pid(2)));
-    r.signal(&got(Signal::TERM, 0, 42), Action::RelayWithGrace);
+    r.signal(&got(Signal::TERM, 0, Some(Pid(42))), Action::RelayWithGrace);
     r.report(FromInit::Exited(WaitStatus::from_raw(0)));
     assert_eq!(r.close(&Outcome::Status(WaitStatus::Exited(0))), EndedBy::RelayedHandled);
     let v: Value =
@@ -43,20 +43,20 @@ fn o5_relayed_handled_even_with_exit_0() {
 fn o5_a_signal_after_the_payload_ended_did_not_end_it() {
     let mut r = RunRecord::new();
     r.report(FromInit::Exited(WaitStatus::from_raw(0)));
-    r.signal(&got(Signal::TERM, 0, 42), Action::RelayWithGrace);
+    r.signal(&got(Signal::TERM, 0, Some(Pid(42))), Action::RelayWithGrace);
     assert_eq!(r.close(&Outcome::Status(WaitStatus::Exited(0))), EndedBy::Payload);
 }
 
 #[test]
 fn o5_teardowns_and_errors() {
     let mut r = RunRecord::new();
-    r.signal(&got(Signal::TERM, 0, 42), Action::RelayWithGrace);
+    r.signal(&got(Signal::TERM, 0, Some(Pid(42))), Action::RelayWithGrace);
     r.teardown(EndedBy::GraceExpired, None);
     assert_eq!(r.close(&Outcome::Signal(Signal::TERM)), EndedBy::GraceExpired);
     r.teardown(EndedBy::SecondSignal, None); // the first reason stays
     assert_eq!(r.close(&Outcome::Signal(Signal::TERM)), EndedBy::GraceExpired);
     let mut r = RunRecord::new();
-    r.signal(&got(Signal::TERM, 0, 42), Action::RelayWithGrace);
+    r.signal(&got(Signal::TERM, 0, Some(Pid(42))), Action::RelayWithGrace);
     r.teardown(EndedBy::SecondSignal, None);
     assert_eq!(r.close(&Outcome::Signal(Signal::TERM)), EndedBy::SecondSignal);
     let mut r = RunRecord::new();
@@ -77,7 +77,7 @@ fn o6_timeout_fires_once_and_names_its_term() {
     r.arm(Some(Duration::from_millis(0)));
     assert!(r.deadline().is_some());
     r.timing_out();
-    r.signal(&got(Signal::TERM, 0, 1), Action::RelayWithGrace);
+    r.signal(&got(Signal::TERM, 0, Some(Pid(1))), Action::RelayWithGrace);
     r.report(FromInit::Exited(WaitStatus::from_raw(0)));
     assert_eq!(r.close(&Outcome::Status(WaitStatus::Exited(0))), EndedBy::Timeout);
     let v: Value =
@@ -91,7 +91,7 @@ fn o6_timeout_fires_once_and_names_its_term() {
 fn o5_signal_list_is_bounded() {
     let mut r = RunRecord::new();
     for _ in 0..MAX_SIGNALS + 5 {
-        r.signal(&got(Signal::USR1, 0, 7), Action::Relay);
+        r.signal(&got(Signal::USR1, 0, Some(Pid(7))), Action::Relay);
     }
     let v: Value = serde_json::from_str(&r.to_json(EndedBy::Payload, &Outcome::Status(WaitStatus::Exited(0)))).unwrap();
     assert_eq!(v["signals"].as_array().map(Vec::len), Some(MAX_SIGNALS));

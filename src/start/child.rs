@@ -62,7 +62,7 @@ pub struct Plan<'a> {
 ///
 /// # Errors
 /// The `clone3(2)` error.
-pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)> {
+pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, snug_core::Pid)> {
     // SAFETY: the child runs the body below, which makes only raw system calls (write,
     // _exit, close, dup2, recvmsg, fcntl, unshare, open, execve, and nestproc's and sigseal's) on integers and on memory
     // `plan` points at, all built before the call, and never returns.
@@ -164,7 +164,7 @@ pub fn clone_nest(flags: u64, plan: &Plan<'_>) -> std::io::Result<(OwnedFd, i32)
             libc::execve(program, p.argv.as_ptr(), p.envp.as_ptr());
             fail(EXEC, nestproc::errno())
         };
-        Ok((pidfd, pid.raw()))
+        Ok((pidfd, pid))
     }
 }
 

@@ -48,8 +48,8 @@ impl SupervisorLoop {
             },
             FromInit::Started(sandbox_pid) => {
                 self.payload = fd.and_then(|fd| Pinned::adopt(fd).ok());
-                let host = self.payload.as_ref().map_or(0, |p| p.host_pid);
-                log!("payload started: pid {host} (pid {} in the sandbox)", sandbox_pid.raw());
+                let host = self.payload.as_ref().map_or(0, |p| p.host_pid.raw());
+                log!("payload started: pid {host} (pid {sandbox_pid} in the sandbox)");
                 Event::Started { tty: self.tty(None) }
             }
             FromInit::Stopped(sig) => {
@@ -89,12 +89,13 @@ impl SupervisorLoop {
         }
         let origin = if got.by_terminal() {
             Origin::Terminal
-        } else if got.pid == std::process::id() {
+        } else if got.pid == Some(crate::sys::process::own()) {
             Origin::Own
         } else {
-            Origin::Process(i32::try_from(got.pid).ok().filter(|p| *p > 0).map(Pid))
+            Origin::Process(got.pid)
         };
-        let from = if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid) };
+        let from =
+            if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid.map_or(0, Pid::raw)) };
         log!("received {} from {from} (si_code {})", signame(got.sig), got.code);
         let sig = got.sig;
         self.on(Event::Signal { sig, origin, tty: self.tty(Some(sig)) });

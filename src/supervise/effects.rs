@@ -69,9 +69,9 @@ impl Carry for SupervisorLoop {
             Effect::TimingOut => self.record.timing_out(),
             Effect::Decided { sig, origin, action } => {
                 let (code, pid) = match origin {
-                    Origin::Terminal => (SI_KERNEL, 0),
-                    Origin::Own => (0, std::process::id()),
-                    Origin::Process(pid) => (0, pid.map_or(0, |p| p.raw() as u32)),
+                    Origin::Terminal => (SI_KERNEL, None),
+                    Origin::Own => (0, Some(crate::sys::process::own())),
+                    Origin::Process(pid) => (0, pid),
                 };
                 self.record.signal(&Delivered { sig, code, pid }, action);
                 log!("decision: {action:?}");

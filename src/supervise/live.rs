@@ -14,13 +14,13 @@ impl Host for SupervisorLoop {
         self.core.state()
     }
 
-    fn init_pid(&self) -> Option<i32> {
+    fn init_pid(&self) -> Option<snug_core::Pid> {
         self.init().map(|i| i.host_pid)
     }
 
-    fn signal(&mut self, sig: snug_core::Signal, from: i32) -> String {
+    fn signal(&mut self, sig: snug_core::Signal, from: Option<snug_core::Pid>) -> String {
         // `si_code` SI_USER (0): from a process, never a terminal key.
-        self.on_delivered(Delivered { sig, code: 0, pid: from.max(0) as u32 });
+        self.on_delivered(Delivered { sig, code: 0, pid: from });
         format!("{} sent", crate::signals::signame(sig))
     }
 

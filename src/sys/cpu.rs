@@ -21,8 +21,8 @@ pub struct Apart {
 /// on another CPU at once instead of waiting for snug to block (`sched_setaffinity(2)`).
 /// `None` when there is no other CPU to go to, or the kernel refused: the child then only
 /// runs later, which costs time, never a guarantee.
-pub fn apart(pid: i32) -> Option<Apart> {
-    let pid = Pid::from_raw(pid)?;
+pub fn apart(pid: snug_core::Pid) -> Option<Apart> {
+    let pid = super::process::to_rustix(pid)?;
     let mask = sched_getaffinity(None).ok()?;
     let mut others = mask;
     let cpu = sched_getcpu();

@@ -40,15 +40,15 @@ pub fn ns_owner(ns: impl AsFd) -> io::Result<OwnedFd> {
 }
 
 /// `TIOCGSID` (`tty_ioctl(4)`): the session of the terminal `fd`, which answers only for the
-/// caller's own controlling terminal. Not rustix's `tcgetsid`: its `Pid` cannot hold the 0
-/// the kernel answers when the session's leader is outside the caller's pid namespace.
+/// caller's own controlling terminal; `None` when the session's leader is outside the
+/// caller's pid namespace (the kernel answers 0, which rustix's `tcgetsid` cannot hold).
 ///
 /// # Errors
 /// The `ioctl(2)` error (`ENOTTY` for another terminal or none).
-pub fn tty_session(fd: impl AsFd) -> io::Result<i32> {
+pub fn tty_session(fd: impl AsFd) -> io::Result<Option<snug_core::Pid>> {
     use rustix::ioctl::{ioctl, Getter, Opcode};
     // SAFETY: TIOCGSID writes one pid_t, the getter's type.
-    Ok(unsafe { ioctl(fd, Getter::<{ libc::TIOCGSID as Opcode }, libc::pid_t>::new()) }?)
+    Ok(snug_core::Pid::new(unsafe { ioctl(fd, Getter::<{ libc::TIOCGSID as Opcode }, libc::pid_t>::new()) }?))
 }
 
 /// `tcgetattr(3)` as the C library's `termios`, for a fork child that compares settings

@@ -92,28 +92,43 @@ pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// `getpgid(2)` of `pid` (0: the caller), as a raw number: 0 when the group's leader is
-/// outside the caller's pid namespace, which rustix's `Pid` cannot hold.
+/// This process's pid (`getpid(2)`).
+pub fn own() -> Pid {
+    Pid(std::process::id() as i32)
+}
+
+/// `pid` as rustix takes it; `None` for a pid <= 0, which no process has.
+pub fn to_rustix(pid: Pid) -> Option<rustix::process::Pid> {
+    rustix::process::Pid::from_raw(pid.raw())
+}
+
+/// A pid rustix gave.
+pub fn from_rustix(pid: rustix::process::Pid) -> Pid {
+    Pid(pid.as_raw_nonzero().get())
+}
+
+/// `getpgid(2)` of `pid` (`None`: the caller); `Ok(None)` when the group's leader is
+/// outside the caller's pid namespace (the kernel answers 0, which rustix's `Pid` cannot hold).
 ///
 /// # Errors
 /// `ESRCH` when there is no such process.
-pub fn group_of(pid: i32) -> io::Result<i32> {
+pub fn group_of(pid: Option<Pid>) -> io::Result<Option<Pid>> {
     // SAFETY: integers only.
-    match unsafe { libc::getpgid(pid) } {
+    match unsafe { libc::getpgid(pid.map_or(0, Pid::raw)) } {
         n if n < 0 => Err(io::Error::last_os_error()),
-        n => Ok(n),
+        n => Ok(Pid::new(n)),
     }
 }
 
-/// `getsid(2)` of `pid` (0: the caller), raw for the reason [`group_of`] is.
+/// `getsid(2)` of `pid` (`None`: the caller), `Ok(None)` for the reason [`group_of`] gives.
 ///
 /// # Errors
 /// `ESRCH` when there is no such process, `EPERM` for one in another session (some systems).
-pub fn session_of(pid: i32) -> io::Result<i32> {
+pub fn session_of(pid: Option<Pid>) -> io::Result<Option<Pid>> {
     // SAFETY: integers only.
-    match unsafe { libc::getsid(pid) } {
+    match unsafe { libc::getsid(pid.map_or(0, Pid::raw)) } {
         n if n < 0 => Err(io::Error::last_os_error()),
-        n => Ok(n),
+        n => Ok(Pid::new(n)),
     }
 }
 
@@ -123,7 +138,7 @@ pub fn session_of(pid: i32) -> io::Result<i32> {
 /// `ECHILD` when it is not the caller's unreaped child.
 pub fn wait_ended(pid: Pid) -> io::Result<WaitStatus> {
     use rustix::process::{waitpid, WaitOptions};
-    let p = rustix::process::Pid::from_raw(pid.raw()).ok_or_else(|| io::Error::from_raw_os_error(libc::ECHILD))?;
+    let p = to_rustix(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::ECHILD))?;
     loop {
         match waitpid(Some(p), WaitOptions::empty()) {
             Ok(Some((_, status))) => return Ok(WaitStatus::from_raw(status.as_raw())),

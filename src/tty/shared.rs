@@ -21,13 +21,14 @@ use crate::keeper::{encode, ENCODED};
 use rustix::fd::AsFd;
 use rustix::fs::{FlockOperation, Mode, OFlags};
 use rustix::termios::Termios;
+use snug_core::Pid;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// One snug holding the terminal raw.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Holder {
-    pid: u32,
+    pid: Pid,
     start: u64,
     /// The raw settings it set.
     pub raw: [u8; ENCODED],
@@ -65,12 +66,12 @@ impl Content {
 
 /// This snug as a holder (its raw settings blank).
 fn me() -> Holder {
-    let pid = std::process::id();
+    let pid = crate::sys::process::own();
     Holder { pid, start: start_time(pid).unwrap_or(0), raw: [0; ENCODED] }
 }
 
 /// Field 22 of `/proc/PID/stat`: when the process started, in clock ticks since boot.
-fn start_time(pid: u32) -> Option<u64> {
+fn start_time(pid: Pid) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
 }
@@ -144,7 +145,9 @@ fn parse(text: &str) -> Content {
         match w.as_slice() {
             ["original", h] => c.original = unhex(h),
             ["holder", pid, start, h] => {
-                if let (Ok(pid), Ok(start), Some(raw)) = (pid.parse(), start.parse(), unhex(h)) {
+                if let (Some(pid), Ok(start), Some(raw)) =
+                    (pid.parse().ok().and_then(Pid::new), start.parse(), unhex(h))
+                {
                     c.holders.push(Holder { pid, start, raw });
                 }
             }
@@ -172,8 +175,10 @@ mod tests {
     /// T16: the record reads back what it wrote; malformed lines are skipped.
     #[test]
     fn t16_the_record_reads_back_what_it_wrote() {
-        let c =
-            Content { original: Some([7; ENCODED]), holders: vec![Holder { pid: 12, start: 34, raw: [9; ENCODED] }] };
+        let c = Content {
+            original: Some([7; ENCODED]),
+            holders: vec![Holder { pid: Pid(12), start: 34, raw: [9; ENCODED] }],
+        };
         let back = parse(&(render(&c) + "holder x y z\nnonsense\n"));
         assert_eq!(back.original, c.original);
         assert!(back.holders == c.holders);
