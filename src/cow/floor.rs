@@ -19,7 +19,7 @@ const MULTIGRAIN: [i64; 4] = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994];
 /// Whether `dir` (DIR: where the host's changes are stamped) and `state` (where snug stamps
 /// its own) both have multigrain timestamps.
 pub fn available(dir: &Path, state: &Path) -> bool {
-    let multigrain = |p: &Path| rustix::fs::statfs(p).is_ok_and(|s| MULTIGRAIN.contains(&(s.f_type as i64)));
+    let multigrain = |p: &Path| rustix::fs::statfs(p).is_ok_and(|s| MULTIGRAIN.contains(&s.f_type));
     super::kernel_at_least(6, 13) && multigrain(dir) && multigrain(state)
 }
 
@@ -57,7 +57,7 @@ mod tests {
         for i in 0..300 {
             let start = stamp(&own, || {
                 use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700 | (i % 2) * 0o050))
+                std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700 | ((i % 2) * 0o050)))
             })
             .unwrap();
             let f = t.path().join(format!("f{i}"));

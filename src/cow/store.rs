@@ -142,14 +142,12 @@ pub fn create(base: &Path, name: &str) -> anyhow::Result<Kept> {
 /// Write `meta` as `kept`'s record, `meta.json`.
 ///
 /// # Errors
-/// The write's, with `kept` back.
-pub fn write_meta(mut kept: Kept, meta: Meta) -> Result<Kept, (Kept, std::io::Error)> {
-    let text = serde_json::to_vec_pretty(&meta).map_err(std::io::Error::other);
-    if let Err(e) = text.and_then(|t| std::fs::write(kept.path.join("meta.json"), t)) {
-        return Err((kept, e));
-    }
+/// The write's.
+pub fn write_meta(kept: &mut Kept, meta: Meta) -> std::io::Result<()> {
+    let text = serde_json::to_vec_pretty(&meta).map_err(std::io::Error::other)?;
+    std::fs::write(kept.path.join("meta.json"), text)?;
     kept.meta = Some(meta);
-    Ok(kept)
+    Ok(())
 }
 
 /// Remove a kept run whole. overlayfs may leave `work/work` with mode 0 and a payload a
