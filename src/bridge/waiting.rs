@@ -214,11 +214,14 @@ mod tests {
         assert!(!kept.lives(group), "a reaped leader, no member left");
         // A group whose leader is reaped while a member lives on: still a group.
         let mut lead = Command::new("sh");
-        lead.args(["-c", "sleep 5 >/dev/null & echo $!; exit 0"]).process_group(0).stdout(std::process::Stdio::piped());
-        let out = lead.spawn().expect("sh");
+        // The leader waits on its stdin until the first look, so that it is not a zombie yet.
+        lead.args(["-c", "sleep 5 >/dev/null & echo $!; read x"]).process_group(0);
+        let mut out =
+            lead.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("sh");
         let group = pid_of(&out);
         let mut kept = Leader::default();
         assert!(kept.lives(group));
+        drop(out.stdin.take()); // its read ends, and so does it
         let got = out.wait_with_output().expect("sh");
         let member: i32 = String::from_utf8_lossy(&got.stdout).trim().parse().expect("pid");
         assert!(kept.lives(group), "the member still runs in the group");
