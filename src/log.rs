@@ -62,6 +62,9 @@ pub(crate) use say;
 /// The write or flush error.
 pub fn print(text: &str) -> std::io::Result<()> {
     use std::io::Write;
+    if text.is_empty() {
+        return Ok(()); // nothing to say (`snug apply` says it on stderr): no empty line
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {

@@ -7,8 +7,9 @@ use crate::common::{start, Who};
 use std::os::unix::fs::PermissionsExt;
 
 /// A host file changed mid-run is refused by name with exit 1 and nothing written;
-/// `--partial` writes the rest; `--force` writes over it. Without the ctime check, apply
-/// wrote both and exited 0.
+/// `--partial` writes the rest; `--force` writes over it, and stdout stays empty. Without
+/// the ctime check, apply wrote both and exited 0; before `print` skipped an empty text,
+/// apply's stdout was one empty line.
 #[test]
 fn w4_conflicts_refused_then_partial_then_force() {
     each(&|who| {
@@ -32,6 +33,7 @@ fn w4_conflicts_refused_then_partial_then_force() {
         assert_eq!(std::fs::read_to_string(c.dir().join("a")).unwrap(), "host\n", "{who:?}: --partial wrote a");
         let out = c.run(&["apply", "w4c", "--force"]);
         assert_eq!(code(&out), 0, "{who:?}: {}", out.err);
+        assert_eq!(out.out, "", "{who:?}: apply says what it did on stderr, nothing on stdout");
         assert_eq!(std::fs::read_to_string(c.dir().join("a")).unwrap(), "a1\n", "{who:?}: --force");
     });
 }

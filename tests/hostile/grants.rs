@@ -187,8 +187,8 @@ fn p7_command_line_and_user_profile_grants_replanted_by_a_payload() {
 
 /// P7: a path swapped between snug's walk and bwrap's mount. A thread exchanges `vendor` (a
 /// directory holding `marker` = REAL) and `vendor.alt` (a symlink to `..`, the home, whose
-/// `marker` is the secret) with `renameat2(RENAME_EXCHANGE)` as fast as it can, while 200
-/// runs grant `--ro ./vendor` and print every `marker` they can see (both names, and the
+/// `marker` is the secret) with `renameat2(RENAME_EXCHANGE)` as fast as it can, while 200 to
+/// 1000 runs grant `--ro ./vendor` and print every `marker` they can see (both names, and the
 /// home's). Each run either binds the real directory (exit 0, REAL seen under one of the
 /// names) or is refused with 77; the secret is never shown. Without the fix the first run
 /// that met the symlink printed the secret (bwrap bound the real home over the sandbox's).
@@ -228,8 +228,14 @@ fn p7_swap_during_start_never_binds_the_target() {
                 n
             })
         };
+        // 200 runs, and on until both outcomes were seen (at most 1000): a run binds only
+        // when the path is the directory at each of snug's, bwrap's and init's looks, about 1
+        // run in 100 at this rate of swaps, so 200 alone missed every time in some runs.
         let (mut bound, mut refused) = (0, 0);
-        for _ in 0..200 {
+        for k in 0..1000 {
+            if k >= 200 && bound > 0 && refused > 0 {
+                break;
+            }
             // Read until something is seen: a swap between two reads could hide the mount.
             let look = "for i in $(seq 100); do o=$(cat vendor/marker vendor.alt/marker ~/marker 2>/dev/null); \
                         [ -n \"$o\" ] && { echo \"$o\"; break; }; done; true";
