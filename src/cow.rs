@@ -12,7 +12,6 @@ pub mod store;
 pub mod trash;
 
 use crate::error::{failure, UNAVAILABLE};
-use rustix::time::ClockId;
 use std::path::{Path, PathBuf};
 use store::Kept;
 
@@ -35,18 +34,6 @@ pub struct Run {
 }
 
 impl Run {
-    /// Wait until the coarse clock the kernel stamps most ctimes with
-    /// (`CLOCK_REALTIME_COARSE`, one tick behind at most) has passed the recorded start, so
-    /// that a host file changed once the overlay is mounted has a ctime after it, and one
-    /// changed before the start has one before it (SPEC W4's conflicts). Started early in
-    /// the run's start-up, this rarely waits at all.
-    pub fn settle(&self) {
-        let started = self.started_for_clock();
-        while now_ns(ClockId::RealtimeCoarse) < started {
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-    }
-
     /// Start mounting the overlay in `nest` (its pidfd, host pid and setup pipe) as soon as
     /// nest has exec'd bwrap, while snug goes on ([`mount::start`]).
     ///
@@ -54,10 +41,10 @@ impl Run {
     /// As [`mount::start`].
     pub fn mount_early(
         &self,
-        nest: (std::os::fd::BorrowedFd<'_>, snug_core::Pid, std::os::fd::BorrowedFd<'_>),
+        (nest, pid, watch): (std::os::fd::BorrowedFd<'_>, snug_core::Pid, std::os::fd::BorrowedFd<'_>),
     ) -> anyhow::Result<()> {
         let started = self.started_for_clock();
-        self.pending.set(Some(mount::start(nest, &self.dir, &self.options(), self.root, started)?));
+        self.pending.set(Some(mount::start((nest, pid, Some(watch)), &self.dir, &self.options(), self.root, started)?));
         Ok(())
     }
 
@@ -65,15 +52,16 @@ impl Run {
     /// helper's result when it was started for this nest, else mounted now.
     ///
     /// # Errors
-    /// As [`mount::mount_in`].
+    /// As [`mount::Pending::join`].
     pub fn mount(&self, nest: std::os::fd::BorrowedFd<'_>, nest_pid: snug_core::Pid) -> anyhow::Result<()> {
-        match self.pending.take().filter(|p| p.nest == nest_pid) {
-            Some(early) => early.join(&self.dir),
+        let helper = match self.pending.take().filter(|p| p.nest == nest_pid) {
+            Some(early) => early,
+            // nest is ready: no setup pipe to watch.
             None => {
-                self.settle();
-                mount::mount_in(nest, &self.dir, &self.options(), self.root)
+                mount::start((nest, nest_pid, None), &self.dir, &self.options(), self.root, self.started_for_clock())?
             }
-        }
+        };
+        helper.join(&self.dir)
     }
 
     /// What the coarse clock must reach before the overlay is mounted: the start, or 0 when
@@ -168,7 +156,7 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 /// copied: the cost does not depend on DIR's size (SPEC B10). A host file changed from the
 /// run's start on is a conflict (W4): the start is a ctime stamped now where the filesystems
 /// allow it ([`floor`]), else `started`, snug's own, which the overlay waits for the coarse
-/// clock to pass ([`Run::settle`]).
+/// clock to pass ([`mount::start`]).
 ///
 /// # Errors
 /// 69 saying which and what to set (`XDG_STATE_HOME`) where the state directory cannot hold
@@ -290,12 +278,6 @@ pub(crate) fn kernel_at_least(major: u32, minor: u32) -> bool {
     let r = u.release().to_string_lossy();
     let mut it = r.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse::<u32>().ok());
     (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
-}
-
-/// `clock` in ns since the epoch.
-fn now_ns(clock: ClockId) -> u128 {
-    let t = rustix::time::clock_gettime(clock);
-    t.tv_sec as u128 * 1_000_000_000 + t.tv_nsec as u128
 }
 
 /// At the run's end (SPEC W2): the line to print and the report's `changes`, or `None`

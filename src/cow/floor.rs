@@ -7,7 +7,7 @@
 //! itself becomes the floor of every coarse one the kernel hands out after it
 //! (`ktime_get_coarse_real_ts64_mg`): that ctime is the start, taken at once. Elsewhere the
 //! start is snug's own, and the overlay waits for the coarse clock to pass it
-//! ([`super::Run::settle`]), which costs up to a tick of start-up (SPEC B10).
+//! ([`super::mount::start`]), which costs up to a tick of start-up (SPEC B10).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;

@@ -38,43 +38,9 @@ fn esc(p: &Path) -> String {
     out
 }
 
-/// Mount the overlay `data` ([`options`]) at `dir` in the user and mount namespaces of the
-/// process `nest` pins (root: its mount namespace only). A forked helper does it:
-/// `setns(2)` needs a single-threaded caller. Between the fork and `_exit` it makes only
-/// `setns`, `mount` and `_exit` (async-signal-safe).
-///
-/// # Errors
-/// 69 with the kernel's reason and what to set when the kernel refuses (SPEC W1).
-pub fn mount_in(nest: BorrowedFd<'_>, dir: &Path, data: &str, root: bool) -> anyhow::Result<()> {
-    let nul = |_| failure(crate::error::USAGE, format!("{}: the path contains a NUL byte", dir.display()));
-    let target = CString::new(dir.as_os_str().as_encoded_bytes()).map_err(nul)?;
-    let data = CString::new(data).map_err(|_| failure(crate::error::USAGE, "a path contains a NUL byte"))?;
-    let flags = if root { libc::CLONE_NEWNS } else { libc::CLONE_NEWUSER | libc::CLONE_NEWNS };
-    let pidfd = nest.as_raw_fd();
-    // SAFETY: the child runs only setns, mount and _exit on integers and on the two C strings
-    // built above, and never returns.
-    let cloned = unsafe { crate::sys::process::clone3(0) };
-    let cloned =
-        cloned.map_err(|e| failure(crate::error::OS_ERROR, format!("cannot start the overlay's helper: {e}")))?;
-    let crate::sys::process::Cloned::Parent { pidfd: child, .. } = cloned else {
-        // SAFETY: raw system calls on integers and on NUL-terminated strings that outlive them.
-        unsafe {
-            if libc::setns(pidfd, flags) != 0 {
-                libc::_exit(128 + *libc::__errno_location());
-            }
-            let kind = c"overlay".as_ptr();
-            if libc::mount(kind, target.as_ptr(), kind, 0, data.as_ptr().cast()) != 0 {
-                libc::_exit(*libc::__errno_location());
-            }
-            libc::_exit(0)
-        }
-    };
-    outcome(wait(&child)?, dir)
-}
-
-/// The overlay's helper started early by [`start`]: it mounts once the run's start has passed
-/// on the coarse clock and nest has exec'd bwrap, while snug builds bwrap's options. Killed
-/// and reaped when dropped unjoined (a nest started again has other namespaces).
+/// The overlay's helper ([`start`]): it mounts once the run's start has passed on the coarse
+/// clock and nest has exec'd bwrap, while snug builds bwrap's options. Killed and reaped when
+/// dropped unjoined (a nest started again has other namespaces).
 pub struct Pending {
     child: Option<std::os::fd::OwnedFd>,
     /// The host pid of the nest it mounts in.
@@ -85,20 +51,23 @@ pub struct Pending {
 /// bytes): [`crate::start::Nest::ready`] reports that failure, not the helper.
 const NEST_FAILED: i32 = 255;
 
-/// Start the helper that mounts the overlay `data` at `dir` in the namespaces of the nest
-/// `nest` pins (host pid `nest_pid`), as [`mount_in`] does, but first waits, in the child,
-/// until (1) `CLOCK_REALTIME_COARSE` has reached `started_ns` (ns since the epoch: the rule
-/// of [`super::Run::settle`]) and (2) `exec_watch`, nest's setup pipe, hangs up with nothing
-/// in it: nest exec'd bwrap, so its mount tree is private and its id maps are written
-/// (a mount before that would reach the host's DIR through shared propagation). Both waits
-/// then overlap snug's own work instead of adding to it (SPEC B10). The child makes only
-/// `prctl`, `clock_gettime`, `nanosleep`, `poll`, `setns`, `mount` and `_exit`
-/// (async-signal-safe); it dies with snug (`PR_SET_PDEATHSIG`).
+/// Start the helper that mounts the overlay `data` ([`options`]) at `dir` in the user and
+/// mount namespaces of the nest `nest` pins (root: its mount namespace only; host pid
+/// `nest_pid`); a forked helper, since `setns(2)` needs a single-threaded caller. It first
+/// waits, in the child, until (1) `CLOCK_REALTIME_COARSE` has reached `started_ns` (ns since
+/// the epoch; 0: no wait), so that a host file changed once the overlay is mounted has a
+/// ctime at or after the recorded start (SPEC W4's conflicts, [`super::floor`]), and (2)
+/// `exec_watch`, nest's setup pipe when snug has not read it yet, hangs up with nothing in it:
+/// nest exec'd bwrap, so its mount tree is private and its id maps are written (a mount before
+/// that would reach the host's DIR through shared propagation). Started early, both waits
+/// overlap snug's own work instead of adding to it (SPEC B10). The child makes only `prctl`,
+/// `clock_gettime`, `nanosleep`, `poll`, `setns`, `mount` and `_exit` (async-signal-safe);
+/// it dies with snug (`PR_SET_PDEATHSIG`).
 ///
 /// # Errors
 /// 71 when the helper cannot be started.
 pub fn start(
-    (nest, nest_pid, exec_watch): (BorrowedFd<'_>, snug_core::Pid, BorrowedFd<'_>),
+    (nest, nest_pid, exec_watch): (BorrowedFd<'_>, snug_core::Pid, Option<BorrowedFd<'_>>),
     dir: &Path,
     data: &str,
     root: bool,
@@ -108,7 +77,7 @@ pub fn start(
     let target = CString::new(dir.as_os_str().as_encoded_bytes()).map_err(nul)?;
     let data = CString::new(data).map_err(|_| failure(crate::error::USAGE, "a path contains a NUL byte"))?;
     let flags = if root { libc::CLONE_NEWNS } else { libc::CLONE_NEWUSER | libc::CLONE_NEWNS };
-    let (pidfd, watch) = (nest.as_raw_fd(), exec_watch.as_raw_fd());
+    let (pidfd, watch) = (nest.as_raw_fd(), exec_watch.map(|w| w.as_raw_fd()));
     let started = i64::try_from(started_ns).unwrap_or(i64::MAX);
     // SAFETY: the child makes only the raw system calls named above, on integers, a stack
     // timespec and pollfd and the two C strings built above, and never returns.
@@ -129,10 +98,12 @@ pub fn start(
                 let nap = libc::timespec { tv_sec: 0, tv_nsec: 100_000 };
                 libc::nanosleep(&nap, std::ptr::null_mut());
             }
-            let mut p = libc::pollfd { fd: watch, events: 0, revents: 0 };
-            while libc::poll(&mut p, 1, -1) < 0 {}
-            if p.revents & libc::POLLIN != 0 {
-                libc::_exit(NEST_FAILED);
+            if let Some(fd) = watch {
+                let mut p = libc::pollfd { fd, events: 0, revents: 0 };
+                while libc::poll(&mut p, 1, -1) < 0 {}
+                if p.revents & libc::POLLIN != 0 {
+                    libc::_exit(NEST_FAILED);
+                }
             }
             if libc::setns(pidfd, flags) != 0 {
                 libc::_exit(128 + *libc::__errno_location());
@@ -151,7 +122,8 @@ impl Pending {
     /// Wait for the helper and say what it did.
     ///
     /// # Errors
-    /// As [`mount_in`]; 70 when nest failed first (its own error is reported before this).
+    /// 69 with the kernel's reason and what to set when the kernel refuses (SPEC W1); 70
+    /// when nest failed first (its own error is reported before this).
     pub fn join(mut self, dir: &Path) -> anyhow::Result<()> {
         let Some(child) = self.child.take() else { return Ok(()) };
         match wait(&child)? {

@@ -15,7 +15,7 @@ pub struct Meta {
     /// The run's start, RFC 3339, for people.
     pub started: String,
     /// The run's start in ns since the epoch (`CLOCK_REALTIME`): a host file whose ctime is
-    /// this or later changed during or after the run ([`super::Run::settle`]).
+    /// this or later changed during or after the run ([`super::floor`]).
     pub started_ns: u128,
     /// The payload's command, for `snug diff`'s list.
     pub command: Vec<String>,
