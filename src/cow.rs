@@ -196,7 +196,7 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>, started: std::time:
     // The merged view's root is the upper layer's: give it DIR's mode (and, as root, owner).
     // That chmod is also the start's stamp where the filesystems allow it ([`floor`]).
     let upper = kept.upper();
-    let floor = floor::available(dir, &base);
+    let floor = floor::available(dir, fs);
     let synced = std::fs::metadata(dir).and_then(|m| {
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
         if root {
