@@ -211,7 +211,7 @@ impl Bridge {
         let got = |i: usize| ready.get(i).map_or(0, |p| p.revents);
         let (tty, master) = (got(0), got(1));
         if master & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && self.to_tty.len() < CHUNK {
-            self.read_master();
+            let _ = self.read_master(events);
         }
         if !self.to_tty.is_empty() {
             self.write_tty(events);
@@ -230,47 +230,54 @@ impl Bridge {
         }
     }
 
-    /// Read what the pty has, up to [`CHUNK`] waiting in all: every read the master answers
-    /// at once (it hands out about 2 KiB a read), so one write to the caller's terminal
-    /// carries it all.
-    fn read_master(&mut self) {
-        let Some(m) = &self.master else { return };
-        let room = CHUNK.saturating_sub(self.to_tty.len());
-        let buf = &mut self.scratch[..room];
-        let mut got = 0;
+    /// Copy what the pty has to the caller's terminal: each read of the master is written on
+    /// at once, and reads go on while they come full and there is room (at most [`CHUNK`]
+    /// waits). The master hands out at most its line discipline's 4 KiB ring a read
+    /// (`N_TTY_BUF_SIZE`, `drivers/tty/n_tty.c`), refilled by a kernel worker; writing each
+    /// read on before the next lets the caller's terminal's side take it while that worker
+    /// refills, where gathering several reads into one write made the two sides take turns
+    /// (B8, `snug -- cat` of 64 MiB: 1.15× → 1.10× `cat` alone, same run).
+    /// True when anything was read.
+    fn read_master(&mut self, events: &mut Vec<Event>) -> bool {
         let mut closed = false;
-        while got < room {
-            match rustix::io::read(m, &mut buf[got..]) {
-                // A short read (an echo, a line) most likely took all there was: back to
-                // poll, which says so if not, rather than a read that fails with EAGAIN on
-                // every keystroke's way back (B8). Output in bulk comes in full reads.
-                Ok(n) if n > 0 && n < SHORT => {
-                    got += n;
-                    break;
-                }
-                Ok(n) if n > 0 => got += n,
-                Err(Errno::INTR) => {}
+        let mut read_any = false;
+        loop {
+            let Some(m) = &self.master else { break };
+            let room = CHUNK.saturating_sub(self.to_tty.len());
+            if room == 0 {
+                break;
+            }
+            let n = match rustix::io::read(m, &mut self.scratch[..room]) {
+                Ok(n) if n > 0 => n,
+                Err(Errno::INTR) => continue,
                 Err(Errno::AGAIN) => break,
                 // EIO: no sandbox process holds the slave any more.
                 _ => {
                     closed = true;
                     break;
                 }
+            };
+            self.to_tty.extend(&self.scratch[..n]);
+            if !read_any && self.input {
+                // The payload may have changed its signal keys (went raw) before this
+                // output: follow them first.
+                if let Some(t) = self.pty_settings() {
+                    self.tty.mirror(&t);
+                }
+            }
+            read_any = true;
+            self.write_tty(events);
+            // A short read (an echo, a line) most likely took all there was: back to poll,
+            // which says so if not, rather than a read that fails with EAGAIN on every
+            // keystroke's way back (B8). Output in bulk comes in full reads.
+            if n < SHORT {
+                break;
             }
         }
         if closed {
             self.spent = self.master.take();
         }
-        if got == 0 {
-            return;
-        }
-        self.to_tty.extend(&self.scratch[..got]);
-        if self.input {
-            // The payload may have changed its signal keys (went raw): follow them.
-            if let Some(t) = self.pty_settings() {
-                self.tty.mirror(&t);
-            }
-        }
+        read_any
     }
 
     fn write_tty(&mut self, events: &mut Vec<Event>) {

@@ -313,23 +313,31 @@ def pasta_by_hand(env, head, tail):
         # have moved its child into a nested one (`pasta PID` would join that and fail).
         netns = os.open(f"/proc/{child}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
         owner = fcntl.ioctl(netns, NS_GET_USERNS)
-        os.close(netns)
+        netns, owner = high(netns), high(owner)  # no dup2 below clobbers the other
         # pasta opens the owner through a descriptor it inherits at 5 (as root too: bwrap's
         # --disable-userns moves its child into a nested user namespace, so the child's own
         # ns/user is not the owner; and pasta, having dropped root's capabilities, may not
         # open our descriptors through /proc/<bench>/fd).
-        userns = "/proc/self/fd/5"
-        ns = ["--userns", userns, "--netns", f"/proc/{child}/ns/net"]
+        # As root, bwrap may leave the network namespace owned by our own user namespace,
+        # which setns(2) refuses to join again (EINVAL): then pasta is given none, and the
+        # network namespace through a descriptor at 6 as well (having dropped root's
+        # capabilities, it may not open bwrap's child's /proc entries).
+        mine, theirs = os.stat("/proc/self/ns/user"), os.fstat(owner)
+        own = (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
+        ns = (["--netns", "/proc/self/fd/6"] if own
+              else ["--userns", "/proc/self/fd/5", "--netns", f"/proc/{child}/ns/net"])
         pasta = ["pasta"] + PASTA_FLAGS + runas + ["--pid", pidfile] + ns
         if os.path.exists(pidfile):
             os.unlink(pidfile)
         err = os.open(pidfile + ".err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            pasta_fds = acts[:2] + [(os.POSIX_SPAWN_DUP2, err, 2), (os.POSIX_SPAWN_DUP2, owner, 5)]
+            pasta_fds = acts[:2] + [(os.POSIX_SPAWN_DUP2, err, 2), (os.POSIX_SPAWN_DUP2, owner, 5),
+                                    (os.POSIX_SPAWN_DUP2, netns, 6)]
             status = os.waitpid(spawn(pasta, pasta_fds), 0)[1]
         finally:
             os.close(err)
             os.close(owner)
+            os.close(netns)
         if status != 0:
             with open(pidfile + ".err") as f:
                 said = f.read().strip().splitlines()[-1:] or [""]

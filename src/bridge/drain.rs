@@ -35,12 +35,12 @@ impl Bridge {
         let mut events = Vec::new();
         while Instant::now() < until && !self.hung_up {
             if self.to_tty.is_empty() {
-                self.read_master();
-                if self.to_tty.is_empty() {
+                if !self.read_master(&mut events) {
                     return;
                 }
+            } else {
+                self.write_tty(&mut events);
             }
-            self.write_tty(&mut events);
             if self.tostop || !self.to_tty.is_empty() {
                 return;
             }
@@ -70,7 +70,7 @@ impl Bridge {
                 break;
             }
             if set.got(Slot::Master) != 0 && self.to_tty.len() < super::CHUNK {
-                self.read_master();
+                let _ = self.read_master(&mut events);
             }
             if set.got(Slot::Tty) & (libc::POLLHUP | libc::POLLERR) != 0 {
                 self.hang_up(&mut events);
