@@ -241,8 +241,7 @@ impl Bridge {
     fn read_master(&mut self, events: &mut Vec<Event>) -> bool {
         let mut closed = false;
         let mut read_any = false;
-        loop {
-            let Some(m) = &self.master else { break };
+        while let Some(m) = &self.master {
             let room = CHUNK.saturating_sub(self.to_tty.len());
             if room == 0 {
                 break;
