@@ -123,8 +123,9 @@ def _download(env, lab, under_snug):
         p.kill()
         raise Failed(f"the download under snug said {line!r}")
     p.stdout.readline()  # done: snug's CPU is read while the payload waits
-    fields = open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()
-    cpu_ms = (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    # Run time in ns (schedstat), not utime+stime, whose 10 ms ticks are most of a 100 MB copy.
+    with open(f"/proc/{p.pid}/schedstat") as f:
+        cpu_ms = int(f.read().split()[0]) / 1e6
     p.stdin.write("\n")
     p.stdin.close()
     p.wait()
@@ -164,13 +165,13 @@ def b9(env, n):
                      "ref": f"from the host: {h:.0f} µs ({float(host[2]):.0f}–{float(host[3]):.0f})",
                      "ratio": f"+{(s - h) / 1000:.2f} ms", "target": "≤ +1 ms", "ok": s - h <= 1000})
         speeds, refs, cpus = [], [], []
-        for _ in range(3):
+        for _ in range(5):
             refs.append(_download(env, lab, False)[0])
             sp, cpu = _download(env, lab, True)
             speeds.append(sp)
             cpus.append(cpu)
         ratio = med(speeds) / med(refs)
-        rows.append({"row": "B9", "figure": "100 MB download (curl), MB/s, median of 3",
+        rows.append({"row": "B9", "figure": "100 MB download (curl), MB/s, median of 5 alternating with the host",
                      "snug": f"{med(speeds):.0f} MB/s; snug's CPU {med(cpus) / 100:.2f} ms per MB",
                      "ref": f"from the host: {med(refs):.0f} MB/s", "ratio": f"{ratio:.2f}×", "target": "≥ 0.80×",
                      "ok": ratio >= 0.8})
