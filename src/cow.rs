@@ -192,7 +192,7 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>, started: std::time:
     if let Some(why) = refused {
         return Err(failure(UNAVAILABLE, format!("--cow: the state directory {} is on {why}: {set}", base.display())));
     }
-    let kept = store::create(&base, name)?;
+    let mut kept = store::create(&base, name)?;
     // The merged view's root is the upper layer's: give it DIR's mode (and, as root, owner).
     // That chmod is also the start's stamp where the filesystems allow it ([`floor`]).
     let upper = kept.upper();
@@ -219,7 +219,6 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>, started: std::time:
         stamped.unwrap_or_else(|| started.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
     let started = crate::report::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(started_ns as u64));
     let meta = store::Meta { dir: dir.to_path_buf(), started, started_ns, command, root };
-    let mut kept = kept;
     if let Err(e) = store::write_meta(&mut kept, meta) {
         let _ = store::remove(&kept);
         return Err(os(e));
