@@ -17,6 +17,7 @@
 
 pub mod aside;
 mod git;
+mod git_config;
 pub mod placeholder;
 mod probe;
 #[cfg(test)]
@@ -196,6 +197,22 @@ impl Planner<'_> {
         }
         let watch = |was| Watch { path: abs.to_path_buf(), was, root: root.clone() };
         Ok(match (kind, missing) {
+            (Kind::NoParent, Missing::Aside) => {
+                // The payload could make the directories above as well: the first missing one
+                // is watched, so that what it makes there is moved aside whole.
+                let mut first = abs.to_path_buf();
+                while let Some(parent) = first.parent().filter(|p| *p != root) {
+                    let Ok(rel) = parent.strip_prefix(&root) else { break };
+                    match probe::probe(&self.roots[i].fd, rel) {
+                        Ok(Kind::Missing | Kind::NoParent) => first = parent.to_path_buf(),
+                        _ => break,
+                    }
+                }
+                if !self.out.watched.iter().any(|w| w.path == first) {
+                    self.out.watched.push(Watch { path: first, was: None, root: root.clone() });
+                }
+                Found::Done
+            }
             (Kind::NoParent, _) | (Kind::Missing, Missing::Nothing) => Found::Nothing,
             (Kind::Missing, Missing::Aside) => {
                 self.out.watched.push(watch(None));

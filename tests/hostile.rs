@@ -11,5 +11,6 @@ mod grants;
 mod limits;
 mod profiles;
 mod protect;
+mod protect_git;
 mod setid;
 mod userns;

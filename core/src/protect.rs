@@ -35,6 +35,8 @@ pub const GIT: &str = ".git";
 pub const HOOKS: &str = "hooks";
 /// In a git directory: its config (aliases, `core.hooksPath`, filters: all run code).
 pub const CONFIG: &str = "config";
+/// In a git directory: more config, which git reads when `extensions.worktreeConfig` is on.
+pub const CONFIG_WORKTREE: &str = "config.worktree";
 /// In a git directory: the directory whose config and hooks git uses instead.
 pub const COMMONDIR: &str = "commondir";
 /// In a git directory: the submodules' git directories, each with its hooks and config.
@@ -43,7 +45,7 @@ pub const MODULES: &str = "modules";
 /// Protected paths relative to a root, as components; `*` stands for one component.
 fn patterns() -> Vec<Vec<&'static str>> {
     let mut out: Vec<Vec<&str>> = AT_ROOT.iter().map(|(n, _)| vec![*n]).collect();
-    out.extend([HOOKS, CONFIG, COMMONDIR].map(|n| vec![GIT, n]));
+    out.extend([HOOKS, CONFIG, CONFIG_WORKTREE, COMMONDIR].map(|n| vec![GIT, n]));
     out.extend([CONFIG, HOOKS].map(|n| vec![GIT, MODULES, "*", n]));
     out
 }
@@ -92,6 +94,7 @@ mod tests {
         assert!(!above(Path::new(".envrc"), &[".envrc"]));
         assert!(above(Path::new(".git/modules/sub"), &[".git", "modules", "*", "hooks"]));
         assert!(protected(Path::new(".git/commondir"), false));
+        assert!(protected(Path::new(".git/config.worktree"), false));
         assert!(protected(Path::new(".gitmodules"), false) && protected(Path::new(".idea/x"), false));
     }
 }

@@ -87,6 +87,72 @@ const NEVER: &[&str] = &[
     ".wgetrc",
     ".config/pip",
     ".pypirc",
+    ".config/gh",
+    ".config/hub",
+    ".password-store",
+    ".local/share/keyrings",
+    ".mozilla",
+    ".thunderbird",
+    ".config/google-chrome",
+    ".config/chromium",
+    // Editors' and tools' plugins and start files, which run as code: vim's and neovim's
+    // plugin trees, VS Code's and its server's extensions, Mercurial's hooks, tmux's
+    // `run-shell`, a terminal's or prompt's configured commands, debuggers' and
+    // interpreters' start files, package managers' settings that name programs to run.
+    ".vim",
+    ".config/vim",
+    ".local/share/nvim",
+    ".vscode",
+    ".vscode-server",
+    ".cursor",
+    ".hgrc",
+    ".config/hg",
+    ".config/tmux",
+    ".config/kitty",
+    ".config/alacritty",
+    ".config/wezterm",
+    ".config/starship.toml",
+    ".config/emacs",
+    ".doom.d",
+    ".spacemacs",
+    ".lldbinit",
+    ".perldb",
+    ".tclshrc",
+    ".wishrc",
+    ".sqliterc",
+    ".my.cnf",
+    ".mailcap",
+    ".julia",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".condarc",
+    ".gemrc",
+    ".terraformrc",
+    ".terraform.d",
+    ".ansible.cfg",
+    ".local/share/jupyter",
+    // Sourced by a shell's rc files, or on the host's PATH or import path: a framework's
+    // scripts, version managers' shims and installed tools, Python's user site-packages.
+    ".oh-my-zsh",
+    ".zsh",
+    ".config/zsh",
+    ".bashrc.d",
+    ".local/lib",
+    ".local/share/uv",
+    ".local/share/mise",
+    ".config/mise",
+    ".asdf",
+    ".sdkman",
+    ".volta",
+    ".deno",
+    ".bun",
+    ".conda",
+    ".virtualenvs",
+    // A window manager's or session's autostart commands.
+    ".config/i3",
+    ".config/sway",
+    ".config/hypr",
+    ".config/openbox",
 ];
 
 /// The toolchain profiles whose writable caches hold nothing the host's next build runs
@@ -113,7 +179,10 @@ mod tests {
     use super::*;
 
     /// O11: `~`, rc files, `~/.local/bin` and every directory above it, `~/.cargo` and
-    /// what is below it are never offered; `~/.cache/foo` and `~/.hist` are.
+    /// what is below it are never offered; `~/.cache/foo` and `~/.hist` are. Positive control:
+    /// before the editors', tools' and shells' entries were listed, a payload that left
+    /// `~/.vim/plugin/x.vim` got the hint `mkdir -p ~/.vim and --rw ~/.vim`, and each of the
+    /// paths from `.vim/plugin/x.vim` on was offered.
     #[test]
     fn o11_login_and_build_paths_are_never_offered() {
         for p in ["", ".bashrc", ".local", ".local/bin", ".local/bin/x", ".cargo/registry/src", ".config", "go/pkg/mod"]
@@ -148,6 +217,24 @@ mod tests {
             ".config/git/config",
             ".ssh/authorized_keys",
             ".gnupg/gpg.conf",
+            ".vim/plugin/x.vim",
+            ".local/share/nvim/site/plugin/x.lua",
+            ".hgrc",
+            ".config/tmux/tmux.conf",
+            ".vscode/extensions/x/package.json",
+            ".vscode-server/extensions/x",
+            ".julia/config/startup.jl",
+            ".yarnrc",
+            ".mozilla/firefox/x",
+            ".lldbinit",
+            ".perldb",
+            ".tclshrc",
+            ".condarc",
+            ".gemrc",
+            ".mailcap",
+            ".config/kitty/kitty.conf",
+            ".local/lib/python3.12/site-packages/x.pth",
+            ".oh-my-zsh/custom/x.zsh",
         ] {
             assert!(unsafe_to_grant(Path::new(p)).is_some(), "{p:?} offered");
         }

@@ -12,13 +12,16 @@ use crate::profiles::{host_dirs, load, SYS_ETC, SYS_LINKS};
 
 /// The protected paths at the root of DIR and of every `rw` grant (SPEC P8), as the docs
 /// and `snug profile show` list them ([`crate::protect`] finds them).
-pub const PROTECTED: [&str; 12] = [
+pub const PROTECTED: [&str; 15] = [
     ".git/hooks",
     "the hooks directory core.hooksPath names in .git/config, when it lies in DIR or the grant",
     ".git/config",
+    "the files include.path and includeIf.*.path name in .git/config, when they lie in DIR or the grant",
+    ".git/config.worktree",
     ".git/commondir",
     ".git/modules/*/config",
     ".git/modules/*/hooks",
+    ".git/modules/NAME of a submodule .gitmodules names that is not initialised yet",
     ".git as a file (a worktree or submodule): itself, and the hooks and config of the git directory it names",
     ".gitmodules",
     ".envrc",

@@ -4,13 +4,17 @@
 
 use std::path::Path;
 
-use snug_core::protect::{COMMONDIR, CONFIG, GIT, HOOKS, MODULES};
+use snug_core::protect::{COMMONDIR, CONFIG, CONFIG_WORKTREE, GIT, HOOKS, MODULES};
 
+use super::git_config;
 use super::probe::{self, Kind};
 use super::{normalise, refused, Found, Missing, Planner};
 
 /// How many git directories deep `commondir` and `.git` files are followed.
 const MAX_DEPTH: usize = 3;
+/// How many config files one git directory's config and its includes may add up to (git
+/// itself stops at 10 levels of includes).
+const MAX_INCLUDES: usize = 10;
 
 impl Planner<'_> {
     /// `.git` at the root `root`: a directory, a file naming a git directory, a symlink, or
@@ -40,23 +44,12 @@ impl Planner<'_> {
         }
     }
 
-    /// The git directory `g` of the work tree `work`: its hooks and config, the hooks
-    /// directory its config names (`core.hooksPath`, git-config(1): husky's `.husky/_`), its
-    /// `commondir` and the directory that names, and with `modules` the hooks and config of
-    /// each `modules/*`.
+    /// The git directory `g` of the work tree `work`: its hooks and config, and what its
+    /// config sends git to ([`Self::config_names`]), its `commondir` and the directory that
+    /// names, and with `modules` the hooks and config of each submodule's git directory.
     fn gitdir(&mut self, g: &Path, work: &Path, modules: bool, depth: usize) -> anyhow::Result<()> {
         self.candidate(&g.join(HOOKS), Missing::Dir)?;
-        if let Found::File(config) = self.candidate(&g.join(CONFIG), Missing::File)? {
-            if let Some(hooks) = self.locate(&config).and_then(|(i, rel)| probe::read_small(&self.roots[i].fd, &rel)) {
-                if let Some(path) = hooks_path(&hooks) {
-                    let path = match path.strip_prefix("~/") {
-                        Some(rest) => self.policy.home.join(rest),
-                        None => work.join(path),
-                    };
-                    self.candidate(&normalise(&path), Missing::Nothing)?;
-                }
-            }
-        }
+        let submodules = self.config_names(g, work)?;
         if depth >= MAX_DEPTH {
             return Ok(());
         }
@@ -69,17 +62,83 @@ impl Planner<'_> {
                 }
             }
         }
-        if !modules {
-            return Ok(());
-        }
-        let Some((i, rel)) = self.locate(&g.join(MODULES)) else { return Ok(()) };
-        let names = probe::subdirs(&self.roots[i].fd, &rel).map_err(|e| refused(&g.join(MODULES), e))?;
-        for name in names {
-            let m = g.join(MODULES).join(name);
-            self.candidate(&m.join(HOOKS), Missing::Dir)?;
-            self.candidate(&m.join(CONFIG), Missing::File)?;
+        if modules {
+            self.modules(g, work, submodules)?;
         }
         Ok(())
+    }
+
+    /// The config of the git directory `g` and what it sends git to: the hooks directory it
+    /// names (`core.hooksPath`, git-config(1): husky's `.husky/_`), the files it includes
+    /// (`include.path`, `includeIf.*.path`, read in place as more config) and
+    /// `config.worktree`. Each of those that does not exist is watched, and moved aside if the
+    /// payload makes it; `config.worktree` gets a placeholder instead where
+    /// `extensions.worktreeConfig` is on, since git reads it during the run. Returns the
+    /// submodule names the config knows.
+    fn config_names(&mut self, g: &Path, work: &Path) -> anyhow::Result<Vec<String>> {
+        let mut names = Vec::new();
+        let mut files = vec![(g.join(CONFIG), Missing::File)];
+        let mut k = 0;
+        while k < files.len() && k < MAX_INCLUDES {
+            let (file, missing) = files[k].clone();
+            k += 1;
+            let Found::File(file) = self.candidate(&file, missing)? else { continue };
+            let Some(text) = self.locate(&file).and_then(|(i, rel)| probe::read_small(&self.roots[i].fd, &rel)) else {
+                continue;
+            };
+            let set = git_config::read(&text);
+            if let Some(path) = set.hooks_path {
+                let path = self.expand(&path, work);
+                self.candidate(&path, Missing::Aside)?;
+            }
+            let dir = file.parent().unwrap_or(g).to_path_buf();
+            files.extend(set.includes.iter().map(|p| (self.expand(p, &dir), Missing::Aside)));
+            if set.worktree_config {
+                files.push((g.join(CONFIG_WORKTREE), Missing::File));
+            }
+            names.extend(set.submodules);
+        }
+        // Inert while the extension is off, but turning it on later would read it.
+        self.candidate(&g.join(CONFIG_WORKTREE), Missing::Aside)?;
+        Ok(names)
+    }
+
+    /// The submodules' git directories in `g/modules`: those there now, and those that
+    /// `.gitmodules` or the config name (gitsubmodules(7)), which the host's next `git
+    /// submodule update --init` would take as they are: each missing one is watched, and
+    /// moved aside if the payload makes it.
+    fn modules(&mut self, g: &Path, work: &Path, mut names: Vec<String>) -> anyhow::Result<()> {
+        let gitmodules = work.join(snug_core::protect::AT_ROOT[0].0);
+        if let Some(text) = self.locate(&gitmodules).and_then(|(i, rel)| probe::read_small(&self.roots[i].fd, &rel)) {
+            names.extend(git_config::read(&text).submodules);
+        }
+        let Some((i, rel)) = self.locate(&g.join(MODULES)) else { return Ok(()) };
+        let present = probe::subdirs(&self.roots[i].fd, &rel).map_err(|e| refused(&g.join(MODULES), e))?;
+        let mut dirs: Vec<std::path::PathBuf> = present.iter().map(|n| g.join(MODULES).join(n)).collect();
+        dirs.extend(names.iter().map(|n| g.join(MODULES).join(n)));
+        dirs.sort();
+        dirs.dedup();
+        for m in dirs {
+            let Some((i, rel)) = self.locate(&m) else { continue };
+            match probe::probe(&self.roots[i].fd, &rel).map_err(|e| refused(&m, e))? {
+                Kind::Dir(..) => {
+                    self.candidate(&m.join(HOOKS), Missing::Dir)?;
+                    self.candidate(&m.join(CONFIG), Missing::File)?;
+                }
+                _ => {
+                    self.candidate(&m, Missing::Aside)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A path from a git config: `~/` is the home, a relative one lies below `base`.
+    fn expand(&self, path: &str, base: &Path) -> std::path::PathBuf {
+        normalise(&match path.strip_prefix("~/") {
+            Some(rest) => self.policy.home.join(rest),
+            None => base.join(path),
+        })
     }
 
     /// A git directory another one names (a `.git` file, a `.git` symlink, `commondir`): its
@@ -95,26 +154,4 @@ impl Planner<'_> {
             Kind::File(..) | Kind::NoParent => Ok(()),
         }
     }
-}
-
-/// `core.hooksPath` in the text of a git config file (git-config(1): sections in brackets,
-/// names case-insensitive, a value optionally quoted); the last one wins, as in git.
-pub(super) fn hooks_path(text: &str) -> Option<String> {
-    let mut core = false;
-    let mut found = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix('[') {
-            let name = rest.split([']', ' ', '"', '.']).next().unwrap_or_default();
-            core = name.eq_ignore_ascii_case("core");
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else { continue };
-        if core && key.trim().eq_ignore_ascii_case("hookspath") {
-            let value = value.split(['#', ';']).next().unwrap_or_default().trim();
-            let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
-            found = (!value.is_empty()).then(|| value.to_string());
-        }
-    }
-    found
 }

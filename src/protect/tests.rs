@@ -39,7 +39,7 @@ fn p8_plan_binds_pins_and_places() {
     let places: Vec<&PathBuf> = p.placeholders.iter().map(|h| &h.path).collect();
     assert_eq!(places, [&j(".idea"), &j(".snug.toml")]);
     let watched: Vec<&PathBuf> = p.watched.iter().map(|w| &w.path).collect();
-    assert_eq!(watched, [&j(".git/commondir"), &j(".gitmodules")]);
+    assert_eq!(watched, [&j(".git/commondir"), &j(".git/config.worktree"), &j(".gitmodules")]);
     let by = |d: &str| p.mounts.iter().find(|m| m.dest == j(d)).map(|m| (m.kind, m.profile.as_str()));
     assert_eq!(by(".git"), Some((MountKind::Rw, PINNED)));
     assert_eq!(by(".git/modules/sub"), Some((MountKind::Rw, PINNED)));
@@ -132,9 +132,10 @@ fn p8_plan_follows_git_files_never_symlinks() {
 /// runs: protected like `.git/hooks` when it lies in DIR.
 #[test]
 fn p8_hooks_path_from_the_config_is_protected() {
-    assert_eq!(git::hooks_path("[core]\n\tbare = false\n\thooksPath = .husky/_\n"), Some(".husky/_".into()));
-    assert_eq!(git::hooks_path("[Core]\nHOOKSPATH = \"/x y\" # c\n[user]\nhookspath = no\n"), Some("/x y".into()));
-    assert_eq!(git::hooks_path("[remote \"core\"]\nhooksPath = no\n"), None);
+    let hooks = |t: &str| git_config::read(t).hooks_path;
+    assert_eq!(hooks("[core]\n\tbare = false\n\thooksPath = .husky/_\n"), Some(".husky/_".into()));
+    assert_eq!(hooks("[Core]\nHOOKSPATH = \"/x y\" # c\n[user]\nhookspath = no\n"), Some("/x y".into()));
+    assert_eq!(hooks("[remote \"core\"]\nhooksPath = no\n"), None);
     let t = tempfile::tempdir().unwrap();
     let dir = t.path().canonicalize().unwrap();
     repo(&dir);
@@ -162,4 +163,50 @@ fn p8_planted_symlinks_never_move_a_bind_out_of_dir() {
     for w in [".git", ".vscode"] {
         assert!(p.watched.iter().any(|x| x.path == dir.join(w) && x.was.is_some()), "{w}: {:?}", p.watched);
     }
+}
+
+/// P8: what a git config sends git to — more config it includes, `config.worktree` where the
+/// extension is on — and the submodule names whose git directories git would take as found.
+#[test]
+fn p8_git_config_settings_that_name_more_paths() {
+    let t = "[include]\n\tpath = ../.gitconfig\n[includeIf \"gitdir:~/w/\"]\n\tpath = \"~/w.inc\" ; c\n\
+             [extensions]\n\tworktreeConfig\n[submodule \"lib/a\"]\n\turl = x\n[submodule \"q\\\"x\"]\n\
+             [submodule \"../../evil\"]\n[submodule \"/abs\"]\n[Submodule.old] url = y\n";
+    let s = git_config::read(t);
+    assert_eq!(s.includes, vec!["../.gitconfig".to_string(), "~/w.inc".to_string()]);
+    assert!(s.worktree_config);
+    assert_eq!(s.submodules, vec!["lib/a".to_string(), "q\"x".to_string(), "old".to_string()]);
+    assert!(!git_config::read("[extensions]\nworktreeConfig = false\n").worktree_config);
+    assert!(git_config::read("[extensions] worktreeconfig = yes\n").worktree_config);
+}
+
+/// P8: a submodule `.gitmodules` names but whose git directory is not there yet, a file the
+/// config includes, and `config.worktree` are protected too: what the payload makes in their
+/// place is moved aside (watched), an existing one is bound read-only.
+#[test]
+fn p8_missing_submodule_gitdirs_includes_and_worktree_config_are_watched() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().canonicalize().unwrap();
+    repo(&dir);
+    fs::write(
+        dir.join(".gitmodules"),
+        "[submodule \"sub\"]\n\tpath = sub\n[submodule \"other\"]\n\tpath = o\n\
+                                        [submodule \"deep/er\"]\n\tpath = d\n",
+    )
+    .unwrap();
+    fs::write(dir.join(".git/config"), "[include]\n\tpath = ../.gitconfig\n[extensions]\n\tworktreeConfig = true\n")
+        .unwrap();
+    let p = plan(&policy(&dir, vec![])).unwrap();
+    let watched = |r: &str| p.watched.iter().any(|w| w.path == dir.join(r) && w.was.is_none());
+    assert!(watched(".git/modules/other") && watched(".git/modules/deep"), "{:?}", p.watched);
+    assert!(watched(".gitconfig"), "{:?}", p.watched);
+    assert!(p.placeholders.iter().any(|h| h.path == dir.join(".git/config.worktree") && !h.dir));
+    assert!(p.bound.contains(&dir.join(".git/modules/sub/hooks")));
+    // With no `.git/modules` at all, that directory itself is watched.
+    fs::remove_dir_all(dir.join(".git/modules")).unwrap();
+    fs::write(dir.join(".gitconfig"), "[core]\n\thooksPath = hooks-dir\n").unwrap();
+    let p = plan(&policy(&dir, vec![])).unwrap();
+    assert!(p.watched.iter().any(|w| w.path == dir.join(".git/modules")), "{:?}", p.watched);
+    assert!(p.bound.contains(&dir.join(".gitconfig")), "{:?}", p.bound);
+    assert!(p.watched.iter().any(|w| w.path == dir.join("hooks-dir")), "an included file's hooksPath: {:?}", p.watched);
 }

@@ -33,13 +33,13 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
     out
 }
 
-fn sh(who: Who, dir: &Path, script: &str) {
+pub(super) fn sh(who: Who, dir: &Path, script: &str) {
     let o = run_bounded(&mut cmd_as(who, dir, "sh", &["-c", script]), Duration::from_secs(30));
     assert!(o.status.success(), "{script}: {}", o.err);
 }
 
 /// A repository in `dir` owned by `who`, one commit on `main`, a branch `other`.
-fn repo(who: Who, dir: &Path) {
+pub(super) fn repo(who: Who, dir: &Path) {
     sh(
         who,
         dir,
@@ -48,7 +48,7 @@ fn repo(who: Who, dir: &Path) {
     );
 }
 
-fn snug_run(who: Who, dir: &Path, args: &[&str]) -> Out {
+pub(super) fn snug_run(who: Who, dir: &Path, args: &[&str]) -> Out {
     let mut all = vec!["--no-project"];
     all.extend(args);
     run_bounded(&mut snug_cmd(who, dir, &all), Duration::from_secs(60))
