@@ -180,7 +180,9 @@ impl ExecSockets {
             .collect();
         spec.env.clone_from(&self.env);
         spec.env.extend(prompt);
-        spec.closed = 0;
+        // R2 for CMD: what the caller of `snug exec` had closed (its fds 0–2 reach here as
+        // /dev/null, which Rust's runtime put there) is closed for CMD too.
+        let closed = spec.closed & 0b111;
         if spec.argv.is_empty() {
             let shell = spec.var("SHELL").filter(|s| !s.is_empty()).unwrap_or(b"/bin/sh").to_vec();
             spec.argv = vec![CString::new(shell).map_err(|_| Errno::INVAL)?];
@@ -198,7 +200,7 @@ impl ExecSockets {
             session: Some(([fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd()], ctty)),
             group: None,
             go: None,
-            closed: 0,
+            closed,
             err: err_w.as_raw_fd(),
         })?;
         c.err = Some(err_r);

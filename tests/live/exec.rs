@@ -2,7 +2,8 @@
 //! processes, with its own status, and goes with the sandbox.
 
 use crate::common::{
-    code, everyone, kill, marker, running, spawn_own_group, survivors, until, wait_bounded, workdir, Who,
+    as_words, code, everyone, kill, marker, run_bounded, running, snug_for, spawn_own_group, survivors, until,
+    wait_bounded, workdir, Who,
 };
 use crate::live::{cmd, run, Live, READY};
 use std::os::unix::process::ExitStatusExt;
@@ -107,6 +108,29 @@ fn l3_exec_shares_the_network_with_net() {
         let (_, out, _, _) = run(who, dir.path(), &["exec", &a.name, "--", "cat", "/proc/net/dev"]);
         let ifaces: Vec<&str> = out.lines().skip(2).filter_map(|l| l.split(':').next()).map(str::trim).collect();
         assert!(ifaces.iter().any(|i| *i != "lo"), "{who:?}: only {ifaces:?}");
+        run(who, dir.path(), &["stop", "--now", &a.name]);
+    }
+}
+
+/// L3, R2: a stdout or stdin the caller of `snug exec` closed is closed for CMD too: its write
+/// or read fails, as in a run and as without snug. Positive control once against the build
+/// before: CMD's stdout and stdin were /dev/null, the write "succeeded" (`ok`, exit 0, the
+/// output gone) and `cat` read an empty stdin (`open`).
+#[test]
+fn l3_r2_exec_keeps_closed_descriptors_closed() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let a = Live::start(who, dir.path(), &[], &["sleep", &marker()]);
+        a.ready(dir.path(), "running");
+        let exec = format!("env -u XDG_RUNTIME_DIR {}{} exec {} -- ", as_words(who), snug_for(who).display(), a.name);
+        let sh = |script: String| {
+            let mut c = std::process::Command::new("sh");
+            run_bounded(c.arg("-c").arg(script).current_dir(dir.path()), Duration::from_secs(30))
+        };
+        let o = sh(format!("{exec}sh -c 'echo x && echo ok >&2 || echo failed >&2' >&-"));
+        assert!(o.err.contains("failed") && !o.err.contains("ok"), "{who:?}: {}", o.err);
+        let o = sh(format!("{exec}sh -c 'cat 2>/dev/null && echo open || echo closed' <&-"));
+        assert_eq!(o.out.trim(), "closed", "{who:?}: {}", o.err);
         run(who, dir.path(), &["stop", "--now", &a.name]);
     }
 }
