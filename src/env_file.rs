@@ -8,28 +8,43 @@
 //! passes the caller's value when it has one; blank lines and lines starting with `#` are
 //! skipped.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{failure, USAGE};
 
-/// The `-e` entries for `entries` (the command line's `-e`, patterns expanded against the
-/// caller's environment `host`) after those of `files`, and the names whose values
-/// `--dry-run` hides.
+/// The most snug reads of one env file: 1 MiB, the bound on a profile file (SPEC P4), so
+/// that `/dev/zero` or a FIFO that never ends costs neither memory nor time.
+pub const MAX_BYTES: u64 = 1 << 20;
+
+/// The (name, `-e` entry) pairs of `files`, in order.
+///
+/// Called before [`crate::launch::begin`] blocks INT, TERM and HUP for its signalfd: a FIFO,
+/// a pipe or a terminal (`<(vault read …)`, `/dev/stdin`) may keep this read waiting, and
+/// with those signals still at their default action one ends snug as it would end `cat`.
+/// Nothing has started yet, so there is nothing to relay to or tear down, and dying of the
+/// signal is R3's end (a `--report` keeps its first record, as after a kill, O10); polling
+/// the signalfd instead would need that end built a second time.
 ///
 /// # Errors
-/// 64 naming the file (and line) that cannot be read or holds a bad name.
+/// 64 naming the file (and line) that cannot be read, is larger than [`MAX_BYTES`] or holds
+/// a bad name.
+pub fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for f in files {
+        out.extend(read(f)?);
+    }
+    Ok(out)
+}
+
+/// The `-e` entries for `entries` (the command line's `-e`, patterns expanded against the
+/// caller's environment `host`) after `from_files` (of [`read_all`]), and the names whose
+/// values `--dry-run` hides.
 pub fn expand(
     entries: &[String],
-    files: &[std::path::PathBuf],
+    from_files: Vec<(String, String)>,
     host: &[(String, String)],
-) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-    let (mut out, mut hidden) = (Vec::new(), Vec::new());
-    for f in files {
-        for (name, entry) in read(f)? {
-            hidden.push(name);
-            out.push(entry);
-        }
-    }
+) -> (Vec<String>, Vec<String>) {
+    let (mut hidden, mut out): (Vec<String>, Vec<String>) = from_files.into_iter().unzip();
     for e in entries {
         if e.contains('=') || !e.contains(['*', '?']) {
             out.push(e.clone());
@@ -42,7 +57,7 @@ pub fn expand(
             out.push(n.to_string());
         }
     }
-    Ok((out, hidden))
+    (out, hidden)
 }
 
 /// Whether `name` matches `pattern`, where `*` is any run of characters and `?` one.
@@ -71,9 +86,7 @@ pub fn glob(pattern: &str, name: &str) -> bool {
 /// The (name, `-e` entry) pairs of env file `path`.
 fn read(path: &Path) -> anyhow::Result<Vec<(String, String)>> {
     let shown = crate::quote::quote(&path.to_string_lossy()).into_owned();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        failure(USAGE, format!("--env-file {shown}: {}", crate::error::strerror(e.raw_os_error().unwrap_or(libc::EIO))))
-    })?;
+    let text = bounded(path).map_err(|why| failure(USAGE, format!("--env-file {shown}: {why}")))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim_start();
@@ -88,6 +101,27 @@ fn read(path: &Path) -> anyhow::Result<Vec<(String, String)>> {
         out.push((name.to_string(), line.to_string()));
     }
     Ok(out)
+}
+
+/// The text of `path`, at most [`MAX_BYTES`]; or why not, for the error line. Any kind of
+/// file: a FIFO or a pipe is waited for (no `O_NONBLOCK`), the bound is what keeps it finite.
+fn bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let os = |e: std::io::Error| crate::error::strerror(e.raw_os_error().unwrap_or(libc::EIO));
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY).open(path).map_err(os)?;
+    let too_big = || format!("larger than {} MiB, the most snug reads of an env file", MAX_BYTES >> 20);
+    // A regular file says its size: one too large is refused before a byte is read.
+    let meta = file.metadata().map_err(os)?;
+    if meta.is_file() && meta.len() > MAX_BYTES {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_BYTES + 1).read_to_end(&mut bytes).map_err(os)?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|_| "not valid UTF-8".to_string())
 }
 
 /// `policy` as `--dry-run` shows it: the values of `hidden` variables replaced by `(hidden)`
@@ -118,10 +152,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("e");
         std::fs::write(&f, "# c\n\nTOKEN=a b=c\nPASS\n").unwrap();
-        let (out, hidden) = expand(&["AWS_*".into(), "X=1".into()], std::slice::from_ref(&f), &host).unwrap();
+        let from_files = read_all(std::slice::from_ref(&f)).unwrap();
+        let (out, hidden) = expand(&["AWS_*".into(), "X=1".into()], from_files, &host);
         assert_eq!(out, ["TOKEN=a b=c", "PASS", "AWS_A", "AWS_B", "X=1"]);
         assert_eq!(hidden, ["TOKEN", "PASS", "AWS_A", "AWS_B"]);
         std::fs::write(&f, "BAD NAME=1\n").unwrap();
-        assert!(expand(&[], &[f], &host).is_err());
+        assert!(read_all(std::slice::from_ref(&f)).is_err());
+    }
+
+    /// P5, R4: the read stops one byte past [`MAX_BYTES`], whatever the file is; a regular
+    /// file that large is refused by its size.
+    #[test]
+    fn p5_env_file_read_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("e");
+        std::fs::write(&f, vec![b'#'; MAX_BYTES as usize]).unwrap();
+        assert_eq!(bounded(&f).map(|t| t.len()), Ok(MAX_BYTES as usize));
+        std::fs::write(&f, vec![b'#'; MAX_BYTES as usize + 1]).unwrap();
+        assert!(bounded(&f).is_err_and(|why| why.starts_with("larger than 1 MiB")));
+        let zero = bounded(Path::new("/dev/zero"));
+        assert!(zero.is_err_and(|why| why.starts_with("larger than 1 MiB")));
+        std::fs::write(&f, b"A=\xff\n").unwrap();
+        assert_eq!(bounded(&f), Err("not valid UTF-8".to_string()));
     }
 }

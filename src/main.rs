@@ -230,6 +230,8 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     record.context().command = cmd.clone();
     let (mode, tty) = mode::Mode::detect();
     let identity = identity::Identity::of(args.more.user.as_deref(), rustix::process::geteuid().is_root())?;
+    // Before `launch::begin` blocks INT/TERM/HUP: a FIFO may hold this read (env_file::read_all).
+    let from_files = env_file::read_all(&args.more.env_files);
     // nest and bwrap start now, while the policy is resolved (SPEC B1); `--dry-run` starts
     // nothing.
     let mut begun = match args.dry_run {
@@ -239,7 +241,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     // Before the policy: a missing bwrap is 69 whatever else is wrong (R4).
     let found = begun.as_mut().map(launch::Begun::bwrap).transpose()?;
     let Resolved { mut policy, request, raw_env, net, own, root, worktree, hidden } =
-        resolve(args, &cmd, &name, record)?;
+        resolve(args, &cmd, &name, record, from_files)?;
     let cow_on = args.cow || policy.cow;
     // SPEC P7: every bind opened by snug, through no symlink a sandbox could have planted;
     // `--dry-run` checks the same and shows the paths.

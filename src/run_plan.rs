@@ -23,18 +23,20 @@ pub(crate) struct Resolved {
 
 /// Profiles, the project's file and the grants into one policy, with the prompt's variables
 /// and the directories a run creates; the network's plan (N4: pasta must exist before
-/// anything starts; DNS may need another resolv.conf inside).
+/// anything starts; DNS may need another resolv.conf inside). `from_files` is
+/// [`env_file::read_all`]'s, read earlier; its error counts here, after a missing bwrap (R4).
 pub(crate) fn resolve(
     args: &cli::RunArgs,
     cmd: &[std::ffi::OsString],
     name: &str,
     record: &mut RunRecord,
+    from_files: anyhow::Result<Vec<(String, String)>>,
 ) -> anyhow::Result<Resolved> {
     // `-e NAME` whose value is not text: resolution holds text, so the value is shown in
     // `--dry-run` as text and passed as the caller's bytes (R7).
     // P5: `-e 'AWS_*'` and `--env-file` as plain `-e` entries; their values stay out of --dry-run.
     let mut grants = args.grants.clone();
-    let (env, hidden) = env_file::expand(&grants.env, &args.more.env_files, &host::host_env())?;
+    let (env, hidden) = env_file::expand(&grants.env, from_files?, &host::host_env());
     grants.env = env;
     let raw_env = policy::raw_values(&grants);
     let mut request =
