@@ -46,8 +46,11 @@ fn p10_subdirectory_runs_at_the_project_root() {
         give(who, &state);
         let env = [("XDG_STATE_HOME", state.to_str().expect("utf8"))];
         let r = root.to_str().expect("utf8");
-        let o = snug_run(who, &root, &["allow"], &env);
+        // `snug allow` from the subdirectory allows the root's file, as a run from there
+        // applies it (before: "no .snug.toml in …/src/a", exit 64).
+        let o = snug_run(who, &sub, &["allow"], &env);
         assert_eq!(o.status.code(), Some(0), "{who:?}: {}", o.err);
+        assert!(o.out.contains(&format!("allowed {r}/.snug.toml")), "{who:?}: {}", o.out);
 
         let o = snug_run(who, &sub, &["--", "sh", "-c", "pwd; echo x > ../../written && echo $ROOT_SEEN"], &env);
         assert_eq!(o.status.code(), Some(0), "{who:?}: {}", o.err);
