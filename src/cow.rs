@@ -8,6 +8,7 @@ pub mod diff;
 pub mod floor;
 pub mod grants;
 pub mod mount;
+pub mod plan;
 pub mod store;
 pub mod trash;
 

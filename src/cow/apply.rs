@@ -2,7 +2,8 @@
 //! is opened from DIR's descriptor with `openat2(2)` `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`,
 //! so a `..` or a symlink planted in DIR after the run is refused, not followed; each file is
 //! a temporary file in its directory renamed over the old one; deletions come last, deepest
-//! first. A host path changed since the run started (its ctime is later) is a conflict.
+//! first. What is refused before anything is written (conflicts, protected paths) is
+//! [`super::plan`]'s.
 
 use super::changes::{Change, Kind, Node};
 use crate::error::{failure, OS_ERROR};
@@ -32,7 +33,7 @@ pub struct Ask<'a> {
 pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
     let (kept, dir, all) = super::diff::load(ask.name, ask.paths)?;
     let started = kept.meta.as_ref().map_or(0, |m| m.started_ns);
-    let beneath = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let beneath = beneath();
     let root_fd = rustix::fs::openat2(
         rustix::fs::CWD,
         &dir,
@@ -41,40 +42,7 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
         ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
     )
     .map_err(|e| failure(OS_ERROR, format!("cannot open DIR {}: {}", dir.display(), std::io::Error::from(e))))?;
-    let unprotect: Vec<PathBuf> = ask.unprotect.iter().map(|p| clean(p, &dir)).collect();
-    let mut refused: Vec<String> = Vec::new();
-    let mut todo: Vec<&Change> = Vec::new();
-    for c in &all {
-        let q = c.path.display();
-        let replaces = matches!(c.kind, Kind::Deleted | Kind::Type);
-        if snug_core::protect::protected(&c.path, replaces) && !unprotect.iter().any(|u| c.path.starts_with(u)) {
-            refused.push(format!("{q}: protected (--unprotect {q} writes it)"));
-            continue;
-        }
-        if let Some(Node::Special(w)) = &c.new {
-            crate::log::say!("snug: apply: {q}: a {w}, not applied");
-            continue;
-        }
-        let parent = match parent_of(root_fd.as_fd(), &c.path, beneath) {
-            Ok(fd) => Some(fd),
-            // A directory this apply makes first (where nothing, or a file, is now): nothing
-            // of the host's there to conflict.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) => None,
-            Err(e) => {
-                refused.push(format!("{q}: {e}"));
-                continue;
-            }
-        };
-        let name = c.path.file_name().unwrap_or_default();
-        if let Some(st) = parent.and_then(|p| rustix::fs::statat(&p, name, AtFlags::SYMLINK_NOFOLLOW).ok()) {
-            let ctime = st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128;
-            if ctime >= started as i128 && !ask.force {
-                refused.push(format!("{q}: changed on the host since the run started (--force writes over it)"));
-                continue;
-            }
-        }
-        todo.push(c);
-    }
+    let (todo, refused) = super::plan::plan(ask, &all, root_fd.as_fd(), started, &dir);
     for line in &refused {
         crate::log::say!("snug: apply: {line}");
     }
@@ -107,14 +75,13 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
     Ok(if all_done { 0 } else { 1 })
 }
 
-/// A PATH argument relative to DIR, `.` components dropped.
-fn clean(p: &Path, dir: &Path) -> PathBuf {
-    let p = p.strip_prefix(dir).unwrap_or(p);
-    p.components().filter(|c| matches!(c, Component::Normal(_))).collect()
+/// How every path below DIR is resolved: never leaving DIR, never following a symlink.
+pub(super) fn beneath() -> ResolveFlags {
+    ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS
 }
 
 /// The directory holding `rel`, opened from DIR without leaving it or following a symlink.
-fn parent_of(root: BorrowedFd<'_>, rel: &Path, how: ResolveFlags) -> std::io::Result<OwnedFd> {
+pub(super) fn parent_of(root: BorrowedFd<'_>, rel: &Path, how: ResolveFlags) -> std::io::Result<OwnedFd> {
     if !rel.components().all(|c| matches!(c, Component::Normal(_))) || rel.as_os_str().is_empty() {
         return Err(std::io::Error::other("refused: the path leaves DIR"));
     }

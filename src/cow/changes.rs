@@ -158,6 +158,14 @@ fn attr(p: &Path, name: &str) -> Option<Vec<u8>> {
     })
 }
 
+/// Whether the kept node at `p` was copied up from DIR: overlayfs' `origin` attribute, which
+/// it gives a node it copies up from the lower layer (empty where that layer's filesystem has
+/// no file handles; a file with other hard links only with its `index` feature) and never a
+/// node the payload made.
+pub fn copied_up(p: &Path) -> bool {
+    attr(p, "origin").is_some()
+}
+
 /// A whiteout: a character device 0/0.
 pub fn is_whiteout(m: &Metadata) -> bool {
     m.file_type().is_char_device() && m.rdev() == 0

@@ -38,11 +38,79 @@ fn w4_conflicts_refused_then_partial_then_force() {
     });
 }
 
+/// A file and a directory the payload changed and the host removed mid-run are conflicts,
+/// each named (and what the directory held with it), exit 1 and nothing written; `--partial`
+/// writes the rest, including a file the payload renamed in a directory the host left alone
+/// and a new one beside the removed file; `--force` writes them again. Positive control:
+/// against the code without the removal check, the first apply exited 0 and brought `b`
+/// and `d/f` back.
+#[test]
+fn w4_host_removal_mid_run_is_a_conflict() {
+    each(&|who| {
+        let c = Case::new(who);
+        c.seed("b", "orig\n");
+        c.seed("d/f", "f0\n");
+        c.seed("k/x", "x\n");
+        let script = format!("echo sandb >> b; echo f1 > d/f; mv k/x k/y; echo n > new; {}", ready_then_wait());
+        let run = start(&mut c.cow("w4g", &script));
+        wait_for(&c.side().join("ready"));
+        std::fs::remove_file(c.dir().join("b")).unwrap();
+        std::fs::remove_dir_all(c.dir().join("d")).unwrap();
+        std::fs::write(c.side().join("go"), "").unwrap();
+        assert_eq!(code(&run.finish(LIMIT)), 0);
+        let out = c.run(&["apply", "w4g"]);
+        assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
+        for line in ["snug: apply: b: removed on the host", "snug: apply: d: removed on the host", "apply: d/f: "] {
+            assert!(out.err.contains(line), "{who:?}: {line}: {}", out.err);
+        }
+        assert!(!out.err.contains("apply: k/y:") && !out.err.contains("apply: new:"), "{who:?}: {}", out.err);
+        let gone = |rel: &str| std::fs::symlink_metadata(c.dir().join(rel)).is_err();
+        assert!(gone("b") && gone("d") && gone("new") && gone("k/y"), "{who:?}: written without --partial");
+        let out = c.run(&["apply", "w4g", "--partial"]);
+        assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
+        assert!(gone("b") && gone("d"), "{who:?}: --partial brought back what the host removed");
+        assert!(!gone("new") && !gone("k/y") && gone("k/x"), "{who:?}: --partial: {}", out.err);
+        let out = c.run(&["apply", "w4g", "--force"]);
+        assert_eq!(code(&out), 0, "{who:?}: {}", out.err);
+        assert_eq!(std::fs::read_to_string(c.dir().join("b")).unwrap(), "orig\nsandb\n", "{who:?}: --force");
+        assert_eq!(std::fs::read_to_string(c.dir().join("d/f")).unwrap(), "f1\n", "{who:?}: --force");
+    });
+}
+
+/// A symlink the run replaced by a directory holding a file is replaced, then the file
+/// written inside, in one apply; asked for the file alone, apply refuses it, since the
+/// symlink on its way is then not replaced first, and writes nothing where it points.
+/// Positive control: against the code that refused any symlinked parent before writing, the
+/// full apply exited 1 and wrote nothing.
+#[test]
+fn w4_symlink_replaced_by_a_directory_applies_at_once() {
+    each(&|who| {
+        let c = Case::new(who);
+        c.seed("real/keep", "k\n");
+        std::os::unix::fs::symlink("real", c.dir().join("lnk")).unwrap();
+        c.own(c.dir());
+        let out = c.cow("w4l", "rm lnk && mkdir lnk && echo new > lnk/g").output().unwrap();
+        assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = c.run(&["apply", "w4l", "lnk/g", "--force", "--partial"]);
+        assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
+        assert!(out.err.contains("lnk/g: refused"), "{who:?}: {}", out.err);
+        assert!(!c.dir().join("real/g").exists(), "{who:?}: written through the symlink");
+        assert!(std::fs::symlink_metadata(c.dir().join("lnk")).unwrap().is_symlink(), "{who:?}");
+        let out = c.run(&["apply", "w4l"]);
+        assert_eq!(code(&out), 0, "{who:?}: {}", out.err);
+        assert!(std::fs::symlink_metadata(c.dir().join("lnk")).unwrap().is_dir(), "{who:?}: lnk not replaced");
+        assert_eq!(std::fs::read_to_string(c.dir().join("lnk/g")).unwrap(), "new\n", "{who:?}");
+        assert!(!c.dir().join("real/g").exists(), "{who:?}: written through the symlink");
+        assert!(!c.kept().join("w4l").exists(), "{who:?}: still kept after a full apply");
+    });
+}
+
 /// A symlinked parent planted in DIR after the run is refused, and nothing is written where
-/// it points, also with `--force`, which replaces the planted symlinks instead of following
-/// them (a target keeps its content). Positive control: `cp` through the planted parent
-/// writes where it points; with parents opened by plain path (no `RESOLVE_*` flags), apply
-/// wrote through it and exited 0.
+/// it points, also with `--force` for that path alone; `--force` for the whole run replaces
+/// the planted symlinks by what the run kept (a directory, a file) instead of following them
+/// (a target keeps its content). Positive control: `cp` through the planted parent writes
+/// where it points; with parents opened by plain path (no `RESOLVE_*` flags), apply wrote
+/// through it and exited 0.
 #[test]
 fn w4_apply_never_follows_a_planted_symlink() {
     each(&|who| {
@@ -63,10 +131,15 @@ fn w4_apply_never_follows_a_planted_symlink() {
         let out = c.run(&["apply", "w4s"]);
         assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
         assert!(out.err.contains("sub/f: refused"), "{who:?}: {}", out.err);
-        let out = c.run(&["apply", "w4s", "--force", "--partial"]);
+        let out = c.run(&["apply", "w4s", "sub/f", "--force", "--partial"]);
         assert_eq!(code(&out), 1, "{who:?}: {}", out.err);
         assert!(out.err.contains("sub/f: refused"), "{who:?}: {}", out.err);
         assert!(!elsewhere.path().join("f").exists(), "{who:?}: written through the planted symlink");
+        let out = c.run(&["apply", "w4s", "--force"]);
+        assert_eq!(code(&out), 0, "{who:?}: {}", out.err);
+        assert!(!elsewhere.path().join("f").exists(), "{who:?}: written through the planted symlink");
+        assert!(std::fs::symlink_metadata(c.dir().join("sub")).unwrap().is_dir(), "{who:?}: sub not replaced");
+        assert_eq!(std::fs::read_to_string(c.dir().join("sub/f")).unwrap(), "payload\n");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim\n", "{who:?}: followed top");
         assert_eq!(std::fs::read_to_string(c.dir().join("top")).unwrap(), "payload\n");
         assert!(std::fs::symlink_metadata(c.dir().join("top")).unwrap().is_file());

@@ -1,0 +1,124 @@
+//! What `snug apply` writes and what it refuses before writing anything (SPEC W4): protected
+//! paths, device nodes and the like, parents that are symlinks or leave DIR, and conflicts,
+//! host paths changed since the run started.
+//!
+//! A host path that is there is in conflict when its ctime is the start or later
+//! ([`super::floor`]). A host path that is gone leaves no ctime to read, so a removal is read
+//! from the overlay instead: overlayfs marks every node it copies up from the lower layer
+//! (DIR) with its `origin` attribute (a null one where DIR's filesystem has no file handles),
+//! and a copy-up happens during the run, so a kept node with that mark was in DIR after the
+//! start. When DIR no longer has it and the directory that held it changed since the start,
+//! the host removed it during or after the run: writing it would undo that. The directory's
+//! ctime keeps a name the payload gave a copied-up file (`mv a b`, `ln a b`, an editor's
+//! `b~`), which carries the mark too but never was in DIR, from reading as a conflict while
+//! the host left that directory alone. Two kept files carry no mark, so their host file's
+//! removal is not seen: one the payload deleted and made again, and one that had other hard
+//! links in DIR (overlayfs marks those only with its `index` feature, which the mount does not ask for).
+
+use super::apply::{beneath, parent_of, Ask};
+use super::changes::{copied_up, Change, Kind, Node};
+use rustix::fs::{AtFlags, Stat};
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+
+/// The changes of `all` to write, in `all`'s order (parents before children), and one line
+/// per change refused; device nodes, FIFOs and sockets are left out, each with its line said
+/// now. `root` is DIR (`dir`) opened, `started` the run's start in ns since the epoch.
+pub fn plan<'a>(
+    ask: &Ask<'_>,
+    all: &'a [Change],
+    root: BorrowedFd<'_>,
+    started: u128,
+    dir: &Path,
+) -> (Vec<&'a Change>, Vec<String>) {
+    let unprotect: Vec<PathBuf> = ask.unprotect.iter().map(|p| clean(p, dir)).collect();
+    let mut refused: Vec<String> = Vec::new();
+    let mut held: Vec<&Path> = Vec::new();
+    let mut todo: Vec<&Change> = Vec::new();
+    for c in all {
+        let q = c.path.display();
+        let replaces = matches!(c.kind, Kind::Deleted | Kind::Type);
+        if snug_core::protect::protected(&c.path, replaces) && !unprotect.iter().any(|u| c.path.starts_with(u)) {
+            refused.push(format!("{q}: protected (--unprotect {q} writes it)"));
+            held.push(&c.path);
+            continue;
+        }
+        if let Some(Node::Special(w)) = &c.new {
+            crate::log::say!("snug: apply: {q}: a {w}, not applied");
+            continue;
+        }
+        match judge(c, &todo, &held, root, started, ask.force) {
+            Ok(()) => todo.push(c),
+            Err(why) => {
+                refused.push(format!("{q}: {why}"));
+                held.push(&c.path);
+            }
+        }
+    }
+    (todo, refused)
+}
+
+/// Why `c` is refused, if it is; `todo` holds the changes accepted before it, `held` the
+/// paths refused before it.
+fn judge(
+    c: &Change,
+    todo: &[&Change],
+    held: &[&Path],
+    root: BorrowedFd<'_>,
+    started: u128,
+    force: bool,
+) -> Result<(), String> {
+    let under = |p: &Path| c.path.starts_with(p) && c.path != p;
+    // Below a node this apply replaces by a directory (a symlink, a file), DIR keeps nothing
+    // of its own and nothing is followed: the replacement is written first (path order) and
+    // each write opens its parents again, never through a symlink, so the writes inside are
+    // checked against what the replacement left.
+    if todo.iter().any(|t| t.kind == Kind::Type && t.new == Some(Node::Dir) && under(&t.path)) {
+        return Ok(());
+    }
+    let parent = match parent_of(root, &c.path, beneath()) {
+        Ok(fd) => Some(fd),
+        // A directory this apply makes first (where nothing, or a file, is now): nothing of
+        // the host's there to conflict.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) => None,
+        Err(e) => return Err(e.to_string()),
+    };
+    let Some(parent) = parent else {
+        // That directory is a change refused: what it holds could only be written into it.
+        return match held.iter().find(|h| under(h)) {
+            Some(h) => Err(format!("inside {}, which is not applied", h.display())),
+            None => Ok(()),
+        };
+    };
+    if force {
+        return Ok(());
+    }
+    let name = c.path.file_name().unwrap_or_default();
+    match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if ctime(&st) >= started as i128 => {
+            Err("changed on the host since the run started (--force writes over it)".into())
+        }
+        Err(rustix::io::Errno::NOENT) if removed(c, &parent, started) => {
+            Err("removed on the host since the run started (--force writes it again)".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether `c`, which DIR's directory `parent` does not hold, is a node the host removed
+/// after the start (the module's note): copied up from DIR, from a directory changed since.
+fn removed(c: &Change, parent: &OwnedFd, started: u128) -> bool {
+    let copied = c.kind == Kind::Added && c.source.as_deref().is_some_and(copied_up);
+    copied && rustix::fs::fstat(parent).is_ok_and(|st| ctime(&st) >= started as i128)
+}
+
+/// A stat's ctime in ns since the epoch.
+fn ctime(st: &Stat) -> i128 {
+    st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128
+}
+
+/// A PATH argument relative to DIR, `.` components dropped.
+fn clean(p: &Path, dir: &Path) -> PathBuf {
+    let p = p.strip_prefix(dir).unwrap_or(p);
+    p.components().filter(|c| matches!(c, Component::Normal(_))).collect()
+}
