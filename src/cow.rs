@@ -32,6 +32,8 @@ pub struct Run {
     /// The start is snug's own clock's ([`floor`] unavailable): the overlay waits for the
     /// coarse clock to pass it.
     wait_for_clock: bool,
+    /// The run's lock on its kept directory ([`store::hold`]), held until snug exits.
+    _running: std::os::fd::OwnedFd,
 }
 
 impl Run {
@@ -141,7 +143,9 @@ pub fn command(c: crate::cli::cow::CowCommand) -> anyhow::Result<(String, i32)> 
             (String::new(), apply::apply(&ask)?)
         }
         C::Discard { name } => {
-            store::remove(&store::find(&name)?)?;
+            let kept = store::find(&name)?;
+            store::not_running(&kept)?;
+            store::remove(&kept)?;
             trash::sweep(&store::base()?);
             (format!("discarded {name}\n"), 0)
         }
@@ -194,6 +198,13 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>, started: std::time:
         return Err(failure(UNAVAILABLE, format!("--cow: the state directory {} is on {why}: {set}", base.display())));
     }
     let mut kept = store::create(&base, name)?;
+    let running = match store::hold(&kept) {
+        Ok(fd) => fd,
+        Err(e) => {
+            let _ = store::remove(&kept);
+            return Err(os(e));
+        }
+    };
     // The merged view's root is the upper layer's: give it DIR's mode (and, as root, owner).
     // That chmod is also the start's stamp where the filesystems allow it ([`floor`]).
     let upper = kept.upper();
@@ -233,6 +244,7 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>, started: std::time:
         inside: Vec::new(),
         pending: std::cell::Cell::new(None),
         wait_for_clock,
+        _running: running,
     })
 }
 

@@ -24,6 +24,13 @@ pub fn quote_bytes(word: &[u8]) -> Cow<'_, str> {
     if let Ok(text) = std::str::from_utf8(word) {
         return quote(text);
     }
+    Cow::Owned(ansi_c(word))
+}
+
+/// `word` in ANSI-C quotes (`$'…'`) for bash, zsh and ksh, each byte outside printable ASCII
+/// as `\xHH` and `\` and `'` escaped: one line that the shell gives back as exactly these
+/// bytes, and that no other word is shown as.
+pub fn ansi_c(word: &[u8]) -> String {
     let mut out = String::from("$'");
     for &b in word {
         match b {
@@ -34,7 +41,7 @@ pub fn quote_bytes(word: &[u8]) -> Cow<'_, str> {
         }
     }
     out.push('\'');
-    Cow::Owned(out)
+    out
 }
 
 /// Whether `c` is a control character a terminal may act on: C0 (below U+0020), DEL and C1

@@ -32,6 +32,7 @@ pub struct Ask<'a> {
 /// As [`super::diff::load`]; 71 when DIR cannot be opened.
 pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
     let (kept, dir, all) = super::diff::load(ask.name, ask.paths)?;
+    super::store::not_running(&kept)?;
     let started = kept.meta.as_ref().map_or(0, |m| m.started_ns);
     let beneath = beneath();
     let root_fd = rustix::fs::openat2(

@@ -28,6 +28,7 @@ pub fn list() -> String {
             Err(e) => crate::error::one_line(&e),
         };
         let gone = if meta.dir.is_dir() { "" } else { " (DIR is gone)" };
+        let gone = if store::running(&k) { " (running)" } else { gone };
         let _ = writeln!(out, "{}\t{}{gone}\t{}\t{counts}", k.name, meta.dir.display(), meta.started);
     }
     out
@@ -65,16 +66,18 @@ fn relative(p: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(rel.components().filter(|c| matches!(c, Component::Normal(_))).collect())
 }
 
-/// A name the payload chose, as a reviewer's terminal may show it (SPEC W3, O11): its control
-/// characters escaped as `snug ps` escapes them ([`crate::quote::controls_escaped`]), so an
-/// ESC or a newline in it can neither drive the terminal nor fake or hide a line; a name that
-/// is not UTF-8 in ANSI-C quotes with each such byte as `\xHH` ([`crate::quote::quote_bytes`]),
-/// never as another name.
+/// A name the payload chose, as a reviewer's terminal may show it (SPEC W3, O11): as it is
+/// when it holds no control character; else, and when it is not UTF-8, in ANSI-C quotes with
+/// each byte outside printable ASCII as `\xHH` ([`crate::quote::ansi_c`]), so an ESC or a
+/// newline in it can neither drive the terminal nor fake or hide a line, and no two names
+/// are shown alike.
 fn shown(p: &std::ffi::OsStr) -> String {
     use std::os::unix::ffi::OsStrExt;
     match p.to_str() {
-        Some(text) => crate::quote::controls_escaped(text).into_owned(),
-        None => crate::quote::quote_bytes(p.as_bytes()).into_owned(),
+        Some(text) if !text.chars().any(char::is_control) => text.to_string(),
+        // In ANSI-C quotes, a name with a newline is never shown as one that holds the four
+        // characters `\x0a`, and pasted back (`snug apply NAME $'p\x0aq'`) it names that file.
+        _ => crate::quote::ansi_c(p.as_bytes()),
     }
 }
 

@@ -139,6 +139,46 @@ pub fn create(base: &Path, name: &str) -> anyhow::Result<Kept> {
     Ok(kept)
 }
 
+/// The file a running `--cow` run holds an exclusive `flock(2)` on, in its kept directory:
+/// the kernel lets it go however snug ends (SIGKILL included), so a held lock is a live run.
+const LOCK: &str = "running";
+
+/// Take the run's lock on `kept` for as long as the returned descriptor lives (close-on-exec:
+/// nothing snug starts holds it past its exec).
+///
+/// # Errors
+/// The open's or the lock's.
+pub fn hold(kept: &Kept) -> std::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{flock, FlockOperation, Mode, OFlags};
+    let flags = OFlags::CREATE | OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let fd = rustix::fs::open(kept.path.join(LOCK), flags, Mode::from_raw_mode(0o600))?;
+    flock(&fd, FlockOperation::NonBlockingLockExclusive)?;
+    Ok(fd)
+}
+
+/// Whether the run that keeps `kept` is still running ([`hold`]'s lock is held).
+pub fn running(kept: &Kept) -> bool {
+    use rustix::fs::{flock, FlockOperation, Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    match rustix::fs::open(kept.path.join(LOCK), flags, Mode::empty()) {
+        Ok(fd) => flock(&fd, FlockOperation::NonBlockingLockShared) == Err(rustix::io::Errno::WOULDBLOCK),
+        Err(_) => false,
+    }
+}
+
+/// 64 when the run that keeps `kept` is still running: `apply` or `discard` under it would
+/// pull DIR's changes from under a live payload, and lose what it writes after.
+///
+/// # Errors
+/// As said.
+pub fn not_running(kept: &Kept) -> anyhow::Result<()> {
+    if !running(kept) {
+        return Ok(());
+    }
+    let q = crate::quote::quote(&kept.name);
+    Err(failure(USAGE, format!("{q} is still running: its changes can be applied or discarded once it has ended")))
+}
+
 /// Write `meta` as `kept`'s record, `meta.json`.
 ///
 /// # Errors

@@ -169,3 +169,32 @@ fn w6_rename_of_an_existing_directory() {
         }
     });
 }
+
+/// W5: while the `--cow` run is still going, `snug apply` and `snug discard` of its name are
+/// refused (64, the run named) and `snug diff` lists it as running; its later writes are kept,
+/// and once it has ended both work. Positive control once against the build before: `apply`
+/// exited 0 under the live payload, whose next write then failed ("Directory nonexistent"),
+/// and the run ended saying its kept changes could not be read.
+#[test]
+fn w5_apply_and_discard_wait_for_the_run_to_end() {
+    each(&|who| {
+        let c = Case::new(who);
+        c.seed("f", "0\n");
+        let script = format!("echo one > f; {}; echo two > g", ready_then_wait());
+        let run = start(&mut c.cow("w5live", &script));
+        wait_for(&c.side().join("ready"));
+        for verb in ["apply", "discard"] {
+            let out = c.run(&[verb, "w5live"]);
+            assert_eq!(code(&out), 64, "{who:?} {verb}: {}", out.err);
+            assert!(out.err.starts_with("snug: ") && out.err.contains("still running"), "{who:?}: {}", out.err);
+        }
+        let list = c.run(&["diff"]);
+        assert!(list.out.lines().any(|l| l.starts_with("w5live\t") && l.contains("(running)")), "{}", list.out);
+        assert_eq!(std::fs::read_to_string(c.dir().join("f")).unwrap(), "0\n", "{who:?}: applied under the run");
+        std::fs::write(c.side().join("go"), "").unwrap();
+        assert_eq!(code(&run.finish(LIMIT)), 0);
+        let out = c.run(&["apply", "w5live"]);
+        assert_eq!(code(&out), 0, "{who:?}: {}", out.err);
+        assert_eq!(std::fs::read_to_string(c.dir().join("g")).unwrap(), "two\n", "{who:?}: the later write");
+    });
+}

@@ -160,13 +160,16 @@ fn w3_binary_and_type_changes() {
 /// W3, O11: names the payload chose are shown with their control characters escaped, in
 /// `--stat` and in the unified diff: a name holding `ESC [2K` (erase the line) drives no
 /// terminal, and one holding a newline adds no line of its own, so a name cannot fake or
-/// hide a change. Without the fix both came out raw: the output held ESC and a line `b`
-/// that was no change.
+/// hide a change; such names are in ANSI-C quotes, so one with a newline never looks like
+/// one holding the four characters `\x0a`, and pasted back it names its file. Without the
+/// fix both came out raw: the output held ESC and a line `b` that was no change; with the
+/// escapes but no quotes, `a\nb` and `a\x0ab` were shown alike.
 #[test]
 fn w3_names_are_shown_escaped() {
     each(&|who| {
         let c = Case::new(who);
-        let script = r#"touch "$(printf 'e\033[2Kx')" "$(printf 'a\nb')"; ln -s "$(printf 't\033]0;x\007')" l"#;
+        let script =
+            r#"touch "$(printf 'e\033[2Kx')" "$(printf 'a\nb')" 'a\x0ab'; ln -s "$(printf 't\033]0;x\007')" l"#;
         let out = c.cow("w3n", script).output().unwrap();
         assert!(out.status.success(), "{who:?}: {}", String::from_utf8_lossy(&out.stderr));
         let stat = c.run(&["diff", "w3n", "--stat"]);
@@ -176,13 +179,16 @@ fn w3_names_are_shown_escaped() {
             let change = line.len() > 2 && "AMDT".contains(&line[..1]) && &line[1..2] == " ";
             assert!(change || line.ends_with(" deleted"), "{who:?}: a line that is no change: {line:?}");
         }
-        assert!(stat.out.contains("A a\\x0ab\n"), "{who:?}: {:?}", stat.out);
-        assert!(stat.out.contains("A e\\x1b[2Kx\n"), "{who:?}: {:?}", stat.out);
-        assert!(stat.out.contains("3 changes: 3 added"), "{who:?}: {:?}", stat.out);
+        assert!(stat.out.contains("A $'a\\x0ab'\n"), "{who:?}: {:?}", stat.out);
+        assert!(stat.out.contains("A a\\x0ab\n"), "{who:?}: the literal name: {:?}", stat.out);
+        assert!(stat.out.contains("A $'e\\x1b[2Kx'\n"), "{who:?}: {:?}", stat.out);
+        assert!(stat.out.contains("4 changes: 4 added"), "{who:?}: {:?}", stat.out);
         let diff = c.run(&["diff", "w3n"]);
         assert_eq!(code(&diff), 0, "{who:?}: {}", diff.err);
         assert!(!diff.out.contains('\x1b') && !diff.out.contains('\x07'), "{who:?}: raw control: {:?}", diff.out);
-        assert!(diff.out.contains("diff --snug a/a\\x0ab b/a\\x0ab\n"), "{who:?}: {:?}", diff.out);
+        assert!(diff.out.contains("diff --snug a/$'a\\x0ab' b/$'a\\x0ab'\n"), "{who:?}: {:?}", diff.out);
+        let one = c.run(&["diff", "w3n", "--stat", "a\nb"]);
+        assert!(one.out.contains("A $'a\\x0ab'\n") && one.out.contains("1 change"), "{who:?}: {:?}", one.out);
     });
 }
 
