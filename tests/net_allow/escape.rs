@@ -94,7 +94,7 @@ fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
         give(who, dir.path());
         let report = dir.path().join("report.json");
         let mut script = format!("python3 probe.py {} {HOST4}:80 pkgs.example:80\n", targets.join(" "));
-        script += "python3 clients.py udp pkgs.example:9999\n";
+        script += "python3 clients.py udp pkgs.example:9999\npython3 clients.py udp pkgs.example:80\n";
         script +=
             "python3 clients.py dnstcp 192.0.2.53 pkgs.example\npython3 clients.py dnstcp 192.0.2.53 evil.example\n";
         for server in ["192.0.2.53", "127.0.0.53", "::1", "2001:db8::53"] {
@@ -141,6 +141,10 @@ fn n6_names_leading_to_loopback_metadata_or_the_host_are_refused_n7_and_seen() {
         assert_eq!(reason("meta.example:80").as_deref(), Some("resolves to a metadata address"), "{who:?}: {text}");
         assert_eq!(reason("self.example:80").as_deref(), Some("resolves to the host's own address"), "{who:?}: {text}");
         assert_eq!(reason(&format!("{HOST4}:80")).as_deref(), Some("address not allowed"), "{who:?}: {text}");
+        // A datagram to a port snug serves over TCP (a QUIC client's) is refused and counted.
+        // Positive control: before the fix it was refused (`udp fail 111`) but never counted.
+        let udp80 = decisions.iter().find(|d| d["subject"] == "pkgs.example:80" && d["reason"] == "UDP not allowed");
+        assert!(udp80.is_some(), "{who:?}: UDP to a served port not counted: {text}");
         let allowed = decisions.iter().find(|d| d["subject"] == "pkgs.example:80" && d["allowed"] == true);
         assert!(allowed.is_some_and(|d| d["bytes_in"].as_u64() > Some(0)), "{who:?}: {text}");
         // N7: once each on stderr, with counts; each decision under -v with a timestamp.

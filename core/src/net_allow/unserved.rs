@@ -116,12 +116,13 @@ fn udp(inner: &[u8], at: usize, to: IpAddr) -> Option<Attempt> {
 }
 
 /// The decision for attempt `a`: `name` is the allowed name whose pool address it went to,
-/// if any; `served` whether snug holds a socket for its port (then snug saw the attempt
-/// itself, and a reset from that port is its own refusal, already counted). `None` for an
-/// attempt on loopback (the payload's own business) or on a served port.
+/// if any; `served` whether snug holds a TCP socket for its port (then snug saw a TCP attempt
+/// itself, and a reset from that port is its own refusal, already counted; a datagram to that
+/// port, a QUIC client's to 443, reached no socket of snug's and is counted here). `None` for
+/// an attempt on loopback (the payload's own business) or over TCP on a served port.
 pub fn decision(a: &Attempt, name: Option<&str>, allowed: &Allowed, served: bool) -> Option<Decision> {
     let ip = a.dest.ip();
-    if ip.is_loopback() || served {
+    if ip.is_loopback() || (served && a.proto == Proto::Tcp) {
         return None;
     }
     let subject = match name {
@@ -235,5 +236,10 @@ mod tests {
         assert_eq!(decision(&tcp("127.0.0.1:8080"), None, &allowed, false), None, "loopback is the payload's");
         assert_eq!(decision(&tcp("[::1]:8080"), None, &allowed, false), None);
         assert_eq!(decision(&tcp("203.0.113.7:443"), None, &allowed, true), None, "served: counted where accepted");
+        // A datagram to a port snug serves over TCP reached nothing of snug's: counted here.
+        // Positive control: with `served` alone deciding, this was None and the refusal unseen.
+        let quic = Attempt { proto: Proto::Udp, dest: "198.18.0.1:443".parse().unwrap() };
+        let d = decision(&quic, Some("pkgs.example"), &allowed, true).unwrap();
+        assert_eq!((d.subject.as_str(), d.verdict), ("pkgs.example:443", Verdict::Refused(Reason::Udp)));
     }
 }
