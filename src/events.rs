@@ -108,8 +108,12 @@ pub fn confirm(to: &ReportTo, writable: &dyn Fn(&Path) -> bool) -> anyhow::Resul
 /// there, or by [`end`] when snug failed before that (no payload ran then).
 ///
 /// # Errors
+/// 64 when `report` (`--report`'s) is the same destination ([`crate::report_sink::same`]);
 /// 74 when it cannot be opened for writing; 71 when its writer thread cannot start.
-pub fn open(to: &ReportTo, start: Instant) -> anyhow::Result<()> {
+pub fn open(to: &ReportTo, report: Option<&ReportTo>, start: Instant) -> anyhow::Result<()> {
+    if report.is_some_and(|r| crate::report_sink::same(to, r)) {
+        return Err(failure(USAGE, "--events and --report name the same file: give each its own"));
+    }
     let stream = |pending| Stream {
         start,
         queue: Mutex::new(Queue {

@@ -218,7 +218,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         record.wanted();
     }
     if let (Some(to), false) = (&args.events, args.dry_run) {
-        events::open(to, record.start())?; // O9, opened as early as the report
+        events::open(to, args.report.as_ref(), record.start())?; // O9, opened as early as the report
     }
     let cmd = args.command();
     if let Some(n) = &args.name {

@@ -225,3 +225,24 @@ fn cannot(label: &str, errno: Option<i32>) -> anyhow::Error {
     let why = strerror(errno.unwrap_or(libc::EIO));
     failure(REPORT, format!("cannot write the report to {label}: {why}"))
 }
+
+/// Whether `a` and `b` are one destination: the same descriptor number or open file, or the
+/// same path (its directory resolved). `--report` and `--events` there would interleave two
+/// formats in one file, each unreadable (SPEC O5, O9).
+pub fn same(a: &ReportTo, b: &ReportTo) -> bool {
+    let id = |st: rustix::fs::Stat| (st.st_dev, st.st_ino);
+    match (a, b) {
+        (ReportTo::Fd(x), ReportTo::Fd(y)) => {
+            let at = |n: i32| crate::sys::fd::inherited(n).and_then(|fd| rustix::fs::fstat(fd).ok()).map(id);
+            x == y || at(*x).is_some_and(|i| Some(i) == at(*y))
+        }
+        (ReportTo::Path(x), ReportTo::Path(y)) => {
+            let at = |p: &std::path::Path| {
+                let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+                (std::fs::canonicalize(parent).ok(), p.file_name().map(|n| n.to_os_string()))
+            };
+            x == y || at(x) == at(y)
+        }
+        _ => false,
+    }
+}

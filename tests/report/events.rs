@@ -165,6 +165,34 @@ fn o9_events_inside_dir_or_a_grant_is_64() {
     });
 }
 
+/// O5, O9: `--events` and `--report` naming one file (the same path, or one spelt another
+/// way, or the same descriptor) is refused with 64 before the payload runs; each its own
+/// file is fine. Positive control once against the build before: exit 0, and the file held
+/// only the report, the stream overwritten without a word.
+#[test]
+fn o9_events_and_report_in_one_file_is_64() {
+    each(&|who: Who| {
+        let dir = workdir(who);
+        let side = workdir(who);
+        let one = side.path().join("out.json");
+        let other = side.path().join(".").join("out.json");
+        let (a, b) = (one.to_str().unwrap(), other.to_str().unwrap());
+        for (r, e) in [(a, a), (a, b), ("fd:1", "fd:1")] {
+            let args = ["--report", r, "--events", e, "--", "touch", "ran"];
+            let o = run_bounded(&mut snug_cmd(who, dir.path(), &args), LIMIT);
+            assert_eq!(code(o.status), 64, "{who:?} {r} {e}: {}", o.err);
+            assert!(o.err.contains("snug: --events and --report name the same file"), "{who:?}: {}", o.err);
+            assert!(!dir.path().join("ran").exists(), "{who:?}: the payload ran");
+        }
+        let ev = side.path().join("ev");
+        let o = run_bounded(
+            &mut snug_cmd(who, dir.path(), &["--report", a, "--events", ev.to_str().unwrap(), "--", "true"]),
+            LIMIT,
+        );
+        assert_eq!(code(o.status), 0, "{who:?} control: {}", o.err);
+    });
+}
+
 /// O9, O10: nothing is created, truncated or written at a refused `--events` path, and a
 /// symbolic link there is never followed: a link planted in DIR to a file elsewhere, and a
 /// plain file in DIR, are both refused with 64 and left as they were; a link outside DIR is
