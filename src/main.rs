@@ -185,7 +185,7 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
         Command::ProfileList { names: false } => return print(profiles::list()?),
         Command::ProfileList { names: true } => return print(profiles::names()),
         Command::ProfileShow(name) => return print(policy::show(&name)?),
-        Command::Allow { dir, revoke } => return print(project::allow(dir.as_deref(), revoke)?),
+        Command::Allow { dir, revoke } => return print(project::allow(dir.or_else(root::from_here), revoke)?),
         Command::Completions(shell) => return print(manual::completions(shell)),
         Command::Manpage { dir: None } => return print(manual::manpage()?),
         Command::Manpage { dir: Some(d) } => return print(manual::install(&d)?),

@@ -97,21 +97,19 @@ fn parse(file: &Path, text: &str) -> anyhow::Result<(Profile, Vec<String>)> {
     crate::profiles::parse_project(NAME, file, text)
 }
 
-/// `snug allow [DIR]` (or `--revoke`): record (or forget) DIR's `.snug.toml` as it is now.
+/// `snug allow [DIR]` (or `--revoke`): record (or forget) DIR's `.snug.toml` as it is now;
+/// the caller gives the project root a run would take when the command line has no DIR.
 /// Returns the line to print.
 ///
 /// # Errors
 /// [`USAGE`] when DIR or its file is missing, [`POLICY`] when the file is not valid,
 /// [`OS_ERROR`] when the state directory cannot be written.
-pub fn allow(dir: Option<&Path>, revoke: bool) -> anyhow::Result<String> {
+pub fn allow(dir: Option<PathBuf>, revoke: bool) -> anyhow::Result<String> {
     let mut env = crate::host::host_env();
     if !env.iter().any(|(k, _)| k == "HOME") {
         env.extend(crate::host::passwd_home().map(|h| ("HOME".to_string(), h)));
     }
-    // Without DIR, the project root a run from here would take (SPEC P10), so that `snug
-    // allow` in a subdirectory allows the file that run would then apply.
-    let walked = dir.is_none().then(|| crate::root::choose(false, false, &env).dir()).flatten();
-    let dir = dir.map(Path::to_path_buf).or(walked).unwrap_or_else(|| PathBuf::from("."));
+    let dir = dir.unwrap_or_else(|| PathBuf::from("."));
     let target = std::fs::canonicalize(&dir)
         .map_err(|e| failure(USAGE, format!("DIR {}: {}", dir.display(), crate::error::io_text(&e))))?;
     let state = state_dir(&env).ok_or_else(|| failure(USAGE, "HOME must be set to an absolute path"))?;

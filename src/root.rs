@@ -27,6 +27,12 @@ pub struct Meta {
     pub mode: u32,
 }
 
+/// The project root a run started here without DIR would take (`None`: the current
+/// directory), so that `snug allow` in a subdirectory allows the file that run applies.
+pub fn from_here() -> Option<PathBuf> {
+    choose(false, false, &crate::host::host_env()).dir()
+}
+
 /// How DIR was chosen, for `--dry-run` (SPEC P10: "which root and why").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Choice {
