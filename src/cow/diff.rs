@@ -27,9 +27,12 @@ pub fn list() -> String {
             }
             Err(e) => crate::error::one_line(&e),
         };
-        let gone = if meta.dir.is_dir() { "" } else { " (DIR is gone)" };
-        let gone = if store::running(&k) { " (running)" } else { gone };
-        let _ = writeln!(out, "{}\t{}{gone}\t{}\t{counts}", k.name, meta.dir.display(), meta.started);
+        let state = match (store::running(&k), meta.dir.is_dir()) {
+            (true, _) => " (running)",
+            (false, true) => "",
+            (false, false) => " (DIR is gone)",
+        };
+        let _ = writeln!(out, "{}\t{}{state}\t{}\t{counts}", k.name, meta.dir.display(), meta.started);
     }
     out
 }

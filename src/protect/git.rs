@@ -26,7 +26,7 @@ impl Planner<'_> {
             Kind::Dir(..) => self.gitdir(&dot, root, true, 0),
             Kind::File(..) => {
                 if let Found::File(_) = self.candidate(&dot, Missing::Nothing)? {
-                    let text = probe::read_small(&self.roots[i].fd, &rel).unwrap_or_default();
+                    let text = self.read(&dot).unwrap_or_default();
                     if let Some(named) = text.lines().next().and_then(|l| l.strip_prefix("gitdir:")) {
                         let named = normalise(&root.join(named.trim()));
                         self.named(&named, root, 1)?;
@@ -54,12 +54,10 @@ impl Planner<'_> {
             return Ok(());
         }
         if let Found::File(file) = self.candidate(&g.join(COMMONDIR), Missing::Aside)? {
-            if let Some((i, rel)) = self.locate(&file) {
-                let text = probe::read_small(&self.roots[i].fd, &rel).unwrap_or_default();
-                let common = text.lines().next().unwrap_or_default().trim();
-                if !common.is_empty() {
-                    self.named(&normalise(&g.join(common)), work, depth + 1)?;
-                }
+            let text = self.read(&file).unwrap_or_default();
+            let common = text.lines().next().unwrap_or_default().trim();
+            if !common.is_empty() {
+                self.named(&normalise(&g.join(common)), work, depth + 1)?;
             }
         }
         if modules {
@@ -83,9 +81,7 @@ impl Planner<'_> {
             let (file, missing) = files[k].clone();
             k += 1;
             let Found::File(file) = self.candidate(&file, missing)? else { continue };
-            let Some(text) = self.locate(&file).and_then(|(i, rel)| probe::read_small(&self.roots[i].fd, &rel)) else {
-                continue;
-            };
+            let Some(text) = self.read(&file) else { continue };
             let set = git_config::read(&text);
             if let Some(path) = set.hooks_path {
                 let path = self.expand(&path, work);
@@ -109,7 +105,7 @@ impl Planner<'_> {
     /// moved aside if the payload makes it.
     fn modules(&mut self, g: &Path, work: &Path, mut names: Vec<String>) -> anyhow::Result<()> {
         let gitmodules = work.join(snug_core::protect::AT_ROOT[0].0);
-        if let Some(text) = self.locate(&gitmodules).and_then(|(i, rel)| probe::read_small(&self.roots[i].fd, &rel)) {
+        if let Some(text) = self.read(&gitmodules) {
             names.extend(git_config::read(&text).submodules);
         }
         let Some((i, rel)) = self.locate(&g.join(MODULES)) else { return Ok(()) };
@@ -131,6 +127,12 @@ impl Planner<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The text of the regular file `abs` in a writable root, read through no symlink
+    /// ([`probe::read_small`]); `None` outside every root or when it is no such file.
+    fn read(&self, abs: &Path) -> Option<String> {
+        self.locate(abs).and_then(|(i, rel)| probe::read_small(&self.roots[i].fd, &rel))
     }
 
     /// A path from a git config: `~/` is the home, a relative one lies below `base`.
