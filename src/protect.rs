@@ -68,7 +68,7 @@ pub struct Watch {
     /// The path on the host (the same inside).
     pub path: PathBuf,
     /// What was there before the run.
-    pub was: Option<(u64, u64)>,
+    pub was: Option<probe::Stamp>,
     /// The writable root it lies in.
     root: PathBuf,
 }
@@ -223,8 +223,8 @@ impl Planner<'_> {
                 self.out.placeholders.push(Placeholder { path, dir, root: root.clone() });
                 Found::Done
             }
-            (Kind::Symlink(d, n), _) => {
-                self.out.watched.push(watch(Some((d, n))));
+            (Kind::Symlink(..), _) => {
+                self.out.watched.push(watch(probe::stamp(&self.roots[i].fd, &rel)));
                 match probe::link_target(&self.roots[i].fd, &rel) {
                     Some(t) => Found::Symlink(normalise(&abs.parent().unwrap_or(&root).join(t))),
                     None => Found::Done,

@@ -15,7 +15,7 @@ use super::Watch;
 pub fn settle(w: &Watch, run: &str) -> Option<String> {
     let rootfd = probe::open_root(&w.root)?;
     let rel = w.path.strip_prefix(&w.root).ok()?;
-    let now = probe::probe(&rootfd, rel).ok()?.id();
+    let now = probe::stamp(&rootfd, rel);
     if now.is_none() || now == w.was {
         return None;
     }

@@ -24,14 +24,25 @@ pub enum Kind {
     NoParent,
 }
 
-impl Kind {
-    /// (device, inode) of what is there.
-    pub fn id(self) -> Option<(u64, u64)> {
-        match self {
-            Kind::Dir(d, i) | Kind::File(d, i) | Kind::Symlink(d, i) => Some((d, i)),
-            Kind::Missing | Kind::NoParent => None,
-        }
-    }
+/// What tells a node at a watched path from one put there in its place during the run: its
+/// device, inode, type and ctime. The inode alone does not: a filesystem hands a freed one out
+/// again at once (ext4 gives the `mkdir` right after an `rm` of a symlink that symlink's
+/// number), and a new node's ctime is its making.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    id: (u64, u64),
+    kind: u32,
+    ctime: (i64, i64),
+}
+
+/// The [`Stamp`] of what is at `rel` below `root`, not followed; `None` when nothing is there
+/// or it cannot be looked at.
+pub fn stamp(root: &OwnedFd, rel: &Path) -> Option<Stamp> {
+    let (parent, name) = split(rel);
+    let dir = open_dir(root, parent).ok()??;
+    let st = statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    let kind = st.st_mode & libc::S_IFMT;
+    Some(Stamp { id: (st.st_dev, st.st_ino), kind, ctime: (st.st_ctime, st.st_ctime_nsec as i64) })
 }
 
 /// Why a path could not be looked at: a symlink on the way, or another error.

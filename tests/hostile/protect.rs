@@ -308,3 +308,31 @@ fn p8_runs_side_by_side_share_placeholders() {
         assert_eq!(snapshot(dir), before, "{who:?}: DIR holds more after both runs");
     }
 }
+
+/// P8: a protected path that is a symlink (`.vscode` naming a directory outside DIR), which the
+/// payload removes and makes anew as a directory with a task in it, is moved aside after the
+/// run with one `snug: ` line, also when the new directory got the symlink's inode number (ext4
+/// hands the `mkdir` right after an `rm` the freed one). Control: a run that leaves the symlink
+/// alone moves nothing. Positive control once against the build that told them apart by
+/// device and inode alone: the new `.vscode` stayed in DIR, without a line.
+#[test]
+fn p8_a_symlink_replaced_with_its_inode_number_is_moved_aside() {
+    for who in everyone() {
+        let work = workdir(who);
+        let dir = work.path().join("dir");
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink("../outside", dir.join(".vscode")).unwrap();
+        chown_tree(who, work.path());
+        let o = snug_run(who, &dir, &["--", "sh", "-c", "readlink .vscode"]);
+        assert!(o.status.success() && !o.err.contains("moved aside"), "{who:?} control: {}", o.err);
+        assert!(std::fs::symlink_metadata(dir.join(".vscode")).unwrap().is_symlink(), "{who:?}: control moved it");
+        let script = "rm -f .vscode && mkdir .vscode && echo evil > .vscode/tasks.json";
+        let o = snug_run(who, &dir, &["--name", "p8rs", "--", "sh", "-c", script]);
+        assert!(o.status.success(), "{who:?}: {}", o.err);
+        let lines: Vec<&str> = o.err.lines().filter(|l| l.starts_with("snug: ") && l.contains("moved aside")).collect();
+        assert_eq!(lines.len(), 1, "{who:?}: {}", o.err);
+        assert!(lines[0].contains("replaced") && lines[0].contains(".vscode"), "{who:?}: {}", lines[0]);
+        assert!(std::fs::symlink_metadata(dir.join(".vscode")).is_err(), "{who:?}: the payload's .vscode stayed");
+        assert!(dir.join(".vscode.snug-p8rs/tasks.json").exists(), "{who:?}: not moved aside whole");
+    }
+}
