@@ -5,6 +5,7 @@
 //! `signal` and `exec` reach a run through them; the run's side is [`server::Server`], one
 //! more descriptor in the supervisor's poll loop (no thread).
 
+mod appear;
 pub mod client;
 pub mod exec;
 pub mod lockfile;

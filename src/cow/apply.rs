@@ -25,8 +25,8 @@ pub struct Ask<'a> {
     pub unprotect: &'a [PathBuf],
 }
 
-/// Apply; returns the exit code (0, or 1 when something was refused or failed) after one
-/// `snug: ` line per path not applied.
+/// Apply; returns the exit code (0; 1 when something was refused; 71 when the system refused
+/// a write, SPEC R4) after one `snug: ` line per path not applied.
 ///
 /// # Errors
 /// As [`super::diff::load`]; 71 when DIR cannot be opened.
@@ -42,7 +42,9 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
         Mode::empty(),
         ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
     )
-    .map_err(|e| failure(OS_ERROR, format!("cannot open DIR {}: {}", dir.display(), std::io::Error::from(e))))?;
+    .map_err(|e| {
+        failure(OS_ERROR, format!("cannot open DIR {}: {}", dir.display(), crate::error::strerror(e.raw_os_error())))
+    })?;
     let (todo, refused) = super::plan::plan(ask, &all, root_fd.as_fd(), started, &dir);
     for line in &refused {
         crate::log::say!("snug: apply: {line}");
@@ -51,7 +53,7 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
         crate::log::say!("snug: apply: nothing written; --partial applies the rest");
         return Ok(1);
     }
-    let mut failed = 0usize;
+    let (mut failed, mut os_failed) = (0usize, false);
     let mut applied = 0usize;
     // Writes in path order (a directory before what it holds), deletions deepest first.
     let (dels, writes): (Vec<&Change>, Vec<&Change>) = todo.into_iter().partition(|c| c.kind == Kind::Deleted);
@@ -61,7 +63,8 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
             Ok(()) => applied += 1,
             Err(e) => {
                 failed += 1;
-                crate::log::say!("snug: apply: {}: {e}", c.path.display());
+                os_failed |= e.raw_os_error().is_some();
+                crate::log::say!("snug: apply: {}: {}", c.path.display(), crate::error::io_text(&e));
             }
         }
     }
@@ -73,7 +76,13 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
     } else {
         crate::log::say!("snug: applied {applied} changes to {}; the rest stays kept as {q}", dir.display());
     }
-    Ok(if all_done { 0 } else { 1 })
+    // R4: a write the system refused (EACCES, EROFS, ENOSPC) is snug's own failure, 71; a
+    // path refused by W4's rules is 1, as a conflict is.
+    Ok(match (all_done, os_failed) {
+        (true, _) => 0,
+        (false, true) => OS_ERROR,
+        (false, false) => 1,
+    })
 }
 
 /// How every path below DIR is resolved: never leaving DIR, never following a symlink.

@@ -30,6 +30,8 @@ pub struct Conn {
 pub enum Refused {
     /// Its snug is gone; the file was removed.
     Stale,
+    /// Nothing is at the path (`ENOENT`).
+    Missing,
     /// The path is no socket (or one nobody listens on that is not a socket file): not a run.
     NotARun,
     /// Not this user's (`EACCES` from the socket's mode, or the run's own peer check).
@@ -68,7 +70,8 @@ fn dirs_of(uid: u32) -> Vec<PathBuf> {
 
 /// The socket of the run `name` addresses (SPEC L5): a bare NAME is one of the caller's own
 /// runs (root's too: never another user's); `USER/NAME` is that user's run; a path (starting
-/// with `/` or `.`) is that socket.
+/// with `/` or `.`) is that socket. A name no run has yet is waited for a while: the run may
+/// be starting ([`super::appear`]).
 ///
 /// # Errors
 /// 64 when no live sandbox has the name, or USER is no user.
@@ -84,13 +87,11 @@ pub fn find(name: &str) -> anyhow::Result<Found> {
         None => (euid(), name),
     };
     super::check_name(run)?;
-    for dir in dirs_of(owner) {
-        let p = dir.join(format!("{run}.sock"));
-        if std::fs::symlink_metadata(&p).is_ok() {
-            return Ok(Found { path: p, owner: Some(owner) });
-        }
+    let candidates: Vec<PathBuf> = dirs_of(owner).iter().map(|d| d.join(format!("{run}.sock"))).collect();
+    match super::appear::first_of(&candidates, super::appear::WAIT) {
+        Some(path) => Ok(Found { path, owner: Some(owner) }),
+        None => Err(failure(USAGE, format!("no live sandbox named {name} (see snug ps)"))),
     }
-    Err(failure(USAGE, format!("no live sandbox named {name} (see snug ps)")))
 }
 
 /// Connect to `path` and check who answers (see the module doc); with `owner`, the run's
@@ -104,6 +105,7 @@ pub fn open(path: &Path, owner: Option<u32>) -> Result<Conn, Refused> {
             return Err(Refused::Stale);
         }
         Err(rustix::io::Errno::CONNREFUSED) => return Err(Refused::NotARun),
+        Err(rustix::io::Errno::NOENT) => return Err(Refused::Missing),
         Err(rustix::io::Errno::ACCESS | rustix::io::Errno::PERM) => return Err(Refused::Denied),
         Err(rustix::io::Errno::AGAIN) => return Err(Refused::Busy),
         Err(e) => return Err(Refused::Other(crate::error::strerror(e.raw_os_error()))),
@@ -169,6 +171,7 @@ pub fn reach(name: &str) -> anyhow::Result<(PathBuf, Reached)> {
     let conn = open(&path, owner).map_err(|r| match r {
         Refused::Stale => failure(USAGE, format!("no live sandbox named {name} (its snug is gone)")),
         Refused::NotARun => failure(USAGE, format!("{name}: not a live sandbox's socket (see snug ps)")),
+        Refused::Missing => failure(USAGE, format!("no live sandbox at {name} (see snug ps)")),
         Refused::Denied => failure(POLICY, format!("{name}: permission denied")),
         Refused::Busy => failure(OS_ERROR, format!("{name}: no answer from its snug (it accepts no connection now)")),
         Refused::Other(why) => failure(OS_ERROR, format!("{name}: {why}")),

@@ -223,3 +223,35 @@ fn w4_protected_paths_need_unprotect() {
         assert!(!c.dir().join(".git/hooks/pre-commit").exists(), "{who:?}: hook written");
     });
 }
+
+/// W4, R4 (issue: apply into a DIR the system will not let it write said "Permission denied
+/// (os error 13)" and exited 1, the code of a conflict): each path the system refused is one
+/// `snug: apply: PATH: REASON` line in the system's words, the kept changes stay, and the
+/// exit is 71, snug's own OS error; once DIR can be written, the same apply succeeds.
+/// Positive control: the build before exits 1 with "(os error 1)" in the line.
+#[test]
+fn w4_r4_a_write_the_system_refuses_is_71() {
+    struct Immutable<'a>(&'a std::path::Path);
+    impl Drop for Immutable<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("chattr").arg("-i").arg(self.0).status();
+        }
+    }
+    each(&|who| {
+        let c = Case::new(who);
+        c.seed("a", "a0\n");
+        let run = start(&mut c.cow("w4ro", "echo a1 > a; echo new > b"));
+        assert_eq!(code(&run.finish(LIMIT)), 0);
+        let guard = Immutable(c.dir());
+        assert!(std::process::Command::new("chattr").arg("+i").arg(c.dir()).status().unwrap().success());
+        let out = c.run(&["apply", "w4ro"]);
+        assert_eq!(code(&out), 71, "{who:?}: {}", out.err);
+        assert!(out.err.contains("snug: apply: b: operation not permitted\n"), "{who:?}: {}", out.err);
+        assert!(!out.err.contains("os error"), "{who:?}: {}", out.err);
+        assert!(out.err.lines().all(|l| l.starts_with("snug: ")), "{who:?}: {}", out.err);
+        drop(guard);
+        let out = c.run(&["apply", "w4ro"]);
+        assert_eq!(code(&out), 0, "{who:?}: {}", out.err);
+        assert_eq!(std::fs::read_to_string(c.dir().join("b")).unwrap(), "new\n", "{who:?}");
+    });
+}
