@@ -61,10 +61,17 @@ pub fn load(
     host: &dyn Host,
 ) -> anyhow::Result<Option<(Profile, Vec<String>)>> {
     let file = target.join(FILE);
-    // A directory there is no policy: it is the placeholder a run keeps there while
-    // `.snug.toml` is protected and missing (SPEC P8).
-    if matches!(host.lstat(&file), Entry::Missing | Entry::Dir) {
-        return Ok(None);
+    match host.lstat(&file) {
+        Entry::Missing => return Ok(None),
+        // The placeholder a run keeps there while `.snug.toml` is protected and missing
+        // (SPEC P8), marked by its mode: no policy. Any other directory is a mistake to say,
+        // not a policy to pass over in silence (P6).
+        Entry::Dir if placeholder(&file) => return Ok(None),
+        Entry::Dir => {
+            let why = "a directory, not a policy file: remove it, or run with --no-project";
+            return Err(failure(POLICY, format!("{}: {why}", file.display())));
+        }
+        _ => {}
     }
     let text = match host.read(&file) {
         Ok(Some(t)) => t,
@@ -91,6 +98,13 @@ pub fn load(
         return Err(failure(POLICY, why));
     }
     parse(&file, &text).map(Some)
+}
+
+/// Whether the directory at `path` is a run's placeholder: its mode is exactly the mode runs
+/// make them with (`protect::placeholder::DIR_MODE`, not imported: protect reads the policy).
+fn placeholder(path: &Path) -> bool {
+    const PLACEHOLDER_MODE: u32 = 0o1500;
+    rustix::fs::lstat(path).is_ok_and(|st| st.st_mode & 0o7777 == PLACEHOLDER_MODE)
 }
 
 fn parse(file: &Path, text: &str) -> anyhow::Result<(Profile, Vec<String>)> {

@@ -137,3 +137,16 @@ fn w3_cow_flag_and_subcommands() {
     assert_eq!(cmd(&["discard", "x"]), Command::Cow(cow::CowCommand::Discard { name: "x".into() }));
     assert!(usage_error(&["-v", "discard"]).contains("./discard"));
 }
+
+/// R4: a mistyped flag's one line keeps clap's tip, so the fix is on the screen. Without the
+/// tips, the line ended at "found" (the control: a flag nothing resembles has no tip).
+#[test]
+fn r4_a_mistyped_flag_names_the_flag_it_resembles() {
+    let line = usage_error(&["--dry-runn"]);
+    assert_eq!(
+        line,
+        "unexpected argument '--dry-runn' found; a similar argument exists: '--dry-run' (see snug --help)"
+    );
+    let line = usage_error(&["--zzzzzz"]);
+    assert!(line.starts_with("unexpected argument '--zzzzzz' found") && !line.contains("similar"), "{line}");
+}

@@ -62,11 +62,15 @@ pub(super) fn duration(v: &str) -> anyhow::Result<Duration> {
 }
 
 /// clap's error text up to its first blank line, as one line without the `error: ` prefix,
-/// pointing at `--help` for the rest.
+/// with clap's first tip after it (`a similar argument exists: '--dry-run'`), pointing at
+/// `--help` for the rest.
 pub(super) fn usage_line(rendered: &str) -> String {
-    let head = rendered.split("\n\n").next().unwrap_or(rendered);
-    let text = head.split_whitespace().collect::<Vec<_>>().join(" ");
-    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    let one = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let head = one(rendered.split("\n\n").next().unwrap_or(rendered));
+    let mut text = head.strip_prefix("error: ").unwrap_or(&head).to_string();
+    if let Some(tip) = rendered.lines().find_map(|l| l.trim_start().strip_prefix("tip: ")) {
+        text = format!("{text}; {}", one(tip));
+    }
     format!("{text} (see snug --help)")
 }
 

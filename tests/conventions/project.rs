@@ -141,3 +141,38 @@ fn p6_allow_refuses_a_file_naming_a_missing_profile() {
         assert_eq!(o.status.code(), Some(0), "{who:?} control: {}", o.err);
     }
 }
+
+/// P6 (issue: `mkdir .snug.toml; snug -- true` ran without a word, though "never silently
+/// applied or ignored"): a directory at `.snug.toml` is refused with 77 and how to go on, and
+/// `--no-project` runs. The placeholder another run keeps there while the file is missing
+/// (P8) is no policy: a second run in the same DIR meanwhile runs. Positive control: the build
+/// before exits 0 for the plain directory.
+#[test]
+fn p6_a_directory_at_snug_toml_is_refused_a_placeholder_is_not() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let state = workdir(who);
+        let env = [("XDG_STATE_HOME", state.path().to_str().expect("utf8"))];
+        let file = dir.path().join(".snug.toml");
+        std::fs::create_dir(&file).expect("mkdir");
+        give(who, dir.path());
+        let o = snug_run(who, dir.path(), &["--", "true"], &env);
+        assert_eq!(o.status.code(), Some(77), "{who:?}: {}", o.err);
+        let want =
+            format!("snug: {}: a directory, not a policy file: remove it, or run with --no-project\n", file.display());
+        assert_eq!(o.err, want, "{who:?}");
+        let o = snug_run(who, dir.path(), &["--no-project", "--", "true"], &env);
+        assert_eq!(o.status.code(), Some(0), "{who:?} control: {}", o.err);
+        std::fs::remove_dir(&file).expect("rmdir");
+
+        let mut first = snug_cmd(who, dir.path(), &["--", "sleep", "60"]);
+        first.envs(env.iter().copied()).stdout(std::process::Stdio::null());
+        let mut first = spawn_own_group(&mut first);
+        assert!(until(std::time::Duration::from_secs(15), || file.is_dir()), "{who:?}: no placeholder");
+        let o = snug_run(who, dir.path(), &["--", "true"], &env);
+        assert_eq!(o.status.code(), Some(0), "{who:?}: beside a placeholder: {}", o.err);
+        // SAFETY: a pid this test started, in the test's own pid namespace.
+        unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
+        let _ = first.wait();
+    }
+}
