@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{failure, Failure, POLICY};
-use crate::host::{Host, RealHost};
+use crate::host::{Entry, Host, RealHost};
 
 /// The profiles used unless `--no-defaults` is given, in this order (SPEC P1).
 pub const DEFAULTS: [&str; 4] = ["@sys", "@home", "@cwd-rw", "@parent-ro"];
@@ -248,7 +248,14 @@ pub fn load(name: &str, dirs: &[PathBuf], host: &dyn Host) -> anyhow::Result<Pro
         let file = dir.join(format!("{name}.toml"));
         match host.read(&file) {
             Ok(Some(text)) => return parse(name, &file, &text),
-            Ok(None) => continue,
+            // The file is there, as a symlink to nothing: that, not "no such profile".
+            Ok(None) => match host.lstat(&file) {
+                Entry::Symlink(to) => {
+                    let why = format!("a symlink to {}, which does not exist", to.display());
+                    return Err(failure(POLICY, format!("{}: {why}", file.display())));
+                }
+                _ => continue,
+            },
             Err(e) => return Err(failure(POLICY, format!("{}: {}", file.display(), crate::error::io_text(&e)))),
         }
     }

@@ -76,3 +76,17 @@ fn o3_show_and_list() {
     assert!(listed.contains("dev          dev tools"), "{listed}");
     assert!(listed.contains("bad          (invalid:"), "{listed}");
 }
+
+/// P3 (issue: `-p dangle` said "no dangle.toml in …" while `snug profile list` showed the
+/// file as a symlink to nothing): the error names the file and its missing target. The
+/// control: a name with no file at all is still "unknown profile".
+#[test]
+fn p3_a_dangling_profile_symlink_is_named_as_one() {
+    let host = FakeHost::new().dir("/u").link("/u/dangle.toml", "/nonexistent");
+    let dirs = [PathBuf::from("/u")];
+    let err = load("dangle", &dirs, &host).expect_err("dangling");
+    assert_eq!(code_of(&err), POLICY);
+    assert_eq!(crate::error::one_line(&err), "/u/dangle.toml: a symlink to /nonexistent, which does not exist");
+    let err = load("nosuch", &dirs, &host).expect_err("missing");
+    assert!(crate::error::one_line(&err).starts_with("unknown profile nosuch: no nosuch.toml in /u"));
+}
