@@ -144,17 +144,25 @@ pub fn unblock(sig: Signal) {
 /// `sig` is blocked for the signalfd: it is unblocked around the `kill(2)` so its default
 /// action (stop) applies instead of queueing it. The kernel discards TSTP, TTIN and TTOU for
 /// an orphaned process group (`kernel/signal.c`, `do_signal_stop` callers), and snug ignores
-/// `sig` when its caller did (S2): then SIGSTOP, which always stops, stops snug alone.
-pub fn stop_with(sig: Signal, group: bool) {
+/// `sig` when its caller did (S2). A ^Z is then what it is without a launcher: nothing, so
+/// snug does not stop and returns false (T5: `tmux new-window 'snug -- cat'`, `ssh -t`, where
+/// no job-control shell would ever continue a stopped snug). A TTIN or TTOU there, or a
+/// SIGSTOP the payload took, stops snug alone with SIGSTOP, which always stops.
+pub fn stop_with(sig: Signal, group: bool) -> bool {
     let me = std::process::id() as i32;
-    let job = matches!(sig, Signal::TSTP | Signal::TTIN | Signal::TTOU) && !ignored(sig) && !orphaned();
-    if !job {
+    let job_signal = matches!(sig, Signal::TSTP | Signal::TTIN | Signal::TTOU);
+    let discarded = job_signal && (ignored(sig) || orphaned());
+    if discarded && sig == Signal::TSTP {
+        return false;
+    }
+    if !job_signal || discarded {
         let _ = kill(me, Signal::STOP);
-        return;
+        return true;
     }
     let _ = set_mask(libc::SIG_UNBLOCK, mask_of(&[sig]));
     let _ = kill(if group { 0 } else { me }, sig);
     let _ = set_mask(libc::SIG_BLOCK, mask_of(&[sig]));
+    true
 }
 
 /// Whether snug's process group is orphaned as far as snug can tell (`credentials(7)`): the

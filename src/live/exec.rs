@@ -240,7 +240,7 @@ impl Carry for Relay<'_> {
                 let _ = socket::send(self.sock.as_fd(), ExecAsk::Kill(sig).encode(&mut [0; FRAME]), &[]);
             }
             (Effect::StopSelf(sig), b) => {
-                crate::signals::stop_with(sig, true);
+                let _ = crate::signals::stop_with(sig, true); // not stopped: Woke continues CMD at once
                 let in_front = b.is_some_and(|b| b.tty.in_front());
                 return Carried::Answer(Event::Woke { in_front });
             }

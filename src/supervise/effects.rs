@@ -132,7 +132,13 @@ impl SupervisorLoop {
             b.flush();
         }
         let since = Instant::now();
-        crate::signals::stop_with(sig, group);
+        if !crate::signals::stop_with(sig, group) {
+            // No launcher's ^Z would have stopped anything here: go on as after `fg`, which
+            // the CONT now queued on the signalfd makes the core do (hand-over, the sandbox
+            // continued once).
+            log!("{} discarded, as the kernel does for an orphaned process group: snug goes on", signame(sig));
+            let _ = crate::signals::kill(std::process::id() as i32, Signal::CONT);
+        }
         let paused = since.elapsed();
         if let Some(b) = self.bridge.as_mut() {
             b.stopped();

@@ -55,6 +55,12 @@ impl Leader {
         }
     }
 
+    /// Type `bytes` at the terminal.
+    pub fn send(&self, bytes: &[u8]) {
+        let fd = self.master.as_ref().expect("the terminal is there");
+        assert_eq!(rustix::io::write(fd, bytes).expect("write to the master"), bytes.len());
+    }
+
     /// What the terminal showed so far.
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.out).into_owned()

@@ -163,3 +163,27 @@ fn r3_a_key_ends_a_scripts_loop_of_snug_runs() {
     };
     parallel(&row, &[]);
 }
+
+/// T5 (issue: ^Z hung for good where no job-control shell started snug, as in `tmux
+/// new-window 'snug -- tr a-z A-Z'` or `ssh -t host snug -- …`): snug leads its own session,
+/// so its process group is orphaned and the kernel discards a ^Z for the same command run there
+/// without snug. With snug, the payload goes on after ^Z (a line typed after it comes back in
+/// capitals) and ^C ends the run by SIGINT, as without snug. Positive control: the build
+/// before stopped itself with SIGSTOP, which nothing there continues: "TWO" never came.
+#[test]
+fn t5_ctrl_z_in_an_orphaned_group_is_discarded_as_without_snug() {
+    use std::os::unix::process::ExitStatusExt;
+    for who in crate::common::everyone() {
+        let dir = crate::common::workdir(who);
+        let mut l = crate::pty::leader::Leader::start(who, dir.path(), &["-q", "--", "tr", "a-z", "A-Z"]);
+        l.send(b"one\n");
+        assert!(l.wait_for("ONE", Duration::from_secs(15)), "{who:?}: {:?}", l.text());
+        l.send(CTRL_Z.as_bytes());
+        assert!(l.wait_for("^Z", Duration::from_secs(5)), "{who:?}: {:?}", l.text());
+        l.send(b"two\n");
+        assert!(l.wait_for("TWO", Duration::from_secs(5)), "{who:?}: the payload stopped for good: {:?}", l.text());
+        l.send(CTRL_C.as_bytes());
+        let st = l.wait(Duration::from_secs(5));
+        assert_eq!(st.and_then(|s| s.signal()), Some(libc::SIGINT), "{who:?}: {:?}", l.text());
+    }
+}
