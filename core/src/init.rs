@@ -158,6 +158,7 @@ impl Init {
                 out
             }
             Event::Signal(_) => Vec::new(),
+            Event::TerminalSignal(sig) => self.stray_key(sig, procs),
             Event::Order(o) => self.order(o, procs),
             Event::SnugGone => vec![Effect::Exit(1)],
             Event::ExecError(said) => {
@@ -231,6 +232,16 @@ impl Init {
             out.push(Effect::Report(Report::Interrupt { among: group }));
         }
         out
+    }
+
+    /// A key's signal that reached init's group instead of the payload's (SPEC T2: one key,
+    /// one signal, to the payload): the payload's own group gets it. A payload still in
+    /// init's group got it itself; nothing else is a key's (a hangup's HUP is not).
+    fn stray_key(&self, sig: Signal, procs: &impl Procs) -> Vec<Effect> {
+        if !self.cfg.terminal || !matches!(sig, Signal::INT | Signal::QUIT | Signal::TSTP) {
+            return Vec::new();
+        }
+        self.payload_group(procs).map(|g| Effect::Signal(Target::Group(g), sig)).into_iter().collect()
     }
 
     /// Continue after a stop: every process once (G6, T12), or the job at the terminal (T5).

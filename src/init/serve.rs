@@ -140,7 +140,8 @@ impl Serve<'_> {
             },
             Slot::Signals => {
                 while let Some(d) = self.signals.read() {
-                    self.handle(Event::Signal(d.sig))?;
+                    let ev = if d.by_terminal() { Event::TerminalSignal(d.sig) } else { Event::Signal(d.sig) };
+                    self.handle(ev)?;
                 }
                 ControlFlow::Continue(())
             }

@@ -26,6 +26,10 @@ pub enum Event {
     NoChildren,
     /// A signal was delivered to init itself (read from its signalfd).
     Signal(Signal),
+    /// A signal the sandbox's terminal sent init's own process group (`si_code` `SI_KERNEL`):
+    /// a key snug typed into the pty while its foreground was still init's group, in the
+    /// moment the payload's process takes it over (between its `setpgid` and `tcsetpgrp`).
+    TerminalSignal(Signal),
     /// snug passed a new `snug exec` socket; the loop named it `ExecId`.
     ExecOpened(ExecId),
     /// A message on an exec socket.

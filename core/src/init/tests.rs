@@ -227,6 +227,48 @@ fn t2_t3_keys() {
             ev: Event::Signal(Signal::INT),
             want: &[],
         },
+        // Without the forward, a ^C typed as the payload took the pty's foreground reached
+        // init's group alone, and the payload ran on (1 to 3 runs in 100).
+        Row {
+            id: "T2 a key's INT that reached init's group goes to the payload's group",
+            cfg: TERMINAL,
+            before: &[GO],
+            procs: OWN_GROUP,
+            ev: Event::TerminalSignal(Signal::INT),
+            want: &[Effect::Signal(Target::Group(PAYLOAD), Signal::INT)],
+        },
+        Row {
+            id: "T2 a key's TSTP likewise",
+            cfg: TERMINAL,
+            before: &[GO],
+            procs: OWN_GROUP,
+            ev: Event::TerminalSignal(Signal::TSTP),
+            want: &[Effect::Signal(Target::Group(PAYLOAD), Signal::TSTP)],
+        },
+        Row {
+            id: "T2 a payload still in init's group got the key itself",
+            cfg: TERMINAL,
+            before: &[GO],
+            procs: IN_INIT_GROUP,
+            ev: Event::TerminalSignal(Signal::INT),
+            want: &[],
+        },
+        Row {
+            id: "T10 the terminal's hangup to init is no key",
+            cfg: TERMINAL,
+            before: &[GO],
+            procs: OWN_GROUP,
+            ev: Event::TerminalSignal(Signal::HUP),
+            want: &[],
+        },
+        Row {
+            id: "D1 detached, init has no terminal to get a key from",
+            cfg: DETACHED,
+            before: &[GO],
+            procs: OWN_GROUP,
+            ev: Event::TerminalSignal(Signal::INT),
+            want: &[],
+        },
     ]);
 }
 
