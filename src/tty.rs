@@ -21,6 +21,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 mod shared;
+mod typeahead;
 use rustix::fs::{Mode, OFlags};
 use rustix::termios::{self, OptionalActions, Termios, Winsize};
 
@@ -38,6 +39,8 @@ pub struct CallerTty {
     /// snug's own process group: snug never leaves it, and asking on every write to the
     /// terminal whether it is in front cost a system call of its own (B8).
     own_group: rustix::process::Pid,
+    /// The keys typed under ICANON before the last switch to raw ([`typeahead`]).
+    typeahead: typeahead::Typeahead,
 }
 
 impl CallerTty {
@@ -49,7 +52,8 @@ impl CallerTty {
         let fd = rustix::fs::open("/dev/tty", flags, Mode::empty()).ok()?;
         let keep_opost = !is_it(rustix::stdio::stdout());
         let own_group = rustix::process::getpgrp();
-        Some(CallerTty { fd, raw: None, keep_opost, keeper: None, record: None, own_group })
+        let typeahead = typeahead::Typeahead::default();
+        Some(CallerTty { fd, raw: None, keep_opost, keeper: None, record: None, own_group, typeahead })
     }
 
     /// Keep this terminal's shared record (T16, [`shared`]) in `dir`, this user's runtime
@@ -119,6 +123,12 @@ impl CallerTty {
         raw
     }
 
+    /// Keys just read (the next bytes of the terminal's input): an end of file typed ahead
+    /// under ICANON becomes `eof`, the sandbox pty's VEOF key ([`typeahead`]).
+    pub fn typed_ahead(&mut self, keys: &mut [u8], eof: u8) {
+        self.typeahead.translate(keys, eof);
+    }
+
     /// Follow the sandbox terminal's signal keys (the payload went raw, or changed `intr`):
     /// the caller's terminal is set again when they differ from what snug set.
     pub fn mirror(&mut self, pty: &Termios) {
@@ -159,7 +169,8 @@ impl CallerTty {
             self.keeper = crate::keeper::Keeper::start(self.fd.as_fd());
             log!("terminal keeper started (restores the terminal if snug is killed, T7)");
         }
-        let Some((saved, raw)) = self.take(pty) else { return false };
+        let Some((saved, raw, ahead)) = self.take(pty) else { return false };
+        self.typeahead = ahead;
         if let Some(k) = &self.keeper {
             k.raw(&saved, &raw);
         }
@@ -172,8 +183,9 @@ impl CallerTty {
     /// caller queued is written in the old settings), under the shared record: found in the
     /// raw settings of another snug that holds the terminal, the caller's settings are the
     /// record's (T16). The saved and the raw settings, as the kernel kept them (it may drop
-    /// flags it does not support): that is what the keeper and the restore compare with.
-    fn take(&self, pty: Option<&Termios>) -> Option<(Termios, Termios)> {
+    /// flags it does not support): that is what the keeper and the restore compare with; and
+    /// the keys typed ahead under ICANON.
+    fn take(&self, pty: Option<&Termios>) -> Option<(Termios, Termios, typeahead::Typeahead)> {
         let step = |mut c: Option<&mut shared::Content>| {
             let now = self.settings()?;
             let mut saved = now.clone();
@@ -187,12 +199,14 @@ impl CallerTty {
                 None => {}
             }
             let raw = self.bridged(&saved, pty);
+            let cooked = typeahead::Typeahead::before(&self.fd, &now);
             termios::tcsetattr(&self.fd, OptionalActions::Drain, &raw).ok()?;
+            let ahead = typeahead::Typeahead::after(&self.fd, cooked);
             let raw = self.settings().unwrap_or(raw);
             if let Some(c) = c {
                 c.hold(&raw);
             }
-            Some((saved, raw))
+            Some((saved, raw, ahead))
         };
         match &self.record {
             Some(r) => r.with(|c| step(Some(c))).unwrap_or_else(|| step(None)),

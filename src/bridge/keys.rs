@@ -87,7 +87,9 @@ impl Bridge {
     fn read_tty(&mut self, settings: Option<&termios::Termios>, events: &mut Vec<Event>) {
         match rustix::io::read(self.tty.fd(), &mut self.scratch[..]) {
             Ok(n) if n > 0 => {
-                let keys = self.scratch[..n].to_vec();
+                let mut keys = self.scratch[..n].to_vec();
+                let eof = settings.map_or(0, |t| t.special_codes[SpecialCodeIndex::VEOF]);
+                self.tty.typed_ahead(&mut keys, if eof == 0 { 4 } else { eof });
                 if let Some(t) = settings {
                     self.keys(t, &keys, events);
                 }

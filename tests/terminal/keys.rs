@@ -196,3 +196,22 @@ fn t15_ctrl_s_pauses_output_and_ctrl_q_resumes_it_in_order() {
     };
     parallel(&row, &[]);
 }
+
+/// T14 (issue: `sleep 1; snug -- cat` with "hello⏎" and ^D typed during the sleep: the ^D
+/// came to cat as a "^@" and cat never ended): an end of file typed ahead at the caller's
+/// cooked terminal ends the payload's read as it does without snug; cat shows the line and
+/// ends, rc=0. Positive control: against the build before, "^@" and no rc=0 within 10 s.
+#[test]
+fn t14_an_end_of_file_typed_ahead_ends_the_payload() {
+    let row = |who: Who| {
+        let (mut t, _dir) = caller(who, "T14 ^D ahead");
+        let m = marker();
+        t.line(&format!("sleep 1.{m}; {}; echo rc=$?", snug_line("cat")));
+        crate::pty::rows::sleep_in_front(&mut t);
+        t.send(&format!("ahead{m}\n\x04"));
+        t.expect("rc=0");
+        t.expect(PROMPT);
+        assert!(!t.text().contains("^@"), "{who:?}: the end of file came as a NUL: {}", t.text());
+    };
+    parallel(&row, &[]);
+}
