@@ -150,3 +150,16 @@ fn r4_a_mistyped_flag_names_the_flag_it_resembles() {
     let line = usage_error(&["--zzzzzz"]);
     assert!(line.starts_with("unexpected argument '--zzzzzz' found") && !line.contains("similar"), "{line}");
 }
+
+/// G6, L2 (issue: `snug signal NAME CHLD` exited 0 and nothing was relayed): CHLD, PIPE and
+/// URG, which a run never relays, are refused with 64 and why. Control: USR1 parses. Without
+/// the check the parse succeeded (no usage error).
+#[test]
+fn g6_l2_signal_refuses_what_is_never_relayed() {
+    for sig in ["CHLD", "SIGPIPE", "23"] {
+        let line = usage_error(&["signal", "x", sig]);
+        assert!(line.contains("is never relayed to a sandbox"), "{sig}: {line}");
+    }
+    let argv = ["snug", "signal", "x", "USR1"];
+    assert!(matches!(parse_from(argv), Ok(Command::Signal { .. })));
+}

@@ -88,5 +88,14 @@ pub(super) fn signal(name: String, sig: &str) -> anyhow::Result<super::Command> 
         let hint = "use TSTP, which stops the sandbox with its snug";
         return Err(failure(USAGE, format!("STOP cannot be relayed: {hint} (snug signal {name} TSTP)")));
     }
+    // G6: a run drops these, so saying ok would be a lie.
+    if [libc::SIGCHLD, libc::SIGPIPE, libc::SIGURG].contains(&n) {
+        let word = crate::signals::signame(snug_core::Signal(n));
+        let word = word.strip_prefix("SIG").unwrap_or(&word);
+        return Err(failure(
+            USAGE,
+            format!("{word} is never relayed to a sandbox (SIGCHLD, SIGPIPE and SIGURG are snug's own)"),
+        ));
+    }
     Ok(super::Command::Signal { name, sig: snug_core::Signal(n) })
 }
