@@ -37,6 +37,9 @@ pub enum Event {
     /// Output waits while snug's job is in the background and the caller set `tostop`: the
     /// job must stop as a background writer does (T8).
     Tostop,
+    /// A line waits at the caller's terminal while init holds the pty's foreground, and a
+    /// payload process waits for its terminal in `poll`/`select` (T13, T15).
+    PayloadWaits,
 }
 
 /// Both ends and what waits to be written to each.
@@ -56,6 +59,13 @@ pub struct Bridge {
     to_master: Vec<u8>,
     /// Keys are copied (raw mode, the payload holds the pty's foreground).
     input: bool,
+    /// Init holds the pty's foreground (the hand-over is deferred): a line typed at the
+    /// caller's terminal is a reason to look whether the payload waits for its terminal in
+    /// `poll`/`select`, which, unlike a read, stops no background process ([`Event::PayloadWaits`]).
+    deferred: bool,
+    /// The pty's session is led by the sandbox's init, which reads no key (a run's pty; a
+    /// `snug exec` CMD leads its own pty's session and reads keys).
+    init_leads: bool,
     /// The previous key was VLNEXT in canonical mode: the next one is literal.
     lnext: bool,
     hung_up: bool,
@@ -87,6 +97,8 @@ impl Bridge {
             to_tty: VecDeque::with_capacity(CHUNK),
             to_master: Vec::new(),
             input: false,
+            deferred: false,
+            init_leads: false,
             lnext: false,
             hung_up: false,
             tostop: false,
@@ -104,6 +116,20 @@ impl Bridge {
     /// When the supervisor's poll should wake to look at held keys again.
     pub fn deadline(&self) -> Option<Instant> {
         self.held
+    }
+
+    /// A run's pty, whose session the sandbox's init leads (not `snug exec`'s).
+    pub fn led_by_init(&mut self) {
+        self.init_leads = true;
+    }
+
+    /// Whether init holds the pty's foreground (the hand-over deferred, or taken back): then
+    /// a line typed at the caller's terminal is looked at ([`Event::PayloadWaits`]).
+    pub fn set_deferred(&mut self, on: bool) {
+        self.deferred = on;
+        if !on && !self.input {
+            self.held = None;
+        }
     }
 
     /// Copy keys from now on (true) or leave the caller's terminal unread (false). The
@@ -185,7 +211,7 @@ impl Bridge {
     /// reported) and the master (output; room for keys).
     pub fn poll_fds(&self) -> [libc::pollfd; 2] {
         let mut tty = 0;
-        if self.input && self.to_master.is_empty() && self.held.is_none() {
+        if (self.input || self.deferred) && self.to_master.is_empty() && self.held.is_none() {
             tty |= libc::POLLIN;
         }
         if !self.to_tty.is_empty() && !self.tostop {
@@ -216,11 +242,14 @@ impl Bridge {
         if !self.to_tty.is_empty() {
             self.write_tty(events);
         }
-        if self.held.is_some_and(|t| Instant::now() >= t) {
+        let due = self.held.is_some_and(|t| Instant::now() >= t);
+        if due || (tty & libc::POLLIN != 0 && self.to_master.is_empty() && self.held.is_none()) {
             self.held = None;
-            self.offer_keys(events);
-        } else if tty & libc::POLLIN != 0 && self.input && self.to_master.is_empty() && self.held.is_none() {
-            self.offer_keys(events);
+            if self.input {
+                self.offer_keys(events);
+            } else if self.deferred {
+                self.look_deferred(events);
+            }
         }
         if tty & (libc::POLLHUP | libc::POLLERR) != 0 && !self.hung_up {
             self.hang_up(events);

@@ -242,7 +242,11 @@ pub fn run(
     let Attempt { nest, ours, .. } = attempt;
     let bridge = tty.zip(pty).map(|(mut tty, pty)| {
         tty.share(&crate::live::own_dir()); // one record for snugs sharing the terminal (T16)
-        crate::bridge::Bridge::new(tty, pty.master)
+        let mut bridge = crate::bridge::Bridge::new(tty, pty.master);
+        bridge.led_by_init();
+        // Deferred: init holds the pty's foreground from the start (T13).
+        bridge.set_deferred(!matches!(mode, Mode::Terminal { immediate: true }));
+        bridge
     });
     crate::bounds::sweep(); // while bwrap sets the sandbox up (SPEC B1)
     let name = cmd.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();

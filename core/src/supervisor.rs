@@ -196,6 +196,7 @@ impl<E> Supervisor<E> {
             Event::Typed(sig) => self.typed(sig, &mut fx),
             Event::HungUp => self.hung_up(now, &mut fx),
             Event::Tostop => self.halt(Signal::TTOU, &mut fx),
+            Event::PayloadWaits { tty } => self.payload_waits(tty, &mut fx),
             Event::Raw(ok) => self.raw(ok, &mut fx),
             Event::Woke { paused } => self.woke(paused),
             Event::Tick => self.tick(now, &mut fx),

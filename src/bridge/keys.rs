@@ -66,18 +66,37 @@ impl Bridge {
         };
         let settings = termios::tcgetattr(m).ok();
         let front = termios::tcgetpgrp(m).ok().map(crate::sys::process::from_rustix);
+        let session = crate::sys::fd::tty_session(m).ok().flatten();
         let takes = front.is_some_and(|group| {
-            if !self.leader.lives(group) {
+            // Init's own group (it leads the pty's session) reads no key: while it holds the
+            // foreground, a key given to the pty would wake a payload's poll in the
+            // background, whose read then stops it (SIGTTIN) as the hand-over goes on.
+            if (self.init_leads && Some(group) == session) || !self.leader.lives(group) {
                 return false;
             }
             let canonical = settings.as_ref().is_none_or(|t| t.local_modes.contains(LocalModes::ICANON));
-            !canonical || waiting::group_waits(group, crate::sys::fd::tty_session(m).ok().flatten())
+            !canonical || waiting::group_waits(group, session)
         });
         if takes {
             if let Some(t) = &settings {
                 self.tty.mirror(t);
             }
             self.read_tty(settings.as_ref(), events);
+        } else {
+            self.held = Some(Instant::now() + RECHECK);
+        }
+    }
+
+    /// A line waits at the caller's terminal while init holds the pty's foreground: the
+    /// payload is to get the pty if one of its processes waits for the terminal in
+    /// `poll`/`select` (a read would have stopped it, which hands over, T13). Asked once;
+    /// the hand-over ends the watch. Else the line stays the caller's shell's, looked at
+    /// again in [`RECHECK`].
+    pub(super) fn look_deferred(&mut self, events: &mut Vec<Event>) {
+        let session = self.master.as_ref().and_then(|m| crate::sys::fd::tty_session(m).ok().flatten());
+        if session.is_some_and(waiting::session_waits) && self.tty.in_front() {
+            self.deferred = false;
+            events.push(Event::PayloadWaits);
         } else {
             self.held = Some(Instant::now() + RECHECK);
         }

@@ -50,6 +50,17 @@ fn thread_waits(pid: Pid, tid: &str) -> Option<bool> {
     Some(WAITS.contains(&nr) && holds_terminal(pid))
 }
 
+/// Whether a thread of `pid` waits in `poll`, `select` or `epoll` while it holds a terminal.
+fn process_polls(pid: Pid) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    tasks.flatten().any(|t| {
+        let path = format!("/proc/{pid}/task/{}/syscall", t.file_name().to_string_lossy());
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let nr = text.split_whitespace().next().and_then(|w| w.parse::<i64>().ok());
+        nr.is_some_and(|nr| WAITS.contains(&nr)) && holds_terminal(pid)
+    })
+}
+
 /// Whether any thread of `pid` waits; `None` when none could be told. A zombie does not
 /// (its `/proc` files can no longer be read, which would count as "cannot tell").
 fn process_waits(pid: Pid) -> Option<bool> {
@@ -118,11 +129,47 @@ impl Leader {
     }
 }
 
+/// Whether `pid` is stopped (`/proc/PID/stat` state T or t).
+fn stopped(pid: Pid) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
+    matches!(state, Some("T" | "t"))
+}
+
 /// Whether `pid` is a zombie (`/proc/PID/stat` state Z or X); false when it is gone.
 fn zombie(pid: Pid) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
     matches!(state, Some("Z" | "X"))
+}
+
+/// Whether a process of the pty's session under its leader `session` (init, host pid), other
+/// than the leader, waits for input; at most [`MOST`] looked at. Unlike [`group_waits`], one
+/// that cannot be told does not count: this starts a hand-over, which a payload that does not
+/// wait must not get.
+pub fn session_waits(session: Pid) -> bool {
+    let mut todo = vec![session];
+    let mut seen = 0;
+    while let Some(pid) = todo.pop() {
+        seen += 1;
+        if seen > MOST {
+            break;
+        }
+        // A poll only: a read of its terminal from the pty's background stops the process
+        // (SIGTTIN), and that stop hands the terminal over; counting the read too would hand
+        // it over twice, and the second stop would then stop snug's job. So would a process
+        // stopped there (its syscall file still names the read).
+        if pid != session && !stopped(pid) && process_polls(pid) {
+            return true;
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for t in tasks.flatten() {
+            let path = format!("/proc/{pid}/task/{}/children", t.file_name().to_string_lossy());
+            let kids = std::fs::read_to_string(path).unwrap_or_default();
+            todo.extend(kids.split_whitespace().filter_map(|k| Pid::new(k.parse().ok()?)));
+        }
+    }
+    false
 }
 
 /// Whether a process of group `group` waits for input: its leader first (the usual reader,

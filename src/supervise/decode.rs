@@ -113,6 +113,10 @@ impl SupervisorLoop {
                 log!("output waits: snug's job is in the background and the caller set tostop (T8)");
                 Event::Tostop
             }
+            bridge::Event::PayloadWaits => {
+                log!("a line waits and the payload waits for its terminal in poll/select: hand-over");
+                Event::PayloadWaits { tty: self.tty(None) }
+            }
         };
         self.on(event);
     }

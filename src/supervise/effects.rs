@@ -116,9 +116,17 @@ impl SupervisorLoop {
                 crate::events::emit("sandbox_continued", serde_json::json!({ "how": format!("{how:?}") }));
             }
             Order::Front(true) => {
-                log!("hand-over: the payload holds its terminal's foreground; snug copies the caller's keys")
+                log!("hand-over: the payload holds its terminal's foreground; snug copies the caller's keys");
+                if let Some(b) = self.bridge.as_mut() {
+                    b.set_deferred(false);
+                }
             }
-            Order::Front(false) => log!("take-back: init holds the pty's foreground"),
+            Order::Front(false) => {
+                log!("take-back: init holds the pty's foreground");
+                if let Some(b) = self.bridge.as_mut() {
+                    b.set_deferred(true);
+                }
+            }
             Order::Go | Order::Grace | Order::Typed(_) => {}
         }
         self.outbox.send(&self.chan, o);

@@ -215,3 +215,33 @@ fn t14_an_end_of_file_typed_ahead_ends_the_payload() {
     };
     parallel(&row, &[]);
 }
+
+/// A prompt that waits for its terminal in `select` with a timeout, as bash's `read -t`,
+/// Node's readline and many installers' prompts do.
+const POLLREAD: &str = r#"import os, select, sys
+fd = os.open("/dev/tty", os.O_RDWR)
+os.write(fd, b"type something: ")
+r, _, _ = select.select([fd], [], [], 20)
+if not r: print("TIMEOUT", flush=True); sys.exit(1)
+print("got", os.read(fd, 100), flush=True)
+"#;
+
+/// T13, T15 (issue: `snug -- python3 ask.py | cat` never saw the line typed at its prompt,
+/// and the caller's shell ran it afterwards: a `select` from the pty's background stops
+/// nothing, so the hand-over a read brings never came): in a pipeline, a payload waiting for
+/// its terminal in `select` gets the line. Positive control: against the build before,
+/// "TIMEOUT" after 20 s and no "got".
+#[test]
+fn t13_t15_a_payload_polling_its_terminal_in_a_pipeline_gets_the_line() {
+    let row = |who: Who| {
+        let (mut t, dir) = caller(who, "T13 poll");
+        let m = marker();
+        let s = scripts::write(dir.path(), "pollread.py", POLLREAD);
+        t.line(&format!("{} | cat", snug_line(&format!("python3 {s}"))));
+        t.expect("type something: ");
+        t.line(&format!("hello{m}"));
+        t.expect(&format!("got b'hello{m}\\n'"));
+        t.expect(PROMPT);
+    };
+    parallel(&row, &[]);
+}

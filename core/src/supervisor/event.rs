@@ -77,6 +77,10 @@ pub enum Event<E> {
     HungUp,
     /// Output waits: snug's job is in the background and the caller set `tostop` (T8).
     Tostop,
+    /// While init holds the pty's foreground (deferred), a line was typed at the caller's
+    /// terminal and a payload process waits for its terminal in `poll`/`select`, which stops
+    /// no background process as a read does (T13, T15); `tty`: the caller's terminal now.
+    PayloadWaits { tty: Tty },
     /// The answer to [`Effect::Raw`]: whether the caller's terminal is raw now.
     Raw(bool),
     /// The answer to [`Effect::StopSelf`]: snug was continued after `paused`.

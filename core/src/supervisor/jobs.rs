@@ -123,6 +123,17 @@ impl<E> Supervisor<E> {
         fx.push(Effect::StopSelf { sig, group: true });
     }
 
+    /// A payload process waits for its terminal in `poll`/`select` while init holds the pty's
+    /// foreground, and a line waits at the caller's terminal: hand the pty over, as the
+    /// payload's read would have made snug do (T13, T15). Nothing while snug's job is in the
+    /// background (a read would stop it there, T8), stopped, or already handed over.
+    pub(super) fn payload_waits(&mut self, tty: Tty, fx: &mut Vec<Effect>) {
+        let deferred = self.cfg.terminal && !self.job.handed && self.job.stopped.is_none();
+        if deferred && tty.in_front && self.after_raw.is_none() && self.started() {
+            self.hand_over(false, None, fx);
+        }
+    }
+
     /// snug was continued after a stop that lasted `paused`. The grace's clock did not run
     /// meanwhile: a stopped sandbox cannot clean up (G2).
     pub(super) fn woke(&mut self, paused: Duration) {

@@ -98,6 +98,27 @@ fn t1_immediate_hand_over_at_the_start_or_deferred() {
     assert!(Sup::new(DETACHED).start().is_empty());
 }
 
+/// T13, T15 (issue: `snug -- python3 ask.py | cat`, which waits for its terminal in
+/// `select`, never got the line typed: a `select` from the background stops nothing, so the
+/// hand-over that a read brings never came): a payload waiting in `poll`/`select` while
+/// deferred gets the terminal as a read would, without a CONT (it was never stopped); not
+/// from the background, nor once handed over. Fails with `payload_waits` a no-op.
+#[test]
+fn t13_t15_a_payload_polling_its_terminal_gets_it_when_a_line_waits() {
+    let mut sup = Sup::new(Config { immediate: false, ..TERMINAL });
+    assert!(sup.start().is_empty());
+    script(
+        &mut sup,
+        vec![
+            (0, Event::Started { tty: FRONT }, vec![]),
+            (1, Event::PayloadWaits { tty: BACK }, vec![]),
+            (2, Event::PayloadWaits { tty: FRONT }, vec![Effect::Raw]),
+            (3, Event::Raw(true), vec![Effect::Resize, order(Order::Front(true))]),
+            (4, Event::PayloadWaits { tty: COPYING }, vec![]),
+        ],
+    );
+}
+
 /// T5: ^Z stops the payload: the caller's settings back, snug's job stopped with the same
 /// signal. `fg`: raw, size, continue the job; `bg`: cooked, init takes the pty, continue.
 /// Fails with the Cooked before StopSelf left out (step 0).
