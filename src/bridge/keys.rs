@@ -24,6 +24,10 @@
 //! acts on them itself ([`crate::tty::CallerTty::mirror`]).
 
 use super::{waiting, Bridge, Event, RECHECK};
+
+/// How often a line at the caller's terminal is looked at again while snug's job is in the
+/// background and init holds the pty: that line is the front job's, which reads it soon.
+const AWAY: std::time::Duration = std::time::Duration::from_millis(200);
 use rustix::io::Errno;
 use rustix::termios::{self, LocalModes, SpecialCodeIndex};
 use snug_core::Signal;
@@ -91,10 +95,15 @@ impl Bridge {
     /// payload is to get the pty if one of its processes waits for the terminal in
     /// `poll`/`select` (a read would have stopped it, which hands over, T13). Asked once;
     /// the hand-over ends the watch. Else the line stays the caller's shell's, looked at
-    /// again in [`RECHECK`].
+    /// again in [`RECHECK`]; from the background (the line is for the job in front) only
+    /// every [`AWAY`], without looking at the sandbox.
     pub(super) fn look_deferred(&mut self, events: &mut Vec<Event>) {
+        if !self.tty.in_front() {
+            self.held = Some(Instant::now() + AWAY);
+            return;
+        }
         let session = self.master.as_ref().and_then(|m| crate::sys::fd::tty_session(m).ok().flatten());
-        if session.is_some_and(waiting::session_waits) && self.tty.in_front() {
+        if session.is_some_and(waiting::session_waits) {
             self.deferred = false;
             events.push(Event::PayloadWaits);
         } else {
