@@ -66,6 +66,8 @@ pub struct Bridge {
     /// The pty's session is led by the sandbox's init, which reads no key (a run's pty; a
     /// `snug exec` CMD leads its own pty's session and reads keys).
     init_leads: bool,
+    /// The leader of the pty's session, once it has one ([`Bridge::pty_session`]).
+    session: Option<snug_core::Pid>,
     /// The previous key was VLNEXT in canonical mode: the next one is literal.
     lnext: bool,
     hung_up: bool,
@@ -99,6 +101,7 @@ impl Bridge {
             input: false,
             deferred: false,
             init_leads: false,
+            session: None,
             lnext: false,
             hung_up: false,
             tostop: false,

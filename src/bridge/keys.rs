@@ -64,13 +64,13 @@ impl Bridge {
     /// Keys are pending: copy them if the module's rule says a program takes them now, else
     /// leave them in the caller's terminal and look again in [`RECHECK`].
     pub(super) fn offer_keys(&mut self, events: &mut Vec<Event>) {
+        let session = self.pty_session();
         let Some(m) = &self.master else {
             self.held = Some(Instant::now() + RECHECK);
             return;
         };
         let settings = termios::tcgetattr(m).ok();
         let front = termios::tcgetpgrp(m).ok().map(crate::sys::process::from_rustix);
-        let session = crate::sys::fd::tty_session(m).ok().flatten();
         let takes = front.is_some_and(|group| {
             // Init's own group (it leads the pty's session) reads no key: while it holds the
             // foreground, a key given to the pty would wake a payload's poll in the
@@ -102,13 +102,21 @@ impl Bridge {
             self.held = Some(Instant::now() + AWAY);
             return;
         }
-        let session = self.master.as_ref().and_then(|m| crate::sys::fd::tty_session(m).ok().flatten());
-        if session.is_some_and(waiting::session_waits) {
+        if self.pty_session().is_some_and(waiting::session_waits) {
             self.deferred = false;
             events.push(Event::PayloadWaits);
         } else {
             self.held = Some(Instant::now() + RECHECK);
         }
+    }
+
+    /// The leader of the pty's session (host pid): asked once it has one, which it keeps
+    /// for the run (init's, or a `snug exec` CMD's), so a key costs no `TIOCGSID` (B8).
+    fn pty_session(&mut self) -> Option<snug_core::Pid> {
+        if self.session.is_none() {
+            self.session = self.master.as_ref().and_then(|m| crate::sys::fd::tty_session(m).ok().flatten());
+        }
+        self.session
     }
 
     /// Read the pending keys; `settings`: the pty's, as the rule just read them.

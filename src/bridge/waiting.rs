@@ -129,18 +129,33 @@ impl Leader {
     }
 }
 
-/// Whether `pid` is stopped (`/proc/PID/stat` state T or t).
-fn stopped(pid: Pid) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
-    matches!(state, Some("T" | "t"))
+/// `pid`'s state letter (`/proc/PID/stat`, field 3, after the command's closing paren);
+/// `None` when it is gone.
+fn state(pid: Pid) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().next()?.chars().next()
 }
 
-/// Whether `pid` is a zombie (`/proc/PID/stat` state Z or X); false when it is gone.
+/// Whether `pid` is stopped (state T or t).
+fn stopped(pid: Pid) -> bool {
+    matches!(state(pid), Some('T' | 't'))
+}
+
+/// Whether `pid` is a zombie (state Z or X); false when it is gone.
 fn zombie(pid: Pid) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
-    matches!(state, Some("Z" | "X"))
+    matches!(state(pid), Some('Z' | 'X'))
+}
+
+/// The children of every thread of `pid` (`/proc/PID/task/TID/children`, `proc(5)`).
+fn children(pid: Pid) -> Vec<Pid> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    let mut out = Vec::new();
+    for t in tasks.flatten() {
+        let path = format!("/proc/{pid}/task/{}/children", t.file_name().to_string_lossy());
+        let kids = std::fs::read_to_string(path).unwrap_or_default();
+        out.extend(kids.split_whitespace().filter_map(|k| Pid::new(k.parse().ok()?)));
+    }
+    out
 }
 
 /// Whether a process of the pty's session under its leader `session` (init, host pid), other
@@ -162,12 +177,7 @@ pub fn session_waits(session: Pid) -> bool {
         if pid != session && !stopped(pid) && process_polls(pid) {
             return true;
         }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
-        for t in tasks.flatten() {
-            let path = format!("/proc/{pid}/task/{}/children", t.file_name().to_string_lossy());
-            let kids = std::fs::read_to_string(path).unwrap_or_default();
-            todo.extend(kids.split_whitespace().filter_map(|k| Pid::new(k.parse().ok()?)));
-        }
+        todo.extend(children(pid));
     }
     false
 }
@@ -197,12 +207,7 @@ pub fn group_waits(group: Pid, session: Option<Pid>) -> bool {
                 None => {}
             }
         }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
-        for t in tasks.flatten() {
-            let path = format!("/proc/{pid}/task/{}/children", t.file_name().to_string_lossy());
-            let kids = std::fs::read_to_string(path).unwrap_or_default();
-            todo.extend(kids.split_whitespace().filter_map(|k| Pid::new(k.parse().ok()?)));
-        }
+        todo.extend(children(pid));
     }
     !told
 }
