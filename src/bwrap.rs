@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::policy::{Mount, MountKind, Policy};
 
 mod known;
-pub use known::{has_bind_fd, has_disable_userns, known, NO_BIND_FD};
+pub use known::{has_bind_fd, has_disable_userns, known, NO_BIND_FD, NO_DISABLE_USERNS};
 
 /// Where snug's own executable is bound inside the sandbox and run as its init (pid 1).
 pub const INIT_PATH: &str = "/run/snug/init";

@@ -85,12 +85,8 @@ fn userns(policy: &Policy, argv: &[String]) -> String {
         return "disabled (user.max_user_namespaces = 0 in the sandbox's user namespace; --allow-userns turns them on)"
             .to_string();
     }
-    let why = if policy.allow_userns {
-        "allowed (--allow-userns or a profile's allow_userns)"
-    } else {
-        "allowed: this bwrap lacks --disable-userns (bubblewrap 0.8.0 or later turns them off)"
-    };
-    format!("{why}; {USERNS_RISK}")
+    // Not denied: asked for (a run's bwrap always has `--disable-userns`, [`crate::launch::Bwrap`]).
+    format!("allowed (--allow-userns or a profile's allow_userns); {USERNS_RISK}")
 }
 
 /// The payload's argv among `extra`.

@@ -81,26 +81,40 @@ fn interpreter(exe: &std::path::Path) -> Option<PathBuf> {
     })
 }
 
-/// The bwrap binary a run uses and whether it has `--disable-userns`.
+/// The bwrap binary a run uses. A run, and `--dry-run`'s command line, take it to know
+/// `--disable-userns` and `--bind-fd`; the run reads its file once nest has the binds'
+/// descriptors ([`Bwrap::assumed_wrongly`]): before them, the scan of its ~70 KiB held
+/// nest's exec of bwrap back by some 0.1 ms (SPEC B1), and no bwrap snug can run lacks
+/// either (`--bind-fd` came in 0.11 and in Debian's 0.8.0-2+deb12u1, `--disable-userns` in
+/// 0.8.0). `snug doctor` reads it ([`bwrap::known`]).
 #[derive(Clone, Debug)]
 pub struct Bwrap {
     /// Its path.
     pub path: PathBuf,
-    /// It knows `--disable-userns` ([`bwrap::has_disable_userns`]).
-    pub disable_userns: bool,
-    /// It knows `--bind-fd` and `--ro-bind-fd` ([`bwrap::has_bind_fd`]).
-    pub bind_fd: bool,
 }
 
 impl Bwrap {
-    /// `bwrap` on `$PATH`, and what it knows.
+    /// `bwrap` on `$PATH`.
     ///
     /// # Errors
     /// As [`find_bwrap`].
     pub fn find() -> Result<Bwrap> {
-        let path = find_bwrap()?;
-        let (disable_userns, bind_fd) = bwrap::known(&path);
-        Ok(Bwrap { path, disable_userns, bind_fd })
+        Ok(Bwrap { path: find_bwrap()? })
+    }
+
+    /// The failure for a run whose bwrap lacks what it was taken to know ([`Bwrap`]), given
+    /// what its file names ([`bwrap::known`]), whether the run binds descriptors, and bwrap's
+    /// options: 69 naming what to install (SPEC P7, X2).
+    pub fn assumed_wrongly(
+        (disable_userns, bind_fd): (bool, bool),
+        binds: bool,
+        options: &[String],
+    ) -> Option<anyhow::Error> {
+        if binds && !bind_fd {
+            return Some(failure(UNAVAILABLE, bwrap::NO_BIND_FD));
+        }
+        let asked = options.iter().any(|o| o == "--disable-userns");
+        (asked && !disable_userns).then(|| failure(UNAVAILABLE, bwrap::NO_DISABLE_USERNS))
     }
 }
 
@@ -131,15 +145,12 @@ pub fn command_line(
     found: &Bwrap,
     opened: &[crate::grant_fd::Opened],
 ) -> Result<Vec<String>> {
-    if !found.disable_userns && !policy.allow_userns {
-        log!("this bwrap lacks --disable-userns (bubblewrap 0.8.0): the payload can create user namespaces");
-    }
     let sources = crate::live::runtime::sources(policy);
     let near = |dir: &std::path::Path, prefix: &str| crate::live::runtime::near(&sources, dir, prefix);
     let mut masks = crate::live::runtime::masks(policy, &sources, &hidden(runtime, &near))?;
     init_room::make_room(policy, &mut masks)?;
     let launch = Launch {
-        disable_userns: found.disable_userns,
+        disable_userns: true, // as every bwrap a run can use ([`Bwrap`])
         bwrap: found.path.clone(),
         init_exe: std::env::current_exe().context("cannot find snug's own executable")?,
         init_libs: libraries(),
@@ -184,16 +195,15 @@ pub struct Plan<'a> {
     pub hold: bool,
     /// `--cow`: the overlay to mount at DIR in nest's namespaces before bwrap starts (W1).
     pub cow: Option<&'a crate::cow::Run>,
-    /// The binds' descriptors, which nest hands bwrap (SPEC P7), where init must find the
-    /// mounts inside DIR ([`crate::grant_fd::verify::encode`]), and whether this bwrap can
-    /// bind descriptors ([`Bwrap::bind_fd`]).
-    pub grants: (&'a [crate::grant_fd::Opened], &'a [u8], bool),
+    /// The binds' descriptors, which nest hands bwrap (SPEC P7), and where init must find the
+    /// mounts inside DIR ([`crate::grant_fd::verify::encode`]).
+    pub grants: (&'a [crate::grant_fd::Opened], &'a [u8]),
 }
 
 /// Run `plan` in `begun`'s nest and supervise it to the end, filling `record`; `live` binds
 /// the run's control socket, and says what `--jobs` asked (L1–L5). The socket is bound
-/// before bwrap has its options: a name already taken ends the run there, and the payload
-/// never starts.
+/// before bwrap has its options: a name already taken ends the run there, the payload never
+/// starts, and `snug ps` lists every run whose payload has started.
 ///
 /// # Errors
 /// snug's own failures before the sandbox runs (the outcome carries later ones).
@@ -223,10 +233,12 @@ pub fn run(
     let fds: Vec<_> = grants.0.iter().map(|o| o.fd.as_fd()).collect();
     attempt.nest.give_grants(&fds)?;
     attempt.nest.ready()?;
-    // After nest's own failures, which say more (a bwrap that cannot be exec'd at all), and
-    // before bwrap has options: it is killed when this returns (SPEC P7).
-    if !grants.0.is_empty() && !grants.2 {
-        return Err(failure(UNAVAILABLE, bwrap::NO_BIND_FD));
+    // What this bwrap knows, read from its file now that nest has its descriptors and execs
+    // it ([`Bwrap`]), and after nest's own failures, which say more (a bwrap that cannot be
+    // exec'd at all); before bwrap has options: it is killed when this returns (SPEC P7).
+    let knows = bwrap::known(std::path::Path::new(&argv[0]));
+    if let Some(e) = Bwrap::assumed_wrongly(knows, !grants.0.is_empty(), options) {
+        return Err(e);
     }
     let mut checks = grants.1.to_vec();
     if let Some(c) = cow {
@@ -268,4 +280,29 @@ fn with_console(options: &[String], pty: Option<&crate::pty::Pty>) -> Vec<String
         out.extend(["--dev-bind".to_string(), path.to_string_lossy().into_owned(), "/dev/console".to_string()]);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SPEC P7, X2: a run took bwrap to know `--bind-fd` and `--disable-userns`; once its file
+    /// is read, a bwrap without the first fails a run that binds descriptors (every run does),
+    /// and one without the second a run that asked for it (not root's, which turns nested user
+    /// namespaces off in nest). Each is 69 with what to install.
+    #[test]
+    fn p7_x2_a_bwrap_read_after_its_options_fails_what_it_lacks() {
+        let opts = |o: &[&str]| o.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let unavailable = |e: Option<anyhow::Error>| e.map(|e| (crate::error::code_of(&e), e.to_string()));
+        assert!(Bwrap::assumed_wrongly((true, true), true, &opts(&["--disable-userns"])).is_none());
+        let (code, text) = unavailable(Bwrap::assumed_wrongly((true, false), true, &opts(&[]))).unwrap();
+        assert_eq!(code, UNAVAILABLE);
+        assert!(text.contains("0.8.0-2+deb12u1"), "{text}");
+        assert!(Bwrap::assumed_wrongly((true, false), false, &opts(&[])).is_none());
+        let (code, text) =
+            unavailable(Bwrap::assumed_wrongly((false, true), true, &opts(&["--disable-userns"]))).unwrap();
+        assert_eq!(code, UNAVAILABLE);
+        assert!(text.contains("--disable-userns"), "{text}");
+        assert!(Bwrap::assumed_wrongly((false, true), true, &opts(&["--unshare-pid"])).is_none());
+    }
 }

@@ -349,7 +349,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         net.as_mut().map(|n| n.attach(init).map(net::Attached::Pasta)).transpose()
     });
     let env = policy::with_raw_values(&policy.env, &raw_env);
-    let grants = (&opened[..], &checks[..], found.bind_fd);
+    let grants = (&opened[..], &checks[..]);
     let cow = cow.as_ref();
     let plan = launch::Plan { argv: &argv, mode, cmd: &cmd, env: &env, limits: &limits, hold, cow, grants };
     let outcome = launch::run(&plan, begun, on_init, record, (control, jobs));

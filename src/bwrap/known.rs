@@ -20,6 +20,11 @@ pub fn has_bind_fd(path: &Path) -> bool {
 pub const NO_BIND_FD: &str = "this bwrap lacks --bind-fd and --ro-bind-fd, without which snug cannot bind \
     what it checked: install Debian 12's security update bubblewrap 0.8.0-2+deb12u1 (or bubblewrap 0.11 or later)";
 
+/// What snug says when bwrap cannot turn user namespaces off (exit 69, SPEC X2): a bwrap
+/// that binds descriptors but lacks `--disable-userns` was built from neither release.
+pub const NO_DISABLE_USERNS: &str = "this bwrap lacks --disable-userns, without which snug cannot keep the payload \
+    from making user namespaces: install bubblewrap 0.8.0 or later";
+
 /// Whether the bwrap binary at `path` names `--disable-userns` and `--ro-bind-fd` in its
 /// option table, read once for both.
 pub fn known(path: &Path) -> (bool, bool) {

@@ -58,16 +58,16 @@ impl Begun {
         nest.setup_watch().filter(|_| kept).map(|watch| (nest.pid1.as_fd(), nest.pid1.host_pid, watch))
     }
 
-    /// The bwrap this run uses, and what it knows: looked up and read now, while nest execs
-    /// it (nest makes the same choice from the same list, [`crate::start::nest`]).
+    /// The bwrap this run uses: looked up now, while nest execs it (nest makes the same
+    /// choice from the same list, [`crate::start::nest`]); what it knows is read once nest
+    /// has the binds' descriptors ([`Bwrap`]).
     ///
     /// # Errors
     /// As [`super::find_bwrap`]: no bwrap on PATH (nest fails the same way and is killed).
     pub fn bwrap(&mut self) -> Result<Bwrap> {
         let path = super::find_bwrap()?;
         self.attempt.nest.set_program(&path);
-        let (disable_userns, bind_fd) = crate::bwrap::known(&path);
-        Ok(Bwrap { disable_userns, bind_fd, path })
+        Ok(Bwrap { path })
     }
 }
 
@@ -110,8 +110,7 @@ pub fn begin(
         None => None,
     };
     let tail = super::init_tail(mode, jobs);
-    // As if bwrap has `--disable-userns` (0.8.0, 2023): one without it, known only once
-    // [`Begun::bwrap`] has read it, makes `run` start nest again with its cgroups.
+    // bwrap has `--disable-userns` (0.8.0, 2023), as the run takes it to ([`Bwrap`]).
     let shape = Shape { memory, nested_userns: allow_userns };
     let attempt = Attempt::start(&bwrap, &tail, pty.as_ref(), tty.as_ref(), (shape, ignoring))?;
     Ok(Begun { signals, tty, pty, bwrap, tail, ignored: ignoring, attempt })

@@ -330,41 +330,69 @@ fn p9_dir_may_not_be_home() {
     }
 }
 
+/// A directory in `s`'s HOME holding a `bwrap` that runs the real one; snug reads the
+/// options a bwrap knows from its file, so the script's comment (`names`) is what it knows.
+fn wrapper_bwrap(s: &Scene, dir: &str, names: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let real = std::env::split_paths(&path).map(|d| d.join("bwrap")).find(|p| p.is_file()).expect("bwrap on PATH");
+    let d = s.home.join(dir);
+    std::fs::create_dir(&d).unwrap();
+    let script = format!("#!/bin/sh\n# passes {names} on\nexec '{}' \"$@\"\n", real.display());
+    std::fs::write(d.join("bwrap"), script).unwrap();
+    std::fs::set_permissions(d.join("bwrap"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    s.give();
+    d
+}
+
+/// snug with `args` in `s`'s DIR, with `d` first on PATH.
+fn with_path(s: &Scene, d: &Path, args: &[&str]) -> Out {
+    let mut argv = as_who(s.who);
+    argv.extend(["/usr/bin/env".into(), format!("PATH={}:/usr/bin:/bin", d.display())]);
+    argv.push(snug_for(s.who).to_string_lossy().into_owned());
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let mut c = Command::new(&argv[0]);
+    c.args(&argv[1..]).current_dir(&s.proj).stdin(std::process::Stdio::null()).envs(s.env());
+    run_bounded(&mut c, LIMIT)
+}
+
+/// X2, P7: a bwrap that binds descriptors but cannot turn nested user namespaces off (a
+/// wrapper script that names only `--ro-bind-fd`): a run that needs `--disable-userns` (the
+/// unprivileged caller's; root turns them off in nest) is 69 naming what to install, never a
+/// payload that can make user namespaces. Control: root's run with the same wrapper starts.
+/// Before snug read bwrap's file after handing nest its descriptors, the user's run only
+/// warned and exited 0.
+#[test]
+fn x2_bwrap_without_disable_userns_is_69() {
+    for who in everyone() {
+        let s = Scene::new(who);
+        let o = with_path(&s, &wrapper_bwrap(&s, "bind-fd-only", "--ro-bind-fd"), &["--", "true"]);
+        if who == Who::User {
+            assert_eq!(o.status.code(), Some(69), "{who:?}: {}", o.err);
+            assert!(o.err.starts_with("snug: ") && o.err.contains("--disable-userns"), "{who:?}: {}", o.err);
+            assert_eq!(o.err.lines().count(), 1, "{who:?}: {}", o.err);
+        } else {
+            assert_eq!(o.status.code(), Some(0), "{who:?} control: {}", o.err);
+        }
+    }
+}
+
 /// P7: a bwrap without `--bind-fd` (a wrapper script that names only `--disable-userns`):
 /// every run and `snug doctor` say 69, naming the Debian security update. Control: the same
 /// wrapper's run with the option named in it starts. Without the fix the run exited 0.
 #[test]
 fn p7_bwrap_without_bind_fd_is_69() {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let real = std::env::split_paths(&path).map(|d| d.join("bwrap")).find(|p| p.is_file()).expect("bwrap on PATH");
     for who in everyone() {
         let s = Scene::new(who);
-        let old = s.home.join("old");
-        let new = s.home.join("new");
-        for (d, names) in [(&old, "--disable-userns"), (&new, "--disable-userns --ro-bind-fd")] {
-            std::fs::create_dir(d).unwrap();
-            let script = format!("#!/bin/sh\n# passes {names} on\nexec '{}' \"$@\"\n", real.display());
-            std::fs::write(d.join("bwrap"), script).unwrap();
-            std::fs::set_permissions(d.join("bwrap"), std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        s.give();
-        let with_path = |d: &Path, args: &[&str]| {
-            let mut argv = as_who(who);
-            argv.extend(["/usr/bin/env".into(), format!("PATH={}:/usr/bin:/bin", d.display())]);
-            argv.push(snug_for(who).to_string_lossy().into_owned());
-            argv.extend(args.iter().map(|a| a.to_string()));
-            let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..]).current_dir(&s.proj).stdin(std::process::Stdio::null()).envs(s.env());
-            run_bounded(&mut c, LIMIT)
-        };
-        let o = with_path(&old, &["--", "true"]);
+        let old = wrapper_bwrap(&s, "old", "--disable-userns");
+        let new = wrapper_bwrap(&s, "new", "--disable-userns --ro-bind-fd");
+        let o = with_path(&s, &old, &["--", "true"]);
         assert_eq!(o.status.code(), Some(69), "{who:?}: {}", o.err);
         assert!(o.err.starts_with("snug: ") && o.err.contains("0.8.0-2+deb12u1"), "{who:?}: {}", o.err);
-        let o = with_path(&old, &["doctor"]);
+        let o = with_path(&s, &old, &["doctor"]);
         assert_eq!(o.status.code(), Some(69), "{who:?}: {}", o.out);
         assert!(o.out.contains("bind descriptors") && o.out.contains("0.8.0-2+deb12u1"), "{who:?}: {}", o.out);
-        let o = with_path(&new, &["--", "true"]);
+        let o = with_path(&s, &new, &["--", "true"]);
         assert_eq!(o.status.code(), Some(0), "{who:?} control: {}", o.err);
     }
 }
