@@ -291,7 +291,7 @@ mod tests {
     /// and one without the second a run that asked for it (not root's, which turns nested user
     /// namespaces off in nest). Each is 69 with what to install.
     #[test]
-    fn p7_x2_a_bwrap_read_after_its_options_fails_what_it_lacks() {
+    fn p7_x2_a_bwrap_lacking_what_the_run_took_it_to_know_is_69() {
         let opts = |o: &[&str]| o.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let unavailable = |e: Option<anyhow::Error>| e.map(|e| (crate::error::code_of(&e), e.to_string()));
         assert!(Bwrap::assumed_wrongly((true, true), true, &opts(&["--disable-userns"])).is_none());
