@@ -38,6 +38,8 @@ struct Conn {
     peer: Peer,
     /// A stop caller: gets the end's text.
     waiting: bool,
+    /// It has sent a request: a client at work, kept over idle ones when the list is full.
+    spoke: bool,
     /// Another user's: every request gets `err permission denied` (kept open until the
     /// peer closes: closing on unread data would reset the connection before the client
     /// reads the refusal, `unix_release_sock`).
@@ -238,12 +240,21 @@ impl Server {
             }
             let refused = other_user || sandboxed;
             if self.conns.len() >= MAX_CONNS {
-                match self.conns.iter().position(|c| !c.waiting) {
+                // Every run's start-up sweep connects to each live socket and closes at once:
+                // many starts at a time leave more of those than fit before this loop's next
+                // round sees them close. Those go first, then the oldest connection that never
+                // asked anything, then the oldest not waiting for the end; a client at work
+                // keeps its connection (L5).
+                self.conns.retain(|c| !socket::hung_up(c.fd.as_fd()));
+            }
+            if self.conns.len() >= MAX_CONNS {
+                let idle = self.conns.iter().position(|c| !c.waiting && !c.spoke);
+                match idle.or_else(|| self.conns.iter().position(|c| !c.waiting)) {
                     Some(i) => drop(self.conns.remove(i)),
                     None => continue,
                 }
             }
-            self.conns.push(Conn { fd, peer, waiting: false, refused });
+            self.conns.push(Conn { fd, peer, waiting: false, spoke: false, refused });
         }
     }
 
@@ -261,11 +272,13 @@ impl Server {
                 }
             };
             drop(fds); // no request carries descriptors to the run
-            if c.refused {
-                let _ = socket::send(c.fd.as_fd(), b"err permission denied", &[]);
+            let (refused, peer) = (c.refused, c.peer);
+            self.conns[i].spoke = true;
+            if refused {
+                let _ = socket::send(self.conns[i].fd.as_fd(), b"err permission denied", &[]);
                 continue;
             }
-            let (peer, reply) = (c.peer, self.answer(i, &bytes, host));
+            let reply = self.answer(i, &bytes, host);
             match reply {
                 Reply::Text(t) => {
                     let _ = socket::send(self.conns[i].fd.as_fd(), t.as_bytes(), &[]);

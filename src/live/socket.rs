@@ -59,6 +59,14 @@ pub fn connect(path: &Path) -> Result<OwnedFd, Errno> {
     Ok(fd)
 }
 
+/// Whether the peer of the connection `fd` has closed it with nothing left to read
+/// (`recv(2)` with `MSG_PEEK | MSG_DONTWAIT` returns 0; an empty packet reads as a close too,
+/// as [`recv`] takes it).
+pub fn hung_up(fd: BorrowedFd<'_>) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(net::recv(fd, &mut byte, net::RecvFlags::PEEK | net::RecvFlags::DONTWAIT), Ok((0, _)))
+}
+
 /// Remove the control socket at `path` if its snug is gone: only a socket (`lstat(2)` says
 /// so) that nobody listens on (`connect(2)` refused). A path a user typed can name any file,
 /// and `connect(2)` to a file that is not a socket is refused too: never remove one.

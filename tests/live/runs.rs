@@ -157,10 +157,7 @@ fn l5_other_users_are_refused() {
 fn l5_garbage_gets_an_error_and_the_run_goes_on() {
     for who in everyone() {
         let dir = workdir(who);
-        let mut a = Live::start(who, dir.path(), &[], &["sleep", &marker()]);
-        a.ready(dir.path(), "running");
-        let path = socket_dir(who).join(format!("{}.sock", a.name));
-        let fd = seqpacket_connect(&path);
+        let (a, _, fd) = connected(who, dir.path());
         for junk in [b"zzz".to_vec(), vec![b'S'; 5000], vec![b'S', 0, 0, 0, 0], b"T\x07".to_vec(), vec![0u8; 1]] {
             let reply = ask(&fd, &junk);
             assert!(reply.starts_with(b"err"), "{junk:?}: {:?}", String::from_utf8_lossy(&reply));
@@ -169,9 +166,50 @@ fn l5_garbage_gets_an_error_and_the_run_goes_on() {
         assert!(reply.starts_with(b"J{"), "control: {:?}", String::from_utf8_lossy(&reply));
         drop(fd);
         assert!(listed(who, dir.path(), &a.name), "{who:?}: the run did not survive garbage");
-        let (st, out, _, _) = run(who, dir.path(), &["stop", &a.name]);
-        assert!(st.success() && out.contains("killed by SIGTERM"), "{out}");
-        a.end(Duration::from_secs(5));
+        stop_and_end(who, dir.path(), a);
+    }
+}
+
+/// A live run of `sleep` for `who` in `dir`, its control socket's path and a connection to it.
+fn connected(who: Who, dir: &std::path::Path) -> (Live, std::path::PathBuf, OwnedFd) {
+    let a = Live::start(who, dir, &[], &["sleep", &marker()]);
+    a.ready(dir, "running");
+    let path = socket_dir(who).join(format!("{}.sock", a.name));
+    let fd = seqpacket_connect(&path);
+    (a, path, fd)
+}
+
+/// `snug stop` of `a`, which TERM ends, and its end.
+fn stop_and_end(who: Who, dir: &std::path::Path, mut a: Live) {
+    let (st, out, _, _) = run(who, dir, &["stop", &a.name]);
+    assert!(st.success() && out.contains("killed by SIGTERM"), "{out}");
+    a.end(Duration::from_secs(5));
+}
+
+/// L5: a client at work keeps its connection while others crowd in: 40 held open (more than
+/// a run keeps) and 40 that connect and close at once, as every run's start-up sweep does,
+/// many at a time in a parallel test run. Positive control: against the build that evicted
+/// the oldest connection, the client's next request found a closed socket (an empty reply),
+/// as `l5_garbage_gets_an_error_and_the_run_goes_on` once did in a full test run.
+#[test]
+fn l5_a_client_at_work_keeps_its_connection_through_a_crowd() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let (a, path, fd) = connected(who, dir.path());
+        assert!(ask(&fd, b"I").starts_with(b"J{"), "{who:?}: the first request");
+        // Blocking connects: each returns once the run's backlog has room, so all 40 are
+        // accepted by the time the last returns.
+        let held: Vec<OwnedFd> = (0..40).map(|_| seqpacket_connect(&path)).collect();
+        let reply = ask(&fd, b"I");
+        assert!(reply.starts_with(b"J{"), "{who:?}: after 40 held: {:?}", String::from_utf8_lossy(&reply));
+        drop(held);
+        for _ in 0..40 {
+            drop(seqpacket_connect(&path));
+        }
+        let reply = ask(&fd, b"I");
+        assert!(reply.starts_with(b"J{"), "{who:?}: after 40 closed: {:?}", String::from_utf8_lossy(&reply));
+        drop(fd);
+        stop_and_end(who, dir.path(), a);
     }
 }
 
