@@ -12,9 +12,7 @@ use snug_core::{Pid, Signal};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// Most connections held at once; a new one beyond it replaces the oldest that is not
-/// waiting for the end (a client that connects and says nothing cannot fill the table).
-const MAX_CONNS: usize = 32;
+mod room;
 
 /// What the control socket asks of the supervisor.
 pub trait Host {
@@ -192,7 +190,7 @@ impl Server {
     /// Act on what poll found (`ready` is what [`Server::poll_fds`] added, with revents);
     /// called on every round of snug's loop, with `signalled` when that round read signals.
     /// First, in such a round, the stops of this run made while it was stopped
-    /// ([`super::lockfile::Held::requests`]): such a stop wrote its request before it sent
+    /// ([`super::lockfile::Queued::requests`]): such a stop wrote its request before it sent
     /// TERM and CONT to snug itself, so it is here in the round snug reads them in. Other
     /// rounds (a keystroke, output) have none to find and skip the look (B8).
     pub fn on_ready(&mut self, ready: &[libc::pollfd], signalled: bool, host: &mut dyn Host) {
@@ -239,20 +237,8 @@ impl Server {
                 );
             }
             let refused = other_user || sandboxed;
-            if self.conns.len() >= MAX_CONNS {
-                // Every run's start-up sweep connects to each live socket and closes at once:
-                // many starts at a time leave more of those than fit before this loop's next
-                // round sees them close. Those go first, then the oldest connection that never
-                // asked anything, then the oldest not waiting for the end; a client at work
-                // keeps its connection (L5).
-                self.conns.retain(|c| !socket::hung_up(c.fd.as_fd()));
-            }
-            if self.conns.len() >= MAX_CONNS {
-                let idle = self.conns.iter().position(|c| !c.waiting && !c.spoke);
-                match idle.or_else(|| self.conns.iter().position(|c| !c.waiting)) {
-                    Some(i) => drop(self.conns.remove(i)),
-                    None => continue,
-                }
+            if !room::make(&mut self.conns) {
+                continue;
             }
             self.conns.push(Conn { fd, peer, waiting: false, spoke: false, refused });
         }
@@ -331,11 +317,23 @@ impl Server {
 
     /// Tell every stop caller how the run ended (just before snug exits) and remove the socket.
     /// `note`: how a run asked to end did end ([`crate::report::RunRecord::end_note`]).
-    pub fn finish(self, outcome: &crate::end::Outcome, note: Option<&str>) {
+    pub fn finish(mut self, outcome: &crate::end::Outcome, note: Option<&str>) {
         let text = match note {
             Some(n) => format!("end {} ({n})", wire::end_text(outcome)),
             None => format!("end {}", wire::end_text(outcome)),
         };
+        // Stops that reached the run as it ended (a harness cancelling twice, several stops
+        // at once) and were not read yet, queued or accepted: each gets the end as the first
+        // did, not a reset connection.
+        self.accept_all();
+        for c in self.conns.iter_mut().filter(|c| !c.waiting && !c.refused) {
+            if let Got::Packet(bytes, _) = socket::recv(c.fd.as_fd()) {
+                c.waiting = matches!(Control::decode(&bytes), Some(Control::Stop { .. }));
+                if c.waiting {
+                    let _ = socket::send(c.fd.as_fd(), b"ok", &[]); // as a stop served in time
+                }
+            }
+        }
         for c in self.conns.iter().filter(|c| c.waiting) {
             let _ = socket::send(c.fd.as_fd(), text.as_bytes(), &[]);
         }

@@ -59,12 +59,27 @@ pub fn connect(path: &Path) -> Result<OwnedFd, Errno> {
     Ok(fd)
 }
 
-/// Whether the peer of the connection `fd` has closed it with nothing left to read
-/// (`recv(2)` with `MSG_PEEK | MSG_DONTWAIT` returns 0; an empty packet reads as a close too,
-/// as [`recv`] takes it).
-pub fn hung_up(fd: BorrowedFd<'_>) -> bool {
+/// What a connection holds, looked at without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Queued {
+    /// Its peer closed it with nothing left to read (an empty packet reads as a close too, as
+    /// [`recv`] takes it), or it failed.
+    Closed,
+    /// A request waits to be read.
+    Request,
+    /// Nothing waits.
+    Nothing,
+}
+
+/// What connection `fd` holds: `recv(2)` with `MSG_PEEK | MSG_DONTWAIT`.
+pub fn queued(fd: BorrowedFd<'_>) -> Queued {
     let mut byte = [0u8; 1];
-    matches!(net::recv(fd, &mut byte, net::RecvFlags::PEEK | net::RecvFlags::DONTWAIT), Ok((0, _)))
+    match net::recv(fd, &mut byte, net::RecvFlags::PEEK | net::RecvFlags::DONTWAIT) {
+        Ok((0, _)) => Queued::Closed,
+        Ok(_) => Queued::Request,
+        Err(Errno::AGAIN) | Err(Errno::INTR) => Queued::Nothing,
+        Err(_) => Queued::Closed,
+    }
 }
 
 /// Remove the control socket at `path` if its snug is gone: only a socket (`lstat(2)` says

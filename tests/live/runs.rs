@@ -170,6 +170,46 @@ fn l5_garbage_gets_an_error_and_the_run_goes_on() {
     }
 }
 
+/// L5: a request that waits unread while the run's list of connections is full is answered;
+/// the connections that crowd in after it go instead. snug is stopped while the request and
+/// five empty connections queue behind 32 served ones, then continued. Positive control:
+/// against the build that dropped the oldest connection that had sent nothing it had read
+/// (eb19ad6), the request got no answer (an empty reply).
+#[test]
+fn l5_a_request_queued_in_a_full_run_is_answered() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let (a, path, fd) = connected(who, dir.path());
+        assert!(ask(&fd, b"I").starts_with(b"J{"), "{who:?}: the first connection");
+        let served: Vec<OwnedFd> = (0..31)
+            .map(|k| {
+                let c = seqpacket_connect(&path);
+                assert!(ask(&c, b"I").starts_with(b"J{"), "{who:?}: served connection {k}");
+                c
+            })
+            .collect();
+        let snug = rustix::process::Pid::from_raw(a.pid()).expect("snug's pid");
+        rustix::process::kill_process(snug, rustix::process::Signal::STOP).expect("SIGSTOP");
+        let stopped = || {
+            std::fs::read_to_string(format!("/proc/{}/stat", a.pid()))
+                .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('T')))
+        };
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while !stopped() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1)); // polling for a process state
+        }
+        assert!(stopped(), "{who:?}: snug did not stop");
+        let queued = seqpacket_connect(&path);
+        let _ = rustix::net::send(&queued, b"I", rustix::net::SendFlags::NOSIGNAL);
+        let crowd: Vec<OwnedFd> = (0..5).map(|_| seqpacket_connect(&path)).collect();
+        rustix::process::kill_process(snug, rustix::process::Signal::CONT).expect("SIGCONT");
+        let reply = answer(&queued);
+        assert!(reply.starts_with(b"J{"), "{who:?}: the queued request: {:?}", String::from_utf8_lossy(&reply));
+        drop((served, crowd, queued, fd));
+        stop_and_end(who, dir.path(), a);
+    }
+}
+
 /// A live run of `sleep` for `who` in `dir`, its control socket's path and a connection to it.
 fn connected(who: Who, dir: &std::path::Path) -> (Live, std::path::PathBuf, OwnedFd) {
     let a = Live::start(who, dir, &[], &["sleep", &marker()]);
@@ -232,10 +272,15 @@ fn seqpacket_socket(path: &std::path::Path) -> rustix::io::Result<OwnedFd> {
 
 /// Send `req` and read one reply (bounded by a 5 s receive timeout).
 fn ask(fd: &OwnedFd, req: &[u8]) -> Vec<u8> {
-    use rustix::net::{sockopt, RecvFlags, SendFlags};
+    let _ = rustix::net::send(fd, req, rustix::net::SendFlags::NOSIGNAL);
+    answer(fd)
+}
+
+/// One reply on `fd` (bounded by a 5 s receive timeout); empty when none came.
+fn answer(fd: &OwnedFd) -> Vec<u8> {
+    use rustix::net::{sockopt, RecvFlags};
     let mut buf = vec![0u8; 8192];
     let _ = sockopt::set_socket_timeout(fd, sockopt::Timeout::Recv, Some(Duration::from_secs(5)));
-    let _ = rustix::net::send(fd, req, SendFlags::NOSIGNAL);
     let n = rustix::net::recv(fd, &mut buf[..], RecvFlags::empty()).map_or(0, |(n, _)| n);
     buf.truncate(n);
     buf

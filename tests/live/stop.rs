@@ -349,3 +349,39 @@ fn l2_stop_right_after_the_start_waits_for_the_name() {
         assert!(took < Duration::from_secs(3), "{who:?}: an unknown name took {} ms", ms(took));
     }
 }
+
+/// L2: five `snug stop` of one run at once (a harness that cancels twice, or several): each
+/// that reaches the run says how it ended and exits 0; one that comes after the end (the
+/// second TERM tears down at once) finds no run, 64. None is left without an answer.
+/// Positive control: against the build whose end closed the stops it had not read yet, 8 of
+/// 8 tries had a client fail with "no answer from its snug" (71), and 4 of 6 runs here.
+#[test]
+fn l2_stops_at_once_each_get_the_end() {
+    for who in everyone() {
+        let dir = workdir(who);
+        let mut a = Live::start(who, dir.path(), &[], &["sleep", &marker()]);
+        a.ready(dir.path(), "running");
+        let stops: Vec<_> = (0..5)
+            .map(|_| {
+                let mut c = crate::live::cmd(who, dir.path(), &["stop", &a.name]);
+                c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+                c.spawn().expect("snug stop")
+            })
+            .collect();
+        let mut answered = 0;
+        for (k, s) in stops.into_iter().enumerate() {
+            let o = s.wait_with_output().expect("stop");
+            let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            match o.status.code() {
+                Some(0) => {
+                    assert!(out.starts_with(&format!("{}: killed by SIGTERM", a.name)), "{who:?}: stop {k}: {out}");
+                    answered += 1;
+                }
+                Some(64) => assert!(err.contains("no live sandbox"), "{who:?}: stop {k}: {err}"),
+                c => panic!("{who:?}: stop {k}: {c:?}: {out}{err}"),
+            }
+        }
+        assert!(answered > 0, "{who:?}: no stop was answered");
+        assert_eq!(a.end(Duration::from_secs(5)).signal(), Some(libc::SIGTERM), "{who:?}");
+    }
+}
