@@ -190,7 +190,7 @@ impl Server {
     /// Act on what poll found (`ready` is what [`Server::poll_fds`] added, with revents);
     /// called on every round of snug's loop, with `signalled` when that round read signals.
     /// First, in such a round, the stops of this run made while it was stopped
-    /// ([`super::lockfile::Queued::requests`]): such a stop wrote its request before it sent
+    /// ([`super::lockfile::Held::requests`]): such a stop wrote its request before it sent
     /// TERM and CONT to snug itself, so it is here in the round snug reads them in. Other
     /// rounds (a keystroke, output) have none to find and skip the look (B8).
     pub fn on_ready(&mut self, ready: &[libc::pollfd], signalled: bool, host: &mut dyn Host) {
