@@ -24,14 +24,14 @@
 //! acts on them itself ([`crate::tty::CallerTty::mirror`]).
 
 use super::{waiting, Bridge, Event, RECHECK};
-
-/// How often a line at the caller's terminal is looked at again while snug's job is in the
-/// background and init holds the pty: that line is the front job's, which reads it soon.
-const AWAY: std::time::Duration = std::time::Duration::from_millis(200);
 use rustix::io::Errno;
 use rustix::termios::{self, LocalModes, SpecialCodeIndex};
 use snug_core::Signal;
 use std::time::Instant;
+
+/// How often a line at the caller's terminal is looked at again while snug's job is in the
+/// background and init holds the pty: that line is the front job's, which reads it soon.
+const AWAY: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl Bridge {
     /// A key the caller's terminal turned into `sig` (ISIG, mirrored from the pty) while snug

@@ -36,15 +36,28 @@ fn holds_terminal(pid: Pid) -> bool {
 /// Most sandbox processes looked at for one key: a bound on its cost.
 const MOST: usize = 256;
 
+/// The thread ids of `pid` (`/proc/PID/task`); `None` when it cannot be read (gone).
+fn tasks(pid: Pid) -> Option<impl Iterator<Item = String>> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    Some(dir.flatten().map(|t| t.file_name().to_string_lossy().into_owned()))
+}
+
+/// The system call a thread of `pid` is blocked in and its first argument
+/// (`/proc/PID/task/TID/syscall`, the argument in hex): the number is `None` while it runs;
+/// `None` when the file cannot be read (no permission, gone).
+fn thread_call(pid: Pid, tid: &str) -> Option<(Option<i64>, Option<u32>)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
+    let mut words = text.split_whitespace();
+    let nr = words.next()?.parse::<i64>().ok();
+    let first = words.next().and_then(|a| u32::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+    Some((nr, first))
+}
+
 /// What a thread is doing: `Some(true)` blocked in a waiting call, `Some(false)` running or
 /// in another call, `None` when it cannot be told (no permission, gone).
 fn thread_waits(pid: Pid, tid: &str) -> Option<bool> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
-    let mut words = text.split_whitespace();
-    let Ok(nr) = words.next()?.parse::<i64>() else { return Some(false) };
+    let (Some(nr), fd) = thread_call(pid, tid)? else { return Some(false) };
     if READS.contains(&nr) {
-        // The first argument, in hex (`0x3`).
-        let fd = words.next().and_then(|a| u32::from_str_radix(a.trim_start_matches("0x"), 16).ok());
         return Some(fd.is_some_and(|fd| is_terminal(pid, fd)));
     }
     Some(WAITS.contains(&nr) && holds_terminal(pid))
@@ -52,13 +65,8 @@ fn thread_waits(pid: Pid, tid: &str) -> Option<bool> {
 
 /// Whether a thread of `pid` waits in `poll`, `select` or `epoll` while it holds a terminal.
 fn process_polls(pid: Pid) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
-    tasks.flatten().any(|t| {
-        let path = format!("/proc/{pid}/task/{}/syscall", t.file_name().to_string_lossy());
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let nr = text.split_whitespace().next().and_then(|w| w.parse::<i64>().ok());
-        nr.is_some_and(|nr| WAITS.contains(&nr)) && holds_terminal(pid)
-    })
+    let polls = |tid: String| thread_call(pid, &tid).is_some_and(|(nr, _)| nr.is_some_and(|nr| WAITS.contains(&nr)));
+    tasks(pid).is_some_and(|mut t| t.any(polls)) && holds_terminal(pid)
 }
 
 /// Whether any thread of `pid` waits; `None` when none could be told. A zombie does not
@@ -67,10 +75,9 @@ fn process_waits(pid: Pid) -> Option<bool> {
     if zombie(pid) {
         return Some(false);
     }
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut known = None;
-    for t in tasks.flatten() {
-        match thread_waits(pid, &t.file_name().to_string_lossy()) {
+    for tid in tasks(pid)? {
+        match thread_waits(pid, &tid) {
             Some(true) => return Some(true),
             Some(false) => known = Some(false),
             None => {}
@@ -148,11 +155,9 @@ fn zombie(pid: Pid) -> bool {
 
 /// The children of every thread of `pid` (`/proc/PID/task/TID/children`, `proc(5)`).
 fn children(pid: Pid) -> Vec<Pid> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
     let mut out = Vec::new();
-    for t in tasks.flatten() {
-        let path = format!("/proc/{pid}/task/{}/children", t.file_name().to_string_lossy());
-        let kids = std::fs::read_to_string(path).unwrap_or_default();
+    for tid in tasks(pid).into_iter().flatten() {
+        let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")).unwrap_or_default();
         out.extend(kids.split_whitespace().filter_map(|k| Pid::new(k.parse().ok()?)));
     }
     out

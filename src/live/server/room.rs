@@ -23,10 +23,10 @@ pub(super) fn make(conns: &mut Vec<Conn>) -> bool {
     if conns.len() < MAX_CONNS {
         return true;
     }
-    let free = |c: &Conn| !c.waiting && socket::queued(c.fd.as_fd()) == Queued::Nothing;
-    let idle = conns.iter().position(|c| free(c) && !c.spoke);
-    let free = idle.or_else(|| conns.iter().position(free));
-    match free.or_else(|| conns.iter().position(|c| !c.waiting)) {
+    // Looked at once each: a connection neither waiting for the end nor holding a request.
+    let free: Vec<bool> = conns.iter().map(|c| !c.waiting && socket::queued(c.fd.as_fd()) == Queued::Nothing).collect();
+    let idle = (0..conns.len()).find(|&i| free[i] && !conns[i].spoke);
+    match idle.or_else(|| free.iter().position(|f| *f)).or_else(|| conns.iter().position(|c| !c.waiting)) {
         Some(i) => {
             conns.remove(i);
             true
