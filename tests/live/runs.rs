@@ -181,11 +181,20 @@ fn l5_a_request_queued_in_a_full_run_is_answered() {
         let dir = workdir(who);
         let (a, path, fd) = connected(who, dir.path());
         assert!(ask(&fd, b"I").starts_with(b"J{"), "{who:?}: the first connection");
+        // Each served once. In a parallel test run other runs' start-up sweeps connect to this
+        // socket too, and a crowd of them may take the place of a connection that has not
+        // asked yet, as the rule allows: such a one connects again, a bounded number of times.
         let served: Vec<OwnedFd> = (0..31)
             .map(|k| {
-                let c = seqpacket_connect(&path);
-                assert!(ask(&c, b"I").starts_with(b"J{"), "{who:?}: served connection {k}");
-                c
+                let mut last = Vec::new();
+                for _ in 0..5 {
+                    let c = seqpacket_connect(&path);
+                    last = ask(&c, b"I");
+                    if last.starts_with(b"J{") {
+                        return c;
+                    }
+                }
+                panic!("{who:?}: served connection {k}: {:?}", String::from_utf8_lossy(&last));
             })
             .collect();
         let snug = rustix::process::Pid::from_raw(a.pid()).expect("snug's pid");
