@@ -10,6 +10,11 @@ use std::ffi::CString;
 use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
+/// Why a run cannot start when `/proc` shows another pid namespace: snug reaches nest, init
+/// and the payload through `/proc/PID`.
+pub const PROC_NOT_OWN: &str =
+    "/proc is not this pid namespace's (unshare --pid without --mount-proc?): snug needs a /proc of its own namespace";
+
 mod child;
 
 /// The running outer layer: nest (then bwrap) pinned, and the read end of bwrap's stderr.
@@ -82,6 +87,9 @@ impl Nest {
                 return Err(failure(INTERNAL, "nest ended before its user namespace was mapped"));
             }
             if let Err(e) = crate::identity::write_maps(self.pid1.host_pid, &maps) {
+                if !crate::sys::process::proc_is_own() {
+                    return Err(failure(UNAVAILABLE, PROC_NOT_OWN));
+                }
                 let e = crate::error::io_text(&e);
                 return Err(failure(UNAVAILABLE, format!("cannot map the sandbox's user namespace: {e}")));
             }

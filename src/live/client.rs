@@ -38,6 +38,10 @@ pub enum Refused {
     Denied,
     /// Its backlog is full (`EAGAIN`): its snug accepts nothing now (stopped, most likely).
     Busy,
+    /// Its snug runs in another pid namespace: one this process cannot see (`SO_PEERCRED` gives
+    /// pid 0), so it cannot be pinned, or one below, whose snug sees this process as pid 0 and
+    /// refuses it as it refuses a sandbox (X4).
+    Unreachable,
     /// Anything else, in words.
     Other(String),
 }
@@ -119,10 +123,11 @@ pub fn open(path: &Path, owner: Option<u32>) -> Result<Conn, Refused> {
     if owner.is_some_and(|u| u != peer.uid) {
         return Err(Refused::Other(format!("the socket's snug runs as uid {}, not the run's user", peer.uid)));
     }
-    let Some(pid) = peer.pid else {
-        return Err(Refused::Other("the socket's owner is not in this pid namespace".into()));
-    };
+    let Some(pid) = peer.pid else { return Err(Refused::Unreachable) };
     let pidfd = crate::pidfd::open(pid).map_err(|_| Refused::Stale)?;
+    if super::peer::below_own(pidfd.as_fd()) {
+        return Err(Refused::Unreachable);
+    }
     Ok(Conn { fd, pid, pidfd })
 }
 
@@ -174,6 +179,9 @@ pub fn reach(name: &str) -> anyhow::Result<(PathBuf, Reached)> {
         Refused::Missing => failure(USAGE, format!("no live sandbox at {name} (see snug ps)")),
         Refused::Denied => failure(POLICY, format!("{name}: permission denied")),
         Refused::Busy => failure(OS_ERROR, format!("{name}: no answer from its snug (it accepts no connection now)")),
+        Refused::Unreachable => {
+            failure(POLICY, format!("{name}: its snug runs in another pid namespace; ask from the one it runs in"))
+        }
         Refused::Other(why) => failure(OS_ERROR, format!("{name}: {why}")),
     })?;
     Ok((path, Reached::Live(conn)))

@@ -49,6 +49,14 @@ pub fn in_own_pid_namespace(conn: BorrowedFd<'_>, pid: Option<Pid>) -> bool {
     }
 }
 
+/// Whether the process behind `pidfd` runs in a pid namespace below this process's own. Such
+/// a process sees this one as pid 0 (`SO_PEERCRED`) and, as snug, refuses it like a sandbox.
+pub fn below_own(pidfd: BorrowedFd<'_>) -> bool {
+    let fdinfo = crate::sys::fd::read_proc(&format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd()));
+    let own = crate::sys::fd::read_proc("/proc/self/status");
+    matches!((fdinfo, own), (Ok(p), Ok(o)) if depth(&p) > depth(&o) && depth(&o) > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,13 +19,15 @@ pub struct Peer {
     pub uid: u32,
 }
 
-/// `SO_PEERCRED` of `fd`.
+/// `SO_PEERCRED` of `fd`. The kernel gives pid 0 for a peer in a pid namespace this one cannot
+/// see (`socket(7)`); nix's credentials keep that 0 as a plain `pid_t`, where rustix's
+/// `UCred` holds a non-zero `Pid` that 0 does not fit (it came back as "error 0").
 ///
 /// # Errors
 /// The `getsockopt(2)` error.
 pub fn peer(fd: BorrowedFd<'_>) -> std::io::Result<Peer> {
-    let c = net::sockopt::socket_peercred(fd)?;
-    Ok(Peer { pid: snug_core::Pid::new(c.pid.as_raw_nonzero().get()), uid: c.uid.as_raw() })
+    let c = nix::sys::socket::getsockopt(&fd, nix::sys::socket::sockopt::PeerCredentials)?;
+    Ok(Peer { pid: snug_core::Pid::new(c.pid()), uid: c.uid() })
 }
 
 fn seqpacket(flags: SocketFlags) -> std::io::Result<OwnedFd> {

@@ -97,6 +97,15 @@ pub fn own() -> Pid {
     Pid(std::process::id() as i32)
 }
 
+/// Whether `/proc` is this process's pid namespace's: its `self` names this process by the pid
+/// `getpid(2)` gives. It is not after `unshare --pid --fork` without `--mount-proc`, where
+/// `/proc/PID` paths name other processes (`pid_namespaces(7)`, "/proc and PID namespaces").
+pub fn proc_is_own() -> bool {
+    let status = super::fd::read_proc("/proc/self/status").unwrap_or_default();
+    let pid = status.lines().find_map(|l| l.strip_prefix("Pid:")).and_then(|v| v.trim().parse::<i32>().ok());
+    pid == Some(own().raw())
+}
+
 /// `pid` as rustix takes it; `None` for a pid <= 0, which no process has.
 pub fn to_rustix(pid: Pid) -> Option<rustix::process::Pid> {
     rustix::process::Pid::from_raw(pid.raw())

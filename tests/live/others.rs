@@ -206,3 +206,78 @@ fn l5_control_characters_are_escaped() {
         run(who, dir.path(), &["stop", "--now", &a.name]);
     }
 }
+
+/// L5, X4: a run's snug and a client in different pid namespaces cannot pin each other (the
+/// kernel gives pid 0 for a peer it cannot see), so `stop` and `signal` are refused with 77
+/// and words that say where to ask, both ways: a client in a namespace below the run's, and
+/// a run in a namespace below the client's. The run goes on, and a stop from its own
+/// namespace still ends it. Root only: `unshare --pid` needs it. Positive control: against
+/// the build that read `SO_PEERCRED` through rustix (whose non-zero pid cannot hold 0),
+/// both printed "No error information (os error 0)" and exited 71.
+#[test]
+fn l5_x4_a_client_in_another_pid_namespace_is_told_77() {
+    let dir = workdir(Who::Root);
+    let snug = crate::common::snug();
+    let below = |args: &[&str]| {
+        let mut c = std::process::Command::new("unshare");
+        c.args(["--pid", "--fork", "--mount-proc", "--kill-child", "--"]).arg(&snug).args(args).current_dir(dir.path());
+        c
+    };
+    let refused = |o: std::process::Output, what: &str| {
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(77), "{what}: {err}");
+        assert!(
+            err.starts_with("snug: ") && err.contains("another pid namespace") && err.lines().count() == 1,
+            "{what}: {err}"
+        );
+    };
+    let mut a = Live::start(Who::Root, dir.path(), &[], &["sleep", &marker()]);
+    a.ready(dir.path(), "running");
+    for req in [&["stop", &a.name][..], &["signal", &a.name, "TERM"]] {
+        refused(below(req).stdin(Stdio::null()).output().expect("unshare"), &format!("client below: {req:?}"));
+    }
+    assert!(crate::live::listed(Who::Root, dir.path(), &a.name), "the run ended after refused requests");
+
+    let name = crate::live::name();
+    let m = marker();
+    let script = format!("touch started; exec sleep {m}");
+    let mut b = below(&["--name", &name, "--", "sh", "-c", &script]).stdin(Stdio::null()).spawn().expect("unshare");
+    assert!(
+        crate::common::until(Duration::from_secs(10), || dir.path().join("started").exists()),
+        "run below did not start"
+    );
+    for req in [&["stop", &name][..], &["signal", &name, "TERM"]] {
+        let o = crate::live::cmd(Who::Root, dir.path(), req).output().expect("snug");
+        refused(o, &format!("run below: {req:?}"));
+    }
+    assert_eq!(b.try_wait().expect("wait"), None, "the run below ended after refused requests");
+    crate::common::kill_if_running(&mut b);
+
+    let (st, out, err, _) = run(Who::Root, dir.path(), &["stop", &a.name]);
+    assert!(st.success() && out.contains("killed by SIGTERM"), "control: {out}{err}");
+    assert_eq!(code(a.end(Duration::from_secs(5))), 128 + libc::SIGTERM);
+}
+
+/// R4: a run whose `/proc` is another pid namespace's (`unshare --pid --fork` without
+/// `--mount-proc`, where `/proc/PID` names other processes) is refused before the payload
+/// with 69 and a line that names the cause, not the failed write it led to. Positive control:
+/// the same run with `--mount-proc` starts. Against the build before, the line was "cannot
+/// map the sandbox's user namespace: …" (EPERM or ENOENT). Root only (`unshare --pid`).
+#[test]
+fn r4_a_proc_of_another_pid_namespace_is_named() {
+    let dir = workdir(Who::Root);
+    let start = |proc: &[&str]| {
+        let mut c = std::process::Command::new("unshare");
+        c.args(["--pid", "--fork", "--kill-child"]).args(proc).arg("--").arg(crate::common::snug());
+        c.args(["--", "sh", "-c", "touch ran"]).current_dir(dir.path()).stdin(Stdio::null());
+        c.output().expect("unshare")
+    };
+    let o = start(&[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(69), "{err}");
+    assert!(err.starts_with("snug: /proc is not this pid namespace's") && err.lines().count() == 1, "{err}");
+    assert!(!dir.path().join("ran").exists(), "the payload ran");
+    let o = start(&["--mount-proc"]);
+    assert!(o.status.success(), "control: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.path().join("ran").exists(), "control: the payload did not run");
+}
