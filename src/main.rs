@@ -391,10 +391,15 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     Ok(outcome)
 }
 
+/// Print what a subcommand made. A reader that went away (`snug completions bash | head -1`)
+/// ends snug as it ends `cat`: by SIGPIPE, quietly; any other failed write is 71 (R4).
 fn print(text: String) -> anyhow::Result<Outcome> {
-    log::print(&text).map_err(|e| {
-        let errno = e.raw_os_error().unwrap_or(libc::EIO);
-        error::failure(error::INTERNAL, format!("cannot write to stdout: {}", error::strerror(errno)))
-    })?;
-    Ok(Outcome::Status(WaitStatus::Exited(0)))
+    match log::print(&text) {
+        Ok(()) => Ok(Outcome::Status(WaitStatus::Exited(0))),
+        Err(e) if e.raw_os_error() == Some(libc::EPIPE) => Ok(Outcome::Signal(snug_core::Signal::PIPE)),
+        Err(e) => {
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            Err(error::failure(error::OS_ERROR, format!("cannot write to stdout: {}", error::strerror(errno))))
+        }
+    }
 }

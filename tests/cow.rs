@@ -13,6 +13,7 @@ use crate::common;
 mod apply;
 mod grants;
 mod kept;
+mod renamed;
 mod view;
 mod with;
 

@@ -150,11 +150,16 @@ fn names(p: &Path) -> anyhow::Result<Vec<OsString>> {
 
 /// overlayfs' attribute `name` (`opaque`, `redirect`) of `p`, as root or as a user wrote it.
 fn attr(p: &Path, name: &str) -> Option<Vec<u8>> {
-    ["trusted.overlay.", "user.overlay."].iter().find_map(|pre| {
+    attr_of(p, name).map(|(_, v)| v)
+}
+
+/// [`attr`] and the prefix it was found under (`trusted.overlay.` as root, `user.overlay.`).
+pub(super) fn attr_of(p: &Path, name: &str) -> Option<(&'static str, Vec<u8>)> {
+    ["trusted.overlay.", "user.overlay."].into_iter().find_map(|pre| {
         let mut buf = vec![0u8; 4096];
         let n = rustix::fs::lgetxattr(p, format!("{pre}{name}").as_str(), &mut buf[..]).ok()?;
         buf.truncate(n);
-        Some(buf)
+        Some((pre, buf))
     })
 }
 
@@ -173,7 +178,7 @@ pub fn is_whiteout(m: &Metadata) -> bool {
 
 /// Where a redirected directory's lower contents are, relative to DIR: an absolute value
 /// is from the overlay's root, a relative one a name in the parent's lower directory.
-fn redirect(value: &[u8], parent_lower: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+pub(super) fn redirect(value: &[u8], parent_lower: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     let text = String::from_utf8_lossy(value);
     let bad =
         || failure(crate::error::POLICY, format!("refused: a kept directory is redirected to {text:?}, outside DIR"));

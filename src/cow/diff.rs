@@ -20,7 +20,8 @@ pub fn list() -> String {
             let _ = writeln!(out, "{}\t(no record: snug discard {})", k.name, crate::quote::quote(&k.name));
             continue;
         };
-        let counts = match changes::collect(&k.upper(), &meta.dir) {
+        let frozen = || if store::running(&k) { Ok(()) } else { super::freeze::freeze(&k.upper(), &meta.dir) };
+        let counts = match frozen().and_then(|()| changes::collect(&k.upper(), &meta.dir)) {
             Ok(c) => {
                 let (a, m, d) = changes::counts(&c);
                 format!("{a} added, {m} modified, {d} deleted")
@@ -52,9 +53,23 @@ pub fn load(name: &str, paths: &[PathBuf]) -> anyhow::Result<(Kept, PathBuf, Vec
         return Err(failure(USAGE, format!("{name}: its record is missing; snug discard {name}")));
     };
     let wanted: Vec<PathBuf> = paths.iter().map(|p| relative(p, &meta.dir)).collect::<anyhow::Result<_>>()?;
+    // A run killed before its end left its renames as the overlay made them.
+    if !store::running(&kept) {
+        super::freeze::freeze(&kept.upper(), &meta.dir)?;
+    }
     let mut all = changes::collect(&kept.upper(), &meta.dir)?;
     if !wanted.is_empty() {
         all.retain(|c| wanted.iter().any(|w| c.path.starts_with(w)));
+        // A PATH neither changed nor in DIR is most likely mistyped: say so, not nothing.
+        let unknown = wanted.iter().zip(paths).find(|(w, _)| {
+            !all.iter().any(|c| c.path.starts_with(w)) && std::fs::symlink_metadata(meta.dir.join(w)).is_err()
+        });
+        if let Some((_, p)) = unknown {
+            return Err(failure(
+                USAGE,
+                format!("{}: neither in {} nor among {name}'s changes", p.display(), meta.dir.display()),
+            ));
+        }
     }
     Ok((kept, meta.dir, all))
 }

@@ -101,8 +101,46 @@ fn judge(
         Err(rustix::io::Errno::NOENT) if removed(c, &parent, started) => {
             Err("removed on the host since the run started (--force writes it again)".into())
         }
+        // A directory this apply removes goes with all it holds: a file the host changed in
+        // it since the start is a conflict too, though the directory's own ctime shows none.
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR && matches!(c.kind, Kind::Deleted | Kind::Type) => {
+            match changed_within(&parent, Path::new(name), started as i128) {
+                Some(inner) => Err(format!(
+                    "{} changed on the host since the run started (--force removes it)",
+                    c.path.join(inner).display()
+                )),
+                None => Ok(()),
+            }
+        }
         _ => Ok(()),
     }
+}
+
+/// The first path (relative to `name`) below the directory `name` in `parent` whose ctime is
+/// `started` or later, read without following a symlink; `None` when there is none. One the
+/// walk cannot read counts as changed: nothing unseen is removed without `--force`.
+fn changed_within(parent: &OwnedFd, name: &Path, started: i128) -> Option<PathBuf> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(dir) = rustix::fs::openat(parent, name, flags, Mode::empty()) else { return Some(PathBuf::new()) };
+    let Ok(entries) = rustix::fs::Dir::read_from(&dir) else { return Some(PathBuf::new()) };
+    for e in entries {
+        let Ok(e) = e else { return Some(PathBuf::new()) };
+        let n = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(e.file_name().to_bytes());
+        if n == "." || n == ".." {
+            continue;
+        }
+        let Ok(st) = rustix::fs::statat(&dir, n, AtFlags::SYMLINK_NOFOLLOW) else { return Some(n.into()) };
+        if ctime(&st) >= started {
+            return Some(n.into());
+        }
+        if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            if let Some(inner) = changed_within(&dir, Path::new(n), started) {
+                return Some(Path::new(n).join(inner));
+            }
+        }
+    }
+    None
 }
 
 /// Whether `c`, which DIR's directory `parent` does not hold, is a node the host removed

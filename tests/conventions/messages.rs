@@ -131,3 +131,32 @@ fn p4_profile_list_marks_invalid_profiles() {
     assert!(line("good").contains("a good one"), "control: {}", o.out);
     assert!(line("deep39").contains("(no description)"), "control: a chain within the bound: {}", o.out);
 }
+
+/// R4: a subcommand whose reader went away (`snug completions bash | head -1`) ends as `cat`
+/// does, by SIGPIPE and without a line; a write that fails otherwise (`> /dev/full`) is one
+/// `snug: ` line and 71. The pipe's reader is closed before snug starts, so the write fails
+/// every time. Positive control: the build before printed "snug: cannot write to stdout:
+/// broken pipe" and exited 70, and 70 for /dev/full.
+#[test]
+fn r4_a_reader_gone_ends_snug_by_sigpipe_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let (r, w) = std::io::pipe().expect("pipe");
+    drop(r);
+    let mut c = Command::new(snug());
+    c.args(["completions", "bash"]).stdout(w).stderr(std::process::Stdio::piped());
+    // SAFETY: only resets a signal disposition (async-signal-safe) in the forked child.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            Ok(())
+        })
+    };
+    let o = c.output().expect("snug");
+    assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{:?}: {}", o.status, String::from_utf8_lossy(&o.stderr));
+    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let o = Command::new(snug()).args(["completions", "bash"]).stdout(full).output().expect("snug");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(71), "{err}");
+    assert!(err.starts_with("snug: cannot write to stdout") && err.lines().count() == 1, "{err}");
+}

@@ -1,0 +1,153 @@
+//! A renamed directory made whole in the kept changes (SPEC W3, W4). As root the overlay
+//! renames a directory that was in DIR without copying it (`redirect_dir`): the upper layer
+//! keeps an empty directory that points at the old name, and whatever it held stays in DIR,
+//! read from there whenever the changes are read. Left so, the kept changes would follow the
+//! host after the run: a host that renamed or removed the old directory, or edited a file in
+//! it, would change what `snug diff` shows and `snug apply` writes, down to deleting the
+//! files the payload had only moved.
+//!
+//! So once the run has ended, and before the changes are first read, each redirected
+//! directory gets a copy of what it held in DIR (what the upper layer does not already
+//! replace) and becomes opaque: a new directory of the payload's, read from the upper layer
+//! alone, and no longer marked as copied up from DIR (its `origin`), which for a new name is
+//! no host file that could have been removed since. The old name keeps its whiteout, so the
+//! host's directory there reads as deleted, with W4's conflict rules. The cost follows what
+//! was renamed; without a rename nothing is copied. Hard links inside a renamed directory
+//! become separate files (the limit README gives for `--cow`).
+
+use super::changes::{attr_of, redirect};
+use crate::error::{failure, OS_ERROR};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::Path;
+
+/// Make every redirected directory under `upper` (the kept upper layer over `dir`) whole and
+/// opaque. A no-op where nothing was renamed, and once done (no redirect is left).
+///
+/// # Errors
+/// 71 naming the path that could not be read or written; 77 for a redirect out of DIR.
+pub fn freeze(upper: &Path, dir: &Path) -> anyhow::Result<()> {
+    walk(upper, Some(dir), dir, dir)
+}
+
+/// A subdirectory of the upper layer: its path, its redirect (prefix, value), if any, and
+/// whether it is opaque.
+type Subdir = (std::path::PathBuf, Option<(&'static str, Vec<u8>)>, bool);
+
+/// The upper directory `u`'s subdirectories.
+fn subdirs(u: &Path) -> anyhow::Result<Vec<Subdir>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(u).map_err(|e| io(u, e))? {
+        let e = e.map_err(|e| io(u, e))?;
+        let p = e.path();
+        if e.file_type().map_err(|e| io(&p, e))?.is_dir() {
+            let opaque = attr_of(&p, "opaque").is_some_and(|(_, v)| v == b"y");
+            out.push((p.clone(), attr_of(&p, "redirect"), opaque));
+        }
+    }
+    Ok(out)
+}
+
+/// Look for redirects below the upper directory `u`, whose lower directory is `lower` (`None`
+/// under an opaque directory) and whose place in DIR is `host`.
+fn walk(u: &Path, lower: Option<&Path>, host: &Path, dir: &Path) -> anyhow::Result<()> {
+    for (p, redirected, opaque) in subdirs(u)? {
+        let name = p.file_name().unwrap_or_default().to_owned();
+        match redirected {
+            Some((prefix, v)) => {
+                let source = redirect(&v, lower.unwrap_or(host), dir)?;
+                fill(&p, Some(&source), dir)?;
+                let opaque =
+                    rustix::fs::lsetxattr(&p, format!("{prefix}opaque"), b"y", rustix::fs::XattrFlags::empty());
+                opaque.map_err(|e| io(&p, e.into()))?;
+                unmark(&p, prefix)?;
+            }
+            None => {
+                let below = lower.filter(|_| !opaque).map(|l| l.join(&name));
+                walk(&p, below.as_deref(), &host.join(&name), dir)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copy into the upper directory `u` what its lower directory `source` holds and `u` does not
+/// replace (a name in `u`, a whiteout included, wins), and make each directory `u` already
+/// has whole from its own lower the same way: its redirect's, none if it is opaque, else
+/// `source`'s same name. `u` ends up needing no lower layer.
+fn fill(u: &Path, source: Option<&Path>, dir: &Path) -> anyhow::Result<()> {
+    // A source that is gone (removed on the host during the run) has nothing to bring.
+    if let Some(entries) = source.and_then(|s| std::fs::read_dir(s).ok()) {
+        for e in entries {
+            let e = e.map_err(|e| io(u, e))?;
+            let to = u.join(e.file_name());
+            if std::fs::symlink_metadata(&to).is_err() {
+                copy(&e.path(), &to)?;
+            }
+        }
+    }
+    for (p, redirected, opaque) in subdirs(u)? {
+        let name = p.file_name().unwrap_or_default().to_owned();
+        let below = match &redirected {
+            Some((_, v)) => Some(redirect(v, source.unwrap_or(dir), dir)?),
+            None if opaque => None,
+            None => source.map(|s| s.join(&name)),
+        };
+        fill(&p, below.as_deref(), dir)?;
+        if let Some((prefix, _)) = redirected {
+            unmark(&p, prefix)?;
+        }
+    }
+    Ok(())
+}
+
+/// Remove overlayfs' `redirect` and `origin` marks from the directory `p`.
+fn unmark(p: &Path, prefix: &str) -> anyhow::Result<()> {
+    for name in ["redirect", "origin"] {
+        match rustix::fs::lremovexattr(p, format!("{prefix}{name}")) {
+            Ok(()) | Err(rustix::io::Errno::NODATA) => {}
+            Err(e) => return Err(io(p, e.into())),
+        }
+    }
+    Ok(())
+}
+
+/// `from` (in DIR) copied to `to` (in the upper layer) with its mode and owner, a directory
+/// with all it holds; never following a symlink. Device nodes and sockets are left out
+/// (`snug apply` writes none).
+fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
+    let m = std::fs::symlink_metadata(from).map_err(|e| io(from, e))?;
+    let t = m.file_type();
+    if t.is_dir() {
+        std::fs::create_dir(to).map_err(|e| io(to, e))?;
+        for e in std::fs::read_dir(from).map_err(|e| io(from, e))? {
+            let e = e.map_err(|e| io(from, e))?;
+            copy(&e.path(), &to.join(e.file_name()))?;
+        }
+    } else if t.is_symlink() {
+        let target = std::fs::read_link(from).map_err(|e| io(from, e))?;
+        std::os::unix::fs::symlink(target, to).map_err(|e| io(to, e))?;
+    } else if t.is_file() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut r = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(from);
+        let mut w = std::fs::OpenOptions::new().write(true).create_new(true).open(to);
+        match (&mut r, &mut w) {
+            (Ok(r), Ok(w)) => drop(std::io::copy(r, w).map_err(|e| io(from, e))?),
+            (Err(e), _) => return Err(io(from, std::io::Error::from(e.kind()))),
+            (_, Err(e)) => return Err(io(to, std::io::Error::from(e.kind()))),
+        }
+    } else if t.is_fifo() {
+        rustix::fs::mknodat(rustix::fs::CWD, to, rustix::fs::FileType::Fifo, rustix::fs::Mode::empty(), 0)
+            .map_err(|e| io(to, e.into()))?;
+    } else {
+        return Ok(());
+    }
+    std::os::unix::fs::lchown(to, Some(m.uid()), Some(m.gid())).map_err(|e| io(to, e))?;
+    if !t.is_symlink() {
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(m.mode() & 0o7777)).map_err(|e| io(to, e))?;
+    }
+    Ok(())
+}
+
+fn io(p: &Path, e: std::io::Error) -> anyhow::Error {
+    failure(OS_ERROR, format!("--cow: cannot make the renamed {} whole: {}", p.display(), crate::error::io_text(&e)))
+}
