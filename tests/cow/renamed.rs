@@ -63,3 +63,23 @@ fn w4_removing_a_directory_the_host_changed_inside_is_a_conflict() {
         assert!(!c.dir().join("d1").exists(), "{who:?} control: d1 left");
     });
 }
+
+/// W3: `snug diff NAME PATH` and `snug apply NAME PATH` with a PATH that is neither in DIR nor
+/// among the changes (a typo) say so in one `snug: ` line with 64, and apply writes nothing;
+/// a PATH in DIR that the run left alone shows nothing, as `git diff` does. Positive control:
+/// the build before printed nothing and exited 0 for the typo.
+#[test]
+fn w3_a_path_neither_in_dir_nor_changed_is_64() {
+    let c = Case::new(Who::Root);
+    c.seed("a", "a0\n");
+    c.seed("b", "b0\n");
+    assert_eq!(code(&crate::common::run_bounded(&mut c.cow("w3typo", "echo a1 > a"), super::LIMIT)), 0);
+    for verb in ["diff", "apply"] {
+        let out = c.run(&[verb, "w3typo", "nosuch"]);
+        assert_eq!(code(&out), 64, "{verb}: {}", out.err);
+        assert!(out.err.starts_with("snug: nosuch: neither in") && out.err.lines().count() == 1, "{verb}: {}", out.err);
+    }
+    assert_eq!(std::fs::read_to_string(c.dir().join("a")).unwrap(), "a0\n");
+    let out = c.run(&["diff", "w3typo", "b"]);
+    assert_eq!((code(&out), out.out.as_str()), (0, ""), "control: {}", out.err);
+}
