@@ -58,14 +58,28 @@ impl SignalFd {
     /// The next queued signal, if any: one `struct signalfd_siginfo` (128 bytes; `ssi_signo`
     /// at 0, `ssi_code` at 8, `ssi_pid` at 12, `signalfd(2)`).
     pub fn read(&self) -> Option<Delivered> {
-        let mut info = [0u8; 128];
-        let n = rustix::io::read(&self.fd, &mut info).ok()?;
-        let field = |at: usize| [info[at], info[at + 1], info[at + 2], info[at + 3]];
-        (n == info.len()).then(|| Delivered {
-            sig: Signal(u32::from_ne_bytes(field(0)) as i32),
-            code: i32::from_ne_bytes(field(8)),
-            pid: Pid::new(i32::from_ne_bytes(field(12))),
-        })
+        self.read_pending::<1>().pop()
+    }
+
+    /// Every signal queued now, up to `N`, in one `read(2)`: signals it returns together were
+    /// all pending at that moment, so each was sent before snug could act on the ones before
+    /// it (standard signals in ascending number, `kernel/signal.c`, `next_signal`). Empty when
+    /// none is queued.
+    pub fn read_pending<const N: usize>(&self) -> Vec<Delivered> {
+        const SIZE: usize = 128;
+        let mut info = [[0u8; SIZE]; N];
+        let Ok(n) = rustix::io::read(&self.fd, info.as_flattened_mut()) else { return Vec::new() };
+        info[..n / SIZE]
+            .iter()
+            .map(|one| {
+                let field = |at: usize| [one[at], one[at + 1], one[at + 2], one[at + 3]];
+                Delivered {
+                    sig: Signal(u32::from_ne_bytes(field(0)) as i32),
+                    code: i32::from_ne_bytes(field(8)),
+                    pid: Pid::new(i32::from_ne_bytes(field(12))),
+                }
+            })
+            .collect()
     }
 }
 

@@ -209,8 +209,14 @@ impl SupervisorLoop {
         }
         let signalled = set.got(Slot::Signals) != 0;
         if signalled {
-            while let Some(got) = self.signals.read() {
-                self.on_delivered(got);
+            loop {
+                let pending = self.signals.read_pending::<32>();
+                if pending.is_empty() {
+                    break;
+                }
+                for (i, got) in pending.into_iter().enumerate() {
+                    self.on_delivered(got, i > 0);
+                }
             }
         }
         if set.got(Slot::BwrapErr) != 0 {

@@ -16,7 +16,7 @@
 //! | G1 (once, in order before the fork; own copies dropped) | `signal`, `Phase::Starting`, `started_payload` |
 //! | G2 (grace from receipt; the payload's end wins; no clock while stopped) | `signal`, [`End::rank`], `jobs::woke` |
 //! | G3 (grace over: teardown with the first signal, once) | `Supervisor::tick`, `Supervisor::tear_down` |
-//! | G4 (second INT/TERM/HUP tears down) | [`relay::decide`], `Supervisor::signal` |
+//! | G4 (second INT/TERM/HUP tears down; not one read with the first, nor a hangup) | [`relay::decide`], `Supervisor::signal` |
 //! | G6 (every signal's answer; CONT once) | [`relay::answer`], `jobs::resume` |
 //! | T1 (immediate or deferred hand-over) | `Supervisor::start`, `jobs::payload_stopped`, `jobs::raw` |
 //! | T2 (keys to the pty; typed keys to snug's group) | `jobs::terminal_key`, `jobs::typed`, [`relay::decide`] |
@@ -81,6 +81,10 @@ pub struct Supervisor<E> {
     cfg: Config,
     phase: Phase,
     grace: Option<Grace>,
+    /// The grace was started by a signal of the signalfd read the loop is going through.
+    grace_batch: bool,
+    /// A hangup came during another signal's grace: later news of it counts once (T10).
+    hangup_seen: bool,
     /// `--timeout`'s deadline until it fired (O6).
     timeout: Option<Instant>,
     /// The last ^C that reached no handler (T3).
@@ -100,6 +104,8 @@ impl<E> Supervisor<E> {
             cfg,
             phase: Phase::Starting(Vec::new()),
             grace: None,
+            grace_batch: false,
+            hangup_seen: false,
             timeout: cfg.timeout,
             unanswered: None,
             job: Job { handed, ..Job::default() },
@@ -182,7 +188,7 @@ impl<E> Supervisor<E> {
     pub fn on(&mut self, now: Instant, event: Event<E>) -> Vec<Effect> {
         let mut fx = Vec::new();
         match event {
-            Event::Signal { sig, origin, tty } => self.signal(now, sig, origin, tty, &mut fx),
+            Event::Signal { sig, origin, together, tty } => self.signal(now, (sig, origin, together), tty, &mut fx),
             Event::Hello => fx.push(Effect::StartNetwork),
             Event::NetworkUp => fx.push(Effect::Order(Order::Go)),
             Event::Started { tty } => self.started_payload(tty, &mut fx),
@@ -205,7 +211,16 @@ impl<E> Supervisor<E> {
     }
 
     /// A signal (G1–G6, T2, T4, T10, T12, L2).
-    fn signal(&mut self, now: Instant, sig: Signal, origin: Origin, tty: Tty, fx: &mut Vec<Effect>) {
+    fn signal(
+        &mut self,
+        now: Instant,
+        (sig, origin, together): (Signal, Origin, bool),
+        tty: Tty,
+        fx: &mut Vec<Effect>,
+    ) {
+        if !together {
+            self.grace_batch = false;
+        }
         // snug's own copy of a key it sent to its group (T2): the sandbox had it already.
         if origin == Origin::Own && matches!(sig, Signal::INT | Signal::QUIT) {
             return fx.push(Effect::Note(Note::OwnCopyDropped(sig)));
@@ -218,7 +233,22 @@ impl<E> Supervisor<E> {
             fx.extend([Effect::Resize, Effect::Note(Note::WindowCopied)]);
             return self.winch_deferred(fx);
         }
-        let action = relay::decide(sig, by_terminal, self.cfg.terminal, self.grace.is_some());
+        let mut action = relay::decide(sig, by_terminal, self.cfg.terminal, self.grace.is_some());
+        // G4's second signal is a new request to stop now. Some INT/TERM/HUP during the grace
+        // are none, and the grace runs on to its deadline, once (never past the first
+        // signal's 1 s): one pending with the signal that started it, sent before snug could
+        // act on that one (bash sends a stopped job HUP, TERM and CONT at once when its
+        // terminal closes), relayed; the caller's shell's HUP after the terminal went away,
+        // relayed; the terminal going away itself (T10: after `exit` with a stopped job, TERM,
+        // then the hangup), which the kernel tells no background job of, so it is not relayed:
+        // the pty hangs up, which tells its foreground as the kernel would.
+        let kernel_hangup = sig == Signal::HUP && by_terminal;
+        let shell_hangup = sig == Signal::HUP && tty.hung_up && !by_terminal;
+        if action == Action::Teardown && ((together && self.grace_batch) || kernel_hangup || shell_hangup) {
+            action = if kernel_hangup { Action::Drop } else { Action::Relay };
+            self.hangup_seen |= kernel_hangup || shell_hangup;
+            fx.push(Effect::Note(Note::UnderGrace(sig)));
+        }
         fx.push(Effect::Decided { sig, origin, action });
         if sig == Signal::HUP && by_terminal {
             fx.push(Effect::Note(Note::KernelHangup));
@@ -227,6 +257,7 @@ impl<E> Supervisor<E> {
             Action::RelayWithGrace => {
                 // The deadline counts from receipt, also when init is not up yet (G3).
                 self.grace = Some(Grace { until: now + GRACE, first: sig });
+                self.grace_batch = true;
                 fx.push(Effect::Note(Note::GraceStarted));
             }
             Action::Teardown => {
@@ -307,7 +338,7 @@ impl<E> Supervisor<E> {
             self.timeout = None;
             if self.grace.is_none() && !self.ends.payload_ended() {
                 fx.extend([Effect::Note(Note::Timeout), Effect::TimingOut]);
-                self.signal(now, Signal::TERM, Origin::Own, Tty::default(), fx);
+                self.signal(now, (Signal::TERM, Origin::Own, false), Tty::default(), fx);
             }
         }
         if let (Some(g), false) = (self.grace, self.torn_down()) {

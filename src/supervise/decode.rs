@@ -82,8 +82,9 @@ impl SupervisorLoop {
         self.on(event);
     }
 
-    /// A signal from snug's signalfd, or one a control client asked for (L2).
-    pub(super) fn on_delivered(&mut self, got: Delivered) {
+    /// A signal from snug's signalfd, or one a control client asked for (L2); `together`:
+    /// read in the same read as the one before it ([`crate::signals::SignalFd::read_pending`]).
+    pub(super) fn on_delivered(&mut self, got: Delivered, together: bool) {
         if self.draining.on {
             return self.drain_signal(got.sig);
         }
@@ -98,7 +99,7 @@ impl SupervisorLoop {
             if got.by_terminal() { "terminal".to_string() } else { format!("process {}", got.pid.map_or(0, Pid::raw)) };
         log!("received {} from {from} (si_code {})", signame(got.sig), got.code);
         let sig = got.sig;
-        self.on(Event::Signal { sig, origin, tty: self.tty(Some(sig)) });
+        self.on(Event::Signal { sig, origin, together, tty: self.tty(Some(sig)) });
     }
 
     /// What the bridge saw.

@@ -163,6 +163,10 @@ fn note(n: Note) {
         Note::GraceStarted => log!("grace started: {} ms", GRACE.as_millis()),
         Note::GraceOver => log!("grace over after {} ms", GRACE.as_millis()),
         Note::SecondSignal(s) => log!("second {} during the grace: teardown", signame(s)),
+        Note::UnderGrace(s) => log!(
+            "{} during the grace is no second request (sent with the first, or a hangup): the grace runs on",
+            signame(s)
+        ),
         Note::KernelHangup => log!("hangup from the kernel: the terminal went away (never a key, T10)"),
         Note::SameHangup => log!("SIGHUP of the same hangup: it counts once (T10)"),
         Note::HangupIgnored => {

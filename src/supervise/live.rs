@@ -20,7 +20,7 @@ impl Host for SupervisorLoop {
 
     fn signal(&mut self, sig: snug_core::Signal, from: Option<snug_core::Pid>) -> String {
         // `si_code` SI_USER (0): from a process, never a terminal key.
-        self.on_delivered(Delivered { sig, code: 0, pid: from });
+        self.on_delivered(Delivered { sig, code: 0, pid: from }, false);
         format!("{} sent", crate::signals::signame(sig))
     }
 

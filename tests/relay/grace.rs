@@ -314,3 +314,33 @@ fn g3_grace_holds_when_init_is_stopped_and_relays_pile_up() {
         assert!(until(Duration::from_millis(500), || !crate::common::alive(&mark)), "{who:?}: left running");
     }
 }
+
+/// G4: signals sent while snug could not act on them (stopped, as a ^Z'd job is when bash
+/// sends it HUP, TERM and CONT because its terminal closed) are one request, not a first
+/// and a second: read together, HUP starts the grace, TERM is relayed under it, and the
+/// payload's TERM handler (0.3 s of cleanup) finishes: snug exits 3. A TERM sent after that
+/// would tear down (`g4_second_signal_tears_down_at_once`). Positive control: against the
+/// build that counted the TERM read with the HUP as the second signal, snug tore down at once
+/// and died of SIGTERM, `out` without DONE.
+#[test]
+fn g4_signals_sent_while_snug_was_stopped_are_one_request() {
+    for who in everyone() {
+        let mark = marker();
+        let script = format!(
+            "trap 'echo HUP >> out' HUP; trap 'echo TERM >> out; sleep 0.3; echo DONE >> out; exit 3' TERM; \
+             while :; do sleep {mark} & wait; done"
+        );
+        let mut run = Run::start(who, How::snug(), &mark, &sh(&script));
+        run.sleepers(1);
+        run.signal(libc::SIGSTOP);
+        let stopped = crate::common::until(SETTLE, || crate::common::stat(run.pid).is_some_and(|s| s.state == 'T'));
+        assert!(stopped, "{who:?}: snug did not stop");
+        for sig in [libc::SIGHUP, TERM, libc::SIGCONT] {
+            run.signal(sig);
+        }
+        let (st, _) = run.end(SETTLE);
+        assert_eq!(st.code(), Some(3), "{who:?}: {st:?}; out: {:?}; stderr: {}", run.read("out"), run.stderr());
+        assert!(run.read("out").ends_with("TERM\nDONE\n"), "{who:?}: out: {:?}", run.read("out"));
+        assert!(run.left().is_empty(), "{who:?}: left {:?}", run.left());
+    }
+}

@@ -113,3 +113,40 @@ fn t4_signals_from_a_process_start_the_grace_in_terminal_mode() {
     };
     parallel(&row, &[]);
 }
+
+/// T10, G4: `exit`, `exit` at a shell with a stopped job, then the terminal closes: bash
+/// sends the job TERM and CONT, and the hangup follows a few ms later. The payload's TERM
+/// handler (0.3 s of cleanup) finishes as it does with no launcher in the same harness:
+/// the hangup during the grace is no second signal, and it is not relayed (the kernel tells
+/// a background job of none). Positive control: against the build that took the hangup for
+/// the grace's second signal, the log held `TERM` without `DONE` (the handler cut at once),
+/// and relaying the hangup instead killed the payload in its handler by SIGHUP.
+#[test]
+fn t10_g4_exit_with_a_stopped_job_lets_its_term_handler_finish() {
+    let row = |who: Who| {
+        let script = "trap 'echo TERM >> log; sleep 0.3; echo DONE >> log; exit 3' TERM; echo re''ady; \
+                      while :; do sleep 0.2; done";
+        for launcher in ["none", "snug"] {
+            let (mut t, dir) = caller(who, "T10 exit with a stopped job");
+            let s = scripts::write(dir.path(), "term.sh", script);
+            t.line(&if launcher == "snug" { snug_line(&format!("sh {s}")) } else { format!("sh {s}") });
+            t.expect("ready");
+            t.send("\x1a");
+            t.expect("Stopped");
+            t.expect(PROMPT);
+            t.line("exit");
+            t.expect("stopped jobs");
+            t.expect(PROMPT);
+            t.line("exit");
+            let log = dir.path().join("log");
+            t.until(Duration::from_secs(3), || std::fs::read_to_string(&log).is_ok_and(|l| l.contains("TERM")));
+            t.hangup();
+            let done = common::until(Duration::from_secs(3), || {
+                std::fs::read_to_string(&log).is_ok_and(|l| l.contains("DONE"))
+            });
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(done, "{who:?} {launcher}: the TERM handler did not finish: log {text:?}");
+        }
+    };
+    parallel(&row, &[]);
+}

@@ -50,7 +50,9 @@ pub struct Tty {
 #[derive(Debug)]
 pub enum Event<E> {
     /// A signal snug received, or one `snug signal` / `snug stop` asked for (L2).
-    Signal { sig: Signal, origin: Origin, tty: Tty },
+    /// `together`: read from the signalfd in the same read as the signal before it, so it
+    /// was sent before snug could act on that one.
+    Signal { sig: Signal, origin: Origin, together: bool, tty: Tty },
     /// Init is up, pinned, and leads the sandbox group.
     Hello,
     /// The network is up (or none was asked for): the payload may start (N3).
@@ -141,6 +143,10 @@ pub enum Note {
     KernelHangup,
     /// A SIGHUP of a hangup that started the grace already: it counts once (T10).
     SameHangup,
+    /// An INT/TERM/HUP during the grace that is no second request: pending with the signal
+    /// that started the grace (relayed), or a hangup (the shell's relayed, the terminal's
+    /// not); the grace runs on (G4, T10).
+    UnderGrace(Signal),
     /// Under `nohup` a hangup does not end the run (S2, T10).
     HangupIgnored,
     /// The caller's window changed: copied to the pty (T1).

@@ -40,7 +40,8 @@ impl<E> Supervisor<E> {
         // One hangup, however many SIGHUPs tell of it (the kernel's to a session leader, the
         // caller's shell's to its jobs, the bridge's EIO): it starts one grace, never the
         // second signal's teardown (T10).
-        if sig == Signal::HUP && tty.hung_up && self.grace.is_some_and(|g| g.first == Signal::HUP) {
+        if sig == Signal::HUP && tty.hung_up && (self.grace.is_some_and(|g| g.first == Signal::HUP) || self.hangup_seen)
+        {
             fx.push(Effect::Note(Note::SameHangup));
             return true;
         }
@@ -71,7 +72,7 @@ impl<E> Supervisor<E> {
     /// The caller's terminal went away: SIGHUP and the grace, once, unless ignored at start;
     /// the pty hangs up too (T10, S2).
     pub(super) fn hung_up(&mut self, now: Instant, fx: &mut Vec<Effect>) {
-        if self.grace.is_some_and(|g| g.first == Signal::HUP) {
+        if self.grace.is_some_and(|g| g.first == Signal::HUP) || self.hangup_seen {
             return fx.push(Effect::Note(Note::SameHangup));
         }
         if self.cfg.hup_ignored {
@@ -80,7 +81,7 @@ impl<E> Supervisor<E> {
         fx.push(Effect::ClosePty);
         // As the kernel's SIGHUP to a session leader; no grace of a hangup runs (above), so
         // the terminal's state does not matter to this signal.
-        self.signal(now, Signal::HUP, Origin::Terminal, Tty::default(), fx);
+        self.signal(now, (Signal::HUP, Origin::Terminal, false), Tty::default(), fx);
     }
 
     /// snug received TSTP, TTIN or TTOU (or output waits under `tostop`): stop every sandbox

@@ -34,7 +34,7 @@ pub(super) const TERMINAL: Config = Config { terminal: true, immediate: true, ..
 pub(super) const PID: Origin = Origin::Process(Some(Pid(4242)));
 
 pub(super) fn sig(sig: Signal, origin: Origin) -> Event<&'static str> {
-    Event::Signal { sig, origin, tty: Tty::default() }
+    Event::Signal { together: false, sig, origin, tty: Tty::default() }
 }
 
 pub(super) fn decided(sig: Signal, origin: Origin, action: Action) -> Effect {

@@ -43,7 +43,10 @@ fn t4_process_signals_get_the_grace_in_terminal_mode() {
     for s in [Signal::INT, Signal::TERM, Signal::HUP] {
         let mut sup = running(TERMINAL);
         let copying = Tty { in_front: true, copying: true, hung_up: false, has_key: true };
-        script(&mut sup, vec![(0, Event::Signal { sig: s, origin: PID, tty: copying }, with_grace(s, PID))]);
+        script(
+            &mut sup,
+            vec![(0, Event::Signal { together: false, sig: s, origin: PID, tty: copying }, with_grace(s, PID))],
+        );
         assert_eq!(sup.deadline(), Some(at(1000)));
     }
 }
@@ -53,8 +56,12 @@ fn t4_process_signals_get_the_grace_in_terminal_mode() {
 /// torn down 1 s later. Fails with the SameHangup check removed (step 1 tears down).
 #[test]
 fn t10_hangup_counts_once_then_the_grace_tears_down() {
-    let kernel_hup =
-        Event::Signal { sig: Signal::HUP, origin: Origin::Terminal, tty: Tty { hung_up: true, ..Tty::default() } };
+    let kernel_hup = Event::Signal {
+        together: false,
+        sig: Signal::HUP,
+        origin: Origin::Terminal,
+        tty: Tty { hung_up: true, ..Tty::default() },
+    };
     let mut sup = running(TERMINAL);
     let mut first = vec![Effect::ClosePty, decided(Signal::HUP, Origin::Terminal, Action::RelayWithGrace)];
     first.push(Effect::Note(Note::KernelHangup));
@@ -83,7 +90,7 @@ fn t10_kernel_hangup_first_and_nohup() {
     script(
         &mut sup,
         vec![
-            (0, Event::Signal { sig: Signal::HUP, origin: Origin::Terminal, tty }, first),
+            (0, Event::Signal { together: false, sig: Signal::HUP, origin: Origin::Terminal, tty }, first),
             (1, Event::HungUp, vec![Effect::Note(Note::SameHangup)]),
         ],
     );
@@ -91,11 +98,80 @@ fn t10_kernel_hangup_first_and_nohup() {
     let mut sup = running(Config { hup_ignored: true, ..TERMINAL });
     script(&mut sup, vec![(0, Event::HungUp, vec![Effect::Note(Note::HangupIgnored)])]);
     assert_eq!(sup.deadline(), None);
+}
 
-    // A hangup during another signal's grace is that grace's second signal (G4).
+/// G4, T10: the terminal going away during another signal's grace (`exit` with a stopped
+/// job: bash's TERM, then the hangup) is no second request: the pty hangs up (which tells
+/// its foreground, as the kernel tells a terminal's), no SIGHUP is relayed to the rest (the
+/// kernel sends a background job none), and the grace runs on to the first signal's
+/// deadline; the kernel's SIGHUP of the same hangup counts once. Positive control: before,
+/// step 1 tore down (`TearDown(SecondSignal)`), cutting the payload's TERM handler short;
+/// relaying HUP instead cut it short too (the payload died of SIGHUP in its handler).
+#[test]
+fn g4_t10_a_hangup_during_the_grace_is_relayed_not_a_second_signal() {
     let mut sup = running(TERMINAL);
+    let kernel_hup = Event::Signal {
+        together: false,
+        sig: Signal::HUP,
+        origin: Origin::Terminal,
+        tty: Tty { hung_up: true, ..Tty::default() },
+    };
+    script(
+        &mut sup,
+        vec![
+            (0, sig(Signal::TERM, PID), with_grace(Signal::TERM, PID)),
+            (
+                2,
+                Event::HungUp,
+                vec![
+                    Effect::ClosePty,
+                    Effect::Note(Note::UnderGrace(Signal::HUP)),
+                    decided(Signal::HUP, Origin::Terminal, Action::Drop),
+                    Effect::Note(Note::KernelHangup),
+                ],
+            ),
+            (3, kernel_hup, vec![Effect::Note(Note::SameHangup)]),
+        ],
+    );
+    assert_eq!(sup.deadline(), Some(at(1000)), "the grace was moved");
+    let fx = sup.on(at(1000), Event::Tick);
+    assert_eq!(fx.last(), Some(&Effect::TearDown(EndedBy::GraceExpired)));
+    assert_eq!(sup.finish(), Some(End::TornDown(Signal::TERM)));
+}
+
+/// G4: signals read together (pending at once: bash's HUP and TERM to a stopped job whose
+/// terminal closed, delivered when it continues) are one request: the first starts the
+/// grace, the others are relayed under it; a TERM read later is the second signal. Positive
+/// control: before, the TERM read with the HUP tore down at once, so the payload, still
+/// stopped, never ran its HUP handler.
+#[test]
+fn g4_signals_pending_together_are_one_request() {
+    let mut sup = running(DETACHED);
+    let together = |s| Event::Signal { together: true, sig: s, origin: PID, tty: Tty::default() };
+    script(
+        &mut sup,
+        vec![
+            (0, sig(Signal::HUP, PID), with_grace(Signal::HUP, PID)),
+            (
+                0,
+                together(Signal::TERM),
+                vec![
+                    Effect::Note(Note::UnderGrace(Signal::TERM)),
+                    decided(Signal::TERM, PID, Action::Relay),
+                    Effect::Order(Order::Signal(Signal::TERM)),
+                ],
+            ),
+        ],
+    );
+    assert_eq!(sup.deadline(), Some(at(1000)));
+    let fx = sup.on(at(5), sig(Signal::TERM, PID));
+    assert_eq!(fx.last(), Some(&Effect::TearDown(EndedBy::SecondSignal)), "a later TERM");
+
+    // Read together, but with a grace from an earlier read: a second signal.
+    let mut sup = running(DETACHED);
     script(&mut sup, vec![(0, sig(Signal::TERM, PID), with_grace(Signal::TERM, PID))]);
-    let fx = sup.on(at(1), Event::HungUp);
+    assert_eq!(sup.on(at(5), sig(Signal::WINCH, PID)).len(), 2);
+    let fx = sup.on(at(5), together(Signal::INT));
     assert_eq!(fx.last(), Some(&Effect::TearDown(EndedBy::SecondSignal)));
 }
 

@@ -10,7 +10,7 @@ const FRONT: Tty = Tty { in_front: true, copying: false, hung_up: false, has_key
 const BACK: Tty = Tty { in_front: false, copying: false, hung_up: false, has_key: true };
 
 fn key(s: Signal, tty: Tty) -> Event<&'static str> {
-    Event::Signal { sig: s, origin: Origin::Terminal, tty }
+    Event::Signal { together: false, sig: s, origin: Origin::Terminal, tty }
 }
 
 /// T2: while snug copies keys, ^C, ^\ and ^Z become the pty's keys: no relay, no deadline;
@@ -140,7 +140,7 @@ fn t5_payload_stop_stops_the_job_fg_and_bg_continue_it() {
         vec![
             (
                 10,
-                Event::Signal { sig: Signal::CONT, origin: PID, tty: FRONT },
+                Event::Signal { together: false, sig: Signal::CONT, origin: PID, tty: FRONT },
                 vec![decided(Signal::CONT, PID, Action::Resume), Effect::Raw],
             ),
             (11, Event::Raw(true), vec![Effect::Resize, Effect::ContinueInit, order(Order::Continue(Resume::Job))]),
@@ -154,7 +154,7 @@ fn t5_payload_stop_stops_the_job_fg_and_bg_continue_it() {
             (20, stop(Signal::TSTP), vec![Effect::Cooked, Effect::StopSelf { sig: Signal::TSTP, group: true }]),
             (
                 21,
-                Event::Signal { sig: Signal::CONT, origin: PID, tty: BACK },
+                Event::Signal { together: false, sig: Signal::CONT, origin: PID, tty: BACK },
                 vec![
                     decided(Signal::CONT, PID, Action::Resume),
                     Effect::Cooked,
@@ -173,14 +173,14 @@ fn t5_payload_stop_stops_the_job_fg_and_bg_continue_it() {
             ),
             (
                 30,
-                Event::Signal { sig: Signal::CONT, origin: PID, tty: FRONT },
+                Event::Signal { together: false, sig: Signal::CONT, origin: PID, tty: FRONT },
                 vec![decided(Signal::CONT, PID, Action::Resume), Effect::Raw],
             ),
             // The terminal refused raw: no hand-over, the job is continued all the same.
             (31, Event::Raw(false), vec![Effect::ContinueInit, order(Order::Continue(Resume::Job))]),
             (
                 40,
-                Event::Signal { sig: Signal::CONT, origin: PID, tty: FRONT },
+                Event::Signal { together: false, sig: Signal::CONT, origin: PID, tty: FRONT },
                 vec![decided(Signal::CONT, PID, Action::Resume), Effect::Raw],
             ),
             (
@@ -295,7 +295,7 @@ fn t5_a_stop_that_is_not_a_read_before_the_hand_over_stops_the_job() {
 /// Fails with `winch_deferred` doing nothing (steps 0 and 1 of the deferred run).
 #[test]
 fn t17_the_window_size_reaches_the_payload_also_when_deferred() {
-    let winch = |tty| Event::Signal { sig: Signal::WINCH, origin: Origin::Terminal, tty };
+    let winch = |tty| Event::Signal { together: false, sig: Signal::WINCH, origin: Origin::Terminal, tty };
     let copied = [Effect::Resize, Effect::Note(Note::WindowCopied)];
     let mut handed = running(TERMINAL);
     script(&mut handed, vec![(0, winch(COPYING), copied.to_vec())]);
@@ -307,7 +307,7 @@ fn t17_the_window_size_reaches_the_payload_also_when_deferred() {
             (0, winch(FRONT), told),
             (
                 1,
-                Event::Signal { sig: Signal::CONT, origin: PID, tty: FRONT },
+                Event::Signal { together: false, sig: Signal::CONT, origin: PID, tty: FRONT },
                 vec![
                     decided(Signal::CONT, PID, Action::Resume),
                     Effect::Resize,
