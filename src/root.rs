@@ -145,6 +145,60 @@ pub fn walk(
     Choice::None("no .snug.toml or .git above".to_string())
 }
 
+/// Why the current directory may not give DIR (SPEC P7, P10): the caller reached it through a
+/// symlink (the shell's `$PWD`, which names the same directory, holds one) that a sandbox
+/// could have planted: one in a directory owned by someone other than root or the caller, or
+/// writable by group or others, or inside a project (a root [`walk`] finds above the link),
+/// where any run of it could have put it. Following such a link would make its target, say
+/// `~/.config`, the next run's writable DIR while the caller's prompt shows the project. A
+/// `$PWD` that names another directory, or none, is not the caller's view and is ignored.
+pub fn planted_link(host_env: &[(String, String)]) -> Option<String> {
+    let pwd = Path::new(host_env.iter().find(|(k, _)| k == "PWD").map(|(_, v)| v.as_str())?);
+    let here = std::env::current_dir().ok()?;
+    let lexical =
+        pwd.components().all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)));
+    if pwd == here || !pwd.is_absolute() || !lexical {
+        return None;
+    }
+    let same = |a: &std::fs::Metadata, b: &std::fs::Metadata| a.dev() == b.dev() && a.ino() == b.ino();
+    if !same(&std::fs::metadata(pwd).ok()?, &std::fs::metadata(&here).ok()?) {
+        return None;
+    }
+    let uid = rustix::process::getuid().as_raw();
+    let home = host_env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| PathBuf::from(v))?;
+    let home = std::fs::canonicalize(&home).unwrap_or(home);
+    let stat = |p: &Path| std::fs::metadata(p).ok().map(|m| Meta { dev: m.dev(), uid: m.uid(), mode: m.mode() });
+    let has = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+    let mut at = PathBuf::from("/");
+    for part in pwd.components().skip(1) {
+        let link = at.join(part);
+        if std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()) {
+            let parent = std::fs::canonicalize(&at).ok()?;
+            let m = stat(&parent)?;
+            let planted = if m.uid != uid && m.uid != 0 || m.mode & 0o022 != 0 {
+                Some("a directory others may write to".to_string())
+            } else {
+                match walk(&parent, &home, uid, &stat, &has) {
+                    Choice::Root { root, .. } => Some(format!("the project {}", quote(&root.to_string_lossy()))),
+                    _ => None,
+                }
+            };
+            if let Some(place) = planted {
+                let to = std::fs::read_link(&link).unwrap_or_default();
+                return Some(format!(
+                    "the current directory is reached through the symlink {} (-> {}) in {place}, which a sandbox \
+                     could have planted; snug follows no such link: cd {} (where it leads), or give DIR",
+                    quote(&link.to_string_lossy()),
+                    quote(&to.to_string_lossy()),
+                    quote(&here.to_string_lossy())
+                ));
+            }
+        }
+        at = link;
+    }
+    None
+}
+
 /// Where the payload starts (SPEC R1): the current directory when it lies in DIR `target`
 /// and the sandbox shows it (`shows`: no tmpfs hides it), else DIR.
 pub fn start_dir(target: &Path, shows: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {

@@ -42,6 +42,11 @@ pub(crate) fn resolve(
     let mut request =
         policy::request_from_host(&args.profiles, args.no_defaults, args.dir.clone(), grants, !args.no_project);
     // P10: the project's root above the current directory is DIR, its `.snug.toml` applies.
+    if args.dir.is_none() {
+        if let Some(why) = root::planted_link(&request.host_env) {
+            return Err(crate::error::failure(crate::error::POLICY, why));
+        }
+    }
     let root = root::choose(args.dir.is_some(), args.more.here, &request.host_env);
     request.dir = request.dir.take().or_else(|| root.dir());
     let mut policy = policy::resolve(&request)?;

@@ -5,6 +5,7 @@
 
 mod args;
 mod bounds;
+mod cwd_link;
 mod env_file;
 mod exit_codes;
 mod fown;

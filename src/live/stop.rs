@@ -8,7 +8,7 @@ use super::lockfile::{self, Holder};
 use super::socket::{self, Got};
 use super::wire;
 use crate::end::Outcome;
-use crate::error::{failure, OS_ERROR};
+use crate::error::{failure, OS_ERROR, USAGE};
 use crate::sys::poll::PollSet;
 use rustix::fd::{AsFd, BorrowedFd};
 use snug_core::wire::{Control, FRAME};
@@ -37,6 +37,11 @@ pub fn stop(name: &str, now: bool) -> anyhow::Result<Outcome> {
                 // It stopped before reading the request, which waits in its queue: continue
                 // it, and the request's TERM follows (a stop never waits for a `fg`).
                 Got::Empty if c.alive() && c.stopped() => send(name, c.pidfd.as_fd(), Signal::CONT)?,
+                // Closed unanswered by a run that is ending: it passed its last look at the
+                // socket as this stop connected. Its snug is gone, as after any stop.
+                Got::Empty if socket::readable(c.pidfd.as_fd(), 2000) => {
+                    return Err(failure(USAGE, format!("no live sandbox named {name} (it ended as the stop came)")));
+                }
                 got => drop(client::expect_ok(name, got)?),
             }
             wait_end(name, Some(c.fd.as_fd()), c.pidfd.as_fd())?

@@ -202,6 +202,10 @@ fn flag_profile(flag: &str) -> Profile {
 /// `raw` unchanged when absolute or starting with a placeholder (`{home}/x`), else joined
 /// to the current directory.
 fn absolute(raw: &str) -> String {
+    // `?PATH`, optional as in a profile: the mark stays in front of the absolute path.
+    if let Some(rest) = raw.strip_prefix('?') {
+        return format!("?{}", absolute(rest));
+    }
     if raw.starts_with('/') || raw.starts_with('{') || raw.is_empty() {
         return raw.to_string();
     }

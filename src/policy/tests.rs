@@ -280,6 +280,12 @@ fn p5_grants_follow_the_profile_rules_and_name_the_flag() {
         ..Default::default()
     };
     assert_eq!(fails(g(&["/nope"], &[]), &[]), (POLICY, "--ro \"/nope\": /nope does not exist".to_string()));
+    // `?PATH` is optional on the command line as in a profile: skipped when missing.
+    let mut req = request("/home/u/proj", &[], false);
+    req.grants = g(&["?/nope", "?/srv/data"], &[]);
+    let p = resolve_with(&req, &host).expect("an optional grant that is missing is skipped");
+    assert!(!p.mounts.iter().any(|m| m.dest == Path::new("/nope")));
+    assert!(p.mounts.iter().any(|m| m.dest == Path::new("/srv/data") && m.profile == "--ro"));
     assert_eq!(fails(g(&["/proc"], &[]), &[]).0, POLICY);
     assert_eq!(fails(g(&["/x/../etc"], &[]), &[]).0, POLICY);
     assert_eq!(fails(g(&[], &["=v"]), &[]), (POLICY, "-e \"\": not a valid environment entry".to_string()));

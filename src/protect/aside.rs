@@ -23,8 +23,14 @@ pub fn settle(w: &Watch, run: &str) -> Option<String> {
     let pdir = probe::open_dir(&rootfd, parent).ok()??;
     let pdir = openat(&pdir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()?;
     let shown = |p: &Path| crate::quote::quote(&p.to_string_lossy()).into_owned();
-    for n in 1..100 {
-        let suffix = if n == 1 { String::new() } else { format!("-{n}") };
+    // The run's name may be known to the payload (`--name ci` in a script), which can take
+    // every numbered name first: past those, names no payload can guess.
+    for n in 1..116 {
+        let suffix = match n {
+            1 => String::new(),
+            2..100 => format!("-{n}"),
+            _ => format!("-{:016x}", unguessable()),
+        };
         let aside = format!("{}.snug-{run}{suffix}", name.to_string_lossy());
         match renameat_with(&pdir, name, &pdir, aside.as_str(), RenameFlags::NOREPLACE) {
             Ok(()) => {
@@ -43,5 +49,12 @@ pub fn settle(w: &Watch, run: &str) -> Option<String> {
             }
         }
     }
-    None
+    Some(format!("the payload made {}, and it cannot be moved aside: every name tried is taken", shown(&w.path)))
+}
+
+/// 64 random bits (`getrandom(2)`).
+fn unguessable() -> u64 {
+    let mut b = [0u8; 8];
+    let _ = rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::empty());
+    u64::from_ne_bytes(b)
 }

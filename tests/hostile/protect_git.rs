@@ -116,3 +116,30 @@ fn p8_worktree_config_and_included_config_are_protected() {
         assert!(marker.exists(), "{who:?}: control: the included config did not reach the host's git");
     }
 }
+
+/// P8: a payload that knows the run's name (`--name ci` in a script) takes every numbered
+/// name `commondir` would be moved aside to (`.snug-NAME`, `-2` … `-99`), then writes
+/// `.git/commondir` to a git directory whose fsmonitor runs a command: it is still moved
+/// aside (to a name no payload can guess), with its `snug: ` line, and the host's `git
+/// status` runs nothing. Positive control: against the build before, commondir stayed, no
+/// line was printed, and the host's git ran the fsmonitor.
+#[test]
+fn p8_moving_aside_survives_every_numbered_name_taken() {
+    for who in everyone() {
+        let work = workdir(who);
+        let dir = work.path();
+        repo(who, dir);
+        let marker = dir.join("fsmonitor-ran");
+        let script = format!(
+            "c=.git/commondir.snug-p8taken; : > $c; i=2; while [ $i -le 99 ]; do : > $c-$i; i=$((i+1)); done; \
+             git init -q --bare evil.git; printf '[core]\\n\\tfsmonitor = touch {}\\n' >> evil.git/config; \
+             echo ../evil.git > .git/commondir",
+            marker.display()
+        );
+        let err = attack(who, dir, "p8taken", None, &script, &["status"], &marker);
+        assert!(!dir.join(".git/commondir").exists(), "{who:?}: commondir stayed: {err}");
+        assert!(!marker.exists(), "{who:?}: the host's git ran the payload's fsmonitor");
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains("commondir")).collect();
+        assert!(lines.len() == 1 && lines[0].starts_with("snug: ") && lines[0].contains("moved aside"), "{who:?}: {err}");
+    }
+}
