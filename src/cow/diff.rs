@@ -243,12 +243,51 @@ fn unified(c: &Change, dir: &Path, out: &mut String) {
         .stdin(std::process::Stdio::null())
         .output();
     match run {
-        Ok(o) if o.status.code().is_some_and(|c| c <= 1) => out.push_str(&String::from_utf8_lossy(&o.stdout)),
+        Ok(o) if o.status.code().is_some_and(|c| c <= 1) => out.push_str(&visible(&String::from_utf8_lossy(&o.stdout))),
         Ok(o) => {
             let _ = writeln!(out, "(diff failed: {})", String::from_utf8_lossy(&o.stderr).trim());
         }
         Err(e) => {
             let _ = writeln!(out, "(diff(1) could not run: {e})");
         }
+    }
+}
+
+/// A file's text as a reviewer's terminal may show it (SPEC W3, O11): a control character
+/// other than tab and newline (ESC starting a clipboard write or a title, a carriage return
+/// that hides a line, C1's CSI) in `cat -v`'s caret notation (`^[`, `^M`, `^?`) or as
+/// `\u{9b}`, so the payload's files can neither drive the terminal nor hide what they hold.
+fn visible(text: &str) -> String {
+    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\u{7f}' => out.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(b'@' + c as u8));
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    /// W3, O11: control characters of a file's text reach the terminal only as text. Positive
+    /// control: the build before passed diff(1)'s output on as it came (a tester's OSC 52
+    /// clipboard write reached the terminal).
+    #[test]
+    fn w3_diff_text_shows_control_characters_as_text() {
+        assert_eq!(super::visible("+a\tb\n"), "+a\tb\n");
+        assert_eq!(super::visible("+\x1b]52;c;ZXZpbA==\x07x\r\n"), "+^[]52;c;ZXZpbA==^Gx^M\n");
+        assert_eq!(super::visible("+\u{9b}2J\u{7f}\n"), "+\\u{9b}2J^?\n");
     }
 }

@@ -140,6 +140,9 @@ fn p8_moving_aside_survives_every_numbered_name_taken() {
         assert!(!dir.join(".git/commondir").exists(), "{who:?}: commondir stayed: {err}");
         assert!(!marker.exists(), "{who:?}: the host's git ran the payload's fsmonitor");
         let lines: Vec<&str> = err.lines().filter(|l| l.contains("commondir")).collect();
-        assert!(lines.len() == 1 && lines[0].starts_with("snug: ") && lines[0].contains("moved aside"), "{who:?}: {err}");
+        assert!(
+            lines.len() == 1 && lines[0].starts_with("snug: ") && lines[0].contains("moved aside"),
+            "{who:?}: {err}"
+        );
     }
 }
