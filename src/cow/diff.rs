@@ -20,7 +20,7 @@ pub fn list() -> String {
             let _ = writeln!(out, "{}\t(no record: snug discard {})", k.name, crate::quote::quote(&k.name));
             continue;
         };
-        let frozen = || if store::running(&k) { Ok(()) } else { super::freeze::freeze(&k.upper(), &meta.dir) };
+        let frozen = || if store::running(&k) { Ok(()) } else { super::freeze::freeze(&k.upper(), &meta.dir, Some(meta.started_ns)) };
         let counts = match frozen().and_then(|()| changes::collect(&k.upper(), &meta.dir)) {
             Ok(c) => {
                 let (a, m, d) = changes::counts(&c);
@@ -55,7 +55,7 @@ pub fn load(name: &str, paths: &[PathBuf]) -> anyhow::Result<(Kept, PathBuf, Vec
     let wanted: Vec<PathBuf> = paths.iter().map(|p| relative(p, &meta.dir)).collect::<anyhow::Result<_>>()?;
     // A run killed before its end left its renames as the overlay made them.
     if !store::running(&kept) {
-        super::freeze::freeze(&kept.upper(), &meta.dir)?;
+        super::freeze::freeze(&kept.upper(), &meta.dir, Some(meta.started_ns))?;
     }
     let mut all = changes::collect(&kept.upper(), &meta.dir)?;
     if !wanted.is_empty() {

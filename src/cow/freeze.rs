@@ -23,10 +23,71 @@ use std::path::Path;
 /// Make every redirected directory under `upper` (the kept upper layer over `dir`) whole and
 /// opaque. A no-op where nothing was renamed, and once done (no redirect is left).
 ///
+/// `late`: the run's start (ns since the epoch) when the run did not reach its end (SIGKILL)
+/// and this is the first read since: what a renamed directory held is then read from DIR
+/// only if nothing under its old name changed since the start, for the host may have
+/// renamed, removed or edited it after the run, and the copy would be the host's, not the
+/// run's.
+///
 /// # Errors
-/// 71 naming the path that could not be read or written; 77 for a redirect out of DIR.
-pub fn freeze(upper: &Path, dir: &Path) -> anyhow::Result<()> {
+/// 71 naming the path that could not be read or written; 77 for a redirect out of DIR; 1
+/// for a late freeze whose old name changed (nothing is written then).
+pub fn freeze(upper: &Path, dir: &Path, late: Option<u128>) -> anyhow::Result<()> {
+    if let Some(since) = late {
+        sources(upper, Some(dir), dir, dir, &mut |renamed, source| match changed_since(source, since as i128) {
+            Some(what) => Err(failure(
+                1,
+                format!(
+                    "the run ended without its end after renaming {} to {}, and {} changed on the host since it \
+                     started: what it held then is not known (snug discard drops the kept changes)",
+                    source.display(),
+                    renamed.display(),
+                    what.display()
+                ),
+            )),
+            None => Ok(()),
+        })?;
+    }
     walk(upper, Some(dir), dir, dir)
+}
+
+/// Call `each(renamed, source)` for every redirected directory under the upper directory
+/// `u`, as [`walk`] finds them, before anything is written.
+fn sources(
+    u: &Path,
+    lower: Option<&Path>,
+    host: &Path,
+    dir: &Path,
+    each: &mut dyn FnMut(&Path, &Path) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    for (p, redirected, opaque) in subdirs(u)? {
+        let name = p.file_name().unwrap_or_default().to_owned();
+        match redirected {
+            Some((_, v)) => each(&host.join(&name), &redirect(&v, lower.unwrap_or(host), dir)?)?,
+            None => {
+                let below = lower.filter(|_| !opaque).map(|l| l.join(&name));
+                sources(&p, below.as_deref(), &host.join(&name), dir, each)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The first path at or below `p` whose ctime is `since` (ns) or later, or `p` itself when it
+/// is gone or cannot be read; `None` when nothing changed.
+fn changed_since(p: &Path, since: i128) -> Option<std::path::PathBuf> {
+    let Ok(m) = std::fs::symlink_metadata(p) else { return Some(p.to_path_buf()) };
+    if i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()) >= since {
+        return Some(p.to_path_buf());
+    }
+    if !m.is_dir() {
+        return None;
+    }
+    let Ok(entries) = std::fs::read_dir(p) else { return Some(p.to_path_buf()) };
+    entries.map(|e| e.map(|e| e.path())).find_map(|e| match e {
+        Ok(child) => changed_since(&child, since),
+        Err(_) => Some(p.to_path_buf()),
+    })
 }
 
 /// A subdirectory of the upper layer: its path, its redirect (prefix, value), if any, and
