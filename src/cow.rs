@@ -8,6 +8,7 @@ pub mod diff;
 pub mod floor;
 pub mod freeze;
 pub mod grants;
+pub mod modes;
 pub mod mount;
 pub mod plan;
 pub mod store;

@@ -11,6 +11,7 @@
 use crate::common;
 
 mod apply;
+mod apply_more;
 mod grants;
 mod kept;
 mod renamed;

@@ -58,8 +58,9 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
     // Writes in path order (a directory before what it holds), deletions deepest first.
     let (dels, writes): (Vec<&Change>, Vec<&Change>) = todo.into_iter().partition(|c| c.kind == Kind::Deleted);
     let mut links = Links::new();
+    let mut modes = super::modes::DirModes::new();
     for c in writes.iter().chain(dels.iter().rev()) {
-        match write_one(root_fd.as_fd(), c, beneath, &mut links) {
+        match write_one(root_fd.as_fd(), c, beneath, &mut links, &mut modes) {
             Ok(()) => applied += 1,
             Err(e) => {
                 failed += 1;
@@ -67,6 +68,11 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
                 crate::log::say!("snug: apply: {}: {}", c.path.display(), crate::error::io_text(&e));
             }
         }
+    }
+    for (rel, e) in modes.finish(root_fd.as_fd(), beneath) {
+        failed += 1;
+        os_failed |= e.raw_os_error().is_some();
+        crate::log::say!("snug: apply: {}: mode: {}", rel.display(), crate::error::io_text(&e));
     }
     let q = crate::quote::quote(ask.name).into_owned();
     let all_done = refused.is_empty() && failed == 0;
@@ -110,9 +116,16 @@ pub(super) fn parent_of(root: BorrowedFd<'_>, rel: &Path, how: ResolveFlags) -> 
 /// kept file → where it was applied, so the payload's hard links stay links in DIR.
 type Links = std::collections::HashMap<(u64, u64), PathBuf>;
 
-/// Write one change.
-fn write_one(root: BorrowedFd<'_>, c: &Change, how: ResolveFlags, links: &mut Links) -> std::io::Result<()> {
+/// Write one change; directory modes wait in `modes` ([`super::modes`]).
+fn write_one(
+    root: BorrowedFd<'_>,
+    c: &Change,
+    how: ResolveFlags,
+    links: &mut Links,
+    modes: &mut super::modes::DirModes,
+) -> std::io::Result<()> {
     let parent = parent_of(root, &c.path, how)?;
+    modes.open_up(parent.as_fd(), c.path.parent().unwrap_or(Path::new("")))?;
     let name = c.path.file_name().unwrap_or_default();
     if matches!(c.kind, Kind::Deleted | Kind::Type) {
         remove_at(parent.as_fd(), Path::new(name))?;
@@ -132,8 +145,15 @@ fn write_one(root: BorrowedFd<'_>, c: &Change, how: ResolveFlags, links: &mut Li
         }
         Ok(())
     };
-    let tmp = format!(".snug-apply.{}.{}", std::process::id(), name.to_string_lossy());
+    // Not the name itself: a name near NAME_MAX (255 bytes) would leave no room.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = format!(".snug-apply.{}.{n}", std::process::id());
     match (&c.new, c.kind) {
+        (Some(Node::Dir), Kind::Mode) => {
+            modes.later(&c.path, mode);
+            Ok(())
+        }
         (Some(_), Kind::Mode) => chmod_nofollow(parent.as_fd(), name, mode),
         (Some(Node::Dir), _) => {
             match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o700)) {
@@ -141,7 +161,8 @@ fn write_one(root: BorrowedFd<'_>, c: &Change, how: ResolveFlags, links: &mut Li
                 Err(e) => return Err(e.into()),
             }
             owner(parent.as_fd(), Path::new(name))?;
-            chmod_nofollow(parent.as_fd(), name, mode)
+            modes.later(&c.path, mode);
+            Ok(())
         }
         (Some(Node::Symlink(target)), _) => {
             let _ = rustix::fs::unlinkat(&parent, tmp.as_str(), AtFlags::empty());
@@ -261,6 +282,10 @@ fn remove_at(parent: BorrowedFd<'_>, name: &Path) -> std::io::Result<()> {
     }
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let dir = rustix::fs::openat(parent, name, flags, Mode::empty())?;
+    // A read-only directory of the caller's (`chmod -R a-w`) that goes anyway: opened up.
+    if st.st_mode & 0o300 != 0o300 && st.st_uid == rustix::process::geteuid().as_raw() {
+        rustix::fs::fchmod(&dir, Mode::from_raw_mode(0o700))?;
+    }
     let mut entries = Vec::new();
     for e in rustix::fs::Dir::read_from(&dir)? {
         let e = e?;

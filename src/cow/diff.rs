@@ -20,7 +20,13 @@ pub fn list() -> String {
             let _ = writeln!(out, "{}\t(no record: snug discard {})", k.name, crate::quote::quote(&k.name));
             continue;
         };
-        let frozen = || if store::running(&k) { Ok(()) } else { super::freeze::freeze(&k.upper(), &meta.dir, Some(meta.started_ns)) };
+        let frozen = || {
+            if store::running(&k) {
+                Ok(())
+            } else {
+                super::freeze::freeze(&k.upper(), &meta.dir, Some(meta.started_ns))
+            }
+        };
         let counts = match frozen().and_then(|()| changes::collect(&k.upper(), &meta.dir)) {
             Ok(c) => {
                 let (a, m, d) = changes::counts(&c);
@@ -59,7 +65,11 @@ pub fn load(name: &str, paths: &[PathBuf]) -> anyhow::Result<(Kept, PathBuf, Vec
     }
     let mut all = changes::collect(&kept.upper(), &meta.dir)?;
     if !wanted.is_empty() {
-        all.retain(|c| wanted.iter().any(|w| c.path.starts_with(w)));
+        // A directory the run made above a PATH, where DIR has nothing, comes with it: `apply
+        // NAME new/deep/f` needs `new` and `new/deep` first. One that replaces something of
+        // DIR's (a symlink) does not: that needs its own PATH.
+        let made = |c: &Change| c.kind == Kind::Added && c.new == Some(Node::Dir);
+        all.retain(|c| wanted.iter().any(|w| c.path.starts_with(w) || (w.starts_with(&c.path) && made(c))));
         // A PATH neither changed nor in DIR is most likely mistyped: say so, not nothing.
         let unknown = wanted.iter().zip(paths).find(|(w, _)| {
             !all.iter().any(|c| c.path.starts_with(w)) && std::fs::symlink_metadata(meta.dir.join(w)).is_err()

@@ -106,7 +106,11 @@ fn w4_w5_a_killed_runs_rename_is_never_read_from_a_changed_host() {
             for verb in ["diff", "apply"] {
                 let out = c.run(&[verb, "w4kill"]);
                 assert_eq!(code(&out), 1, "{verb}: {}{}", out.out, out.err);
-                assert!(out.err.contains("changed on the host") && out.err.contains("not known"), "{verb}: {}", out.err);
+                assert!(
+                    out.err.contains("changed on the host") && out.err.contains("not known"),
+                    "{verb}: {}",
+                    out.err
+                );
             }
             assert!(!c.dir().join("d2").exists(), "apply wrote d2");
         } else {
