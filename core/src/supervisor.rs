@@ -243,7 +243,7 @@ impl<E> Supervisor<E> {
         // then the hangup), which the kernel tells no background job of, so it is not relayed:
         // the pty hangs up, which tells its foreground as the kernel would.
         let kernel_hangup = sig == Signal::HUP && by_terminal;
-        let shell_hangup = sig == Signal::HUP && tty.hung_up && !by_terminal;
+        let shell_hangup = sig == Signal::HUP && tty.hung_up;
         if action == Action::Teardown && ((together && self.grace_batch) || kernel_hangup || shell_hangup) {
             action = if kernel_hangup { Action::Drop } else { Action::Relay };
             self.hangup_seen |= kernel_hangup || shell_hangup;

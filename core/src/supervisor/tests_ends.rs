@@ -139,6 +139,37 @@ fn g4_t10_a_hangup_during_the_grace_is_relayed_not_a_second_signal() {
     assert_eq!(sup.finish(), Some(End::TornDown(Signal::TERM)));
 }
 
+/// G4, T10: the caller's shell's SIGHUP to its jobs once the terminal is gone, during another
+/// signal's grace, is relayed (the payload gets it as without snug), the grace runs on, and
+/// the kernel's SIGHUP of the same hangup counts once; a TERM then is still the second
+/// signal. Positive control: before, the shell's HUP tore down (`TearDown(SecondSignal)`).
+#[test]
+fn g4_t10_the_shells_hangup_during_the_grace_is_relayed() {
+    let mut sup = running(TERMINAL);
+    let gone = Tty { hung_up: true, ..Tty::default() };
+    let shell_hup = Event::Signal { together: false, sig: Signal::HUP, origin: PID, tty: gone };
+    let kernel_hup = Event::Signal { together: false, sig: Signal::HUP, origin: Origin::Terminal, tty: gone };
+    script(
+        &mut sup,
+        vec![
+            (0, sig(Signal::TERM, PID), with_grace(Signal::TERM, PID)),
+            (
+                2,
+                shell_hup,
+                vec![
+                    Effect::Note(Note::UnderGrace(Signal::HUP)),
+                    decided(Signal::HUP, PID, Action::Relay),
+                    Effect::Order(Order::Signal(Signal::HUP)),
+                ],
+            ),
+            (3, kernel_hup, vec![Effect::Note(Note::SameHangup)]),
+        ],
+    );
+    assert_eq!(sup.deadline(), Some(at(1000)));
+    let term = Event::Signal { together: false, sig: Signal::TERM, origin: PID, tty: gone };
+    assert_eq!(sup.on(at(4), term).last(), Some(&Effect::TearDown(EndedBy::SecondSignal)));
+}
+
 /// G4: signals read together (pending at once: bash's HUP and TERM to a stopped job whose
 /// terminal closed, delivered when it continues) are one request: the first starts the
 /// grace, the others are relayed under it; a TERM read later is the second signal. Positive
