@@ -214,8 +214,13 @@ impl SupervisorLoop {
                 if pending.is_empty() {
                     break;
                 }
+                // Signals pending together with a SIGCONT were sent while snug was stopped
+                // and could act on none (G4): bash's HUP, TERM and CONT to a stopped job. Ones
+                // a running snug reads together were only sent close together, and each
+                // counts as sent (`kill -TERM; kill -INT` is a first and a second).
+                let stopped = pending.iter().any(|d| d.sig == snug_core::Signal::CONT);
                 for (i, got) in pending.into_iter().enumerate() {
-                    self.on_delivered(got, i > 0);
+                    self.on_delivered(got, stopped && i > 0);
                 }
             }
         }

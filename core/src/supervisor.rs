@@ -83,8 +83,11 @@ pub struct Supervisor<E> {
     grace: Option<Grace>,
     /// The grace was started by a signal of the signalfd read the loop is going through.
     grace_batch: bool,
-    /// A hangup came during another signal's grace: later news of it counts once (T10).
-    hangup_seen: bool,
+    /// A hangup's SIGHUP was relayed during another signal's grace: later news of it counts
+    /// once (T10).
+    hangup_relayed: bool,
+    /// The sandbox's pty was hung up ([`Effect::ClosePty`]), once.
+    pty_closed: bool,
     /// `--timeout`'s deadline until it fired (O6).
     timeout: Option<Instant>,
     /// The last ^C that reached no handler (T3).
@@ -105,7 +108,8 @@ impl<E> Supervisor<E> {
             phase: Phase::Starting(Vec::new()),
             grace: None,
             grace_batch: false,
-            hangup_seen: false,
+            hangup_relayed: false,
+            pty_closed: false,
             timeout: cfg.timeout,
             unanswered: None,
             job: Job { handed, ..Job::default() },
@@ -234,19 +238,20 @@ impl<E> Supervisor<E> {
             return self.winch_deferred(fx);
         }
         let mut action = relay::decide(sig, by_terminal, self.cfg.terminal, self.grace.is_some());
-        // G4's second signal is a new request to stop now. Some INT/TERM/HUP during the grace
-        // are none, and the grace runs on to its deadline, once (never past the first
-        // signal's 1 s): one pending with the signal that started it, sent before snug could
-        // act on that one (bash sends a stopped job HUP, TERM and CONT at once when its
-        // terminal closes), relayed; the caller's shell's HUP after the terminal went away,
-        // relayed; the terminal going away itself (T10: after `exit` with a stopped job, TERM,
-        // then the hangup), which the kernel tells no background job of, so it is not relayed:
-        // the pty hangs up, which tells its foreground as the kernel would.
-        let kernel_hangup = sig == Signal::HUP && by_terminal;
-        let shell_hangup = sig == Signal::HUP && tty.hung_up;
-        if action == Action::Teardown && ((together && self.grace_batch) || kernel_hangup || shell_hangup) {
-            action = if kernel_hangup { Action::Drop } else { Action::Relay };
-            self.hangup_seen |= kernel_hangup || shell_hangup;
+        // G4's second signal is a new request to stop now. Two kinds of INT/TERM/HUP during the
+        // grace are none, and the grace runs on to its deadline, once (never past the first
+        // signal's 1 s): one sent while snug was stopped with the signal that started it
+        // (bash sends a stopped job HUP, TERM and CONT at once when its terminal closes), and
+        // the first SIGHUP once the caller's terminal is gone (the caller's shell's to its
+        // jobs, or the kernel's to a foreground group whose session leader ended): what the
+        // payload would get without snug. Each is relayed; the pty hangs up with the latter.
+        let hangup = sig == Signal::HUP && tty.hung_up;
+        if action == Action::Teardown && ((together && self.grace_batch) || hangup) {
+            action = Action::Relay;
+            if hangup {
+                self.hangup_relayed = true;
+                self.close_pty(fx);
+            }
             fx.push(Effect::Note(Note::UnderGrace(sig)));
         }
         fx.push(Effect::Decided { sig, origin, action });

@@ -17,7 +17,7 @@
 
 use super::changes::{attr_of, redirect};
 use crate::error::{failure, OS_ERROR};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 /// Make every redirected directory under `upper` (the kept upper layer over `dir`) whole and
@@ -63,7 +63,12 @@ fn sources(
     for (p, redirected, opaque) in subdirs(u)? {
         let name = p.file_name().unwrap_or_default().to_owned();
         match redirected {
-            Some((_, v)) => each(&host.join(&name), &redirect(&v, lower.unwrap_or(host), dir)?)?,
+            Some((_, v)) => {
+                let source = redirect(&v, lower.unwrap_or(host), dir)?;
+                each(&host.join(&name), &source)?;
+                // A directory moved into this one (`mv x/y z/y`) points at its own old name.
+                sources(&p, Some(&source), &host.join(&name), dir, each)?;
+            }
             None => {
                 let below = lower.filter(|_| !opaque).map(|l| l.join(&name));
                 sources(&p, below.as_deref(), &host.join(&name), dir, each)?;
@@ -196,11 +201,12 @@ fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
             (Err(e), _) => return Err(io(from, std::io::Error::from(e.kind()))),
             (_, Err(e)) => return Err(io(to, std::io::Error::from(e.kind()))),
         }
-    } else if t.is_fifo() {
-        rustix::fs::mknodat(rustix::fs::CWD, to, rustix::fs::FileType::Fifo, rustix::fs::Mode::empty(), 0)
-            .map_err(|e| io(to, e.into()))?;
     } else {
-        return Ok(());
+        // A FIFO, socket or device node: made alike (only root renames in place), so `diff`
+        // lists it and `apply` names it as one it does not write.
+        let kind = rustix::fs::FileType::from_raw_mode(m.mode());
+        rustix::fs::mknodat(rustix::fs::CWD, to, kind, rustix::fs::Mode::empty(), m.rdev())
+            .map_err(|e| io(to, e.into()))?;
     }
     std::os::unix::fs::lchown(to, Some(m.uid()), Some(m.gid())).map_err(|e| io(to, e))?;
     if !t.is_symlink() {
@@ -210,5 +216,5 @@ fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
 }
 
 fn io(p: &Path, e: std::io::Error) -> anyhow::Error {
-    failure(OS_ERROR, format!("--cow: cannot make the renamed {} whole: {}", p.display(), crate::error::io_text(&e)))
+    failure(OS_ERROR, format!("--cow: kept changes: {}: {}", p.display(), crate::error::io_text(&e)))
 }

@@ -83,7 +83,8 @@ impl SupervisorLoop {
     }
 
     /// A signal from snug's signalfd, or one a control client asked for (L2); `together`:
-    /// read in the same read as the one before it ([`crate::signals::SignalFd::read_pending`]).
+    /// read in the same read as the one before it, with a SIGCONT, while snug was stopped
+    /// ([`crate::signals::SignalFd::read_pending`]).
     pub(super) fn on_delivered(&mut self, got: Delivered, together: bool) {
         if self.draining.on {
             return self.drain_signal(got.sig);

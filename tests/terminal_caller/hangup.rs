@@ -150,3 +150,31 @@ fn t10_g4_exit_with_a_stopped_job_lets_its_term_handler_finish() {
     };
     parallel(&row, &[]);
 }
+
+/// T10: the window closes during the grace a `kill -TERM` of snug started, while the payload
+/// holds its terminal: the payload gets SIGHUP (its trap runs, exit 5) as it does with no
+/// launcher in the same harness, where the kernel gives the terminal's foreground SIGHUP.
+/// Positive control: against the build that dropped the kernel's hangup during a grace
+/// without hanging up the sandbox's terminal, the log held `TERM` only and the grace ran out.
+#[test]
+fn t10_a_hangup_during_a_kills_grace_reaches_the_payload() {
+    let row = |who: Who| {
+        let script = "trap 'echo TERM >> log' TERM; trap 'echo HUP >> log; exit 5' HUP; echo re''ady; \
+                      while :; do sleep 0.05; done";
+        for launcher in ["none", "snug"] {
+            let (mut t, dir) = caller(who, "T10 hangup in a grace");
+            let s = scripts::write(dir.path(), &format!("hup-{}.sh", marker()), script);
+            t.line(&if launcher == "snug" { snug_line(&format!("sh {s}")) } else { format!("sh {s}") });
+            t.expect("ready");
+            let target = if launcher == "snug" { t.snug_pid() } else { the_pid(&mut t, &format!("sh {s}")) };
+            common::kill(target as u32, libc::SIGTERM);
+            let log = dir.path().join("log");
+            let read = || std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(common::until(Duration::from_secs(3), || read().contains("TERM")), "{who:?} {launcher}: no TERM");
+            t.hangup();
+            let got = common::until(Duration::from_secs(3), || read().contains("HUP"));
+            assert!(got, "{who:?} {launcher}: the payload got no SIGHUP: log {:?}", read());
+        }
+    };
+    parallel(&row, &[]);
+}

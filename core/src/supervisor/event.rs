@@ -50,8 +50,8 @@ pub struct Tty {
 #[derive(Debug)]
 pub enum Event<E> {
     /// A signal snug received, or one `snug signal` / `snug stop` asked for (L2).
-    /// `together`: read from the signalfd in the same read as the signal before it, so it
-    /// was sent before snug could act on that one.
+    /// `together`: read from the signalfd in the same read as the signal before it, with a
+    /// SIGCONT, so it was sent while snug was stopped, before it could act on that one.
     Signal { sig: Signal, origin: Origin, together: bool, tty: Tty },
     /// Init is up, pinned, and leads the sandbox group.
     Hello,

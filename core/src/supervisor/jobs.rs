@@ -40,7 +40,9 @@ impl<E> Supervisor<E> {
         // One hangup, however many SIGHUPs tell of it (the kernel's to a session leader, the
         // caller's shell's to its jobs, the bridge's EIO): it starts one grace, never the
         // second signal's teardown (T10).
-        if sig == Signal::HUP && tty.hung_up && (self.grace.is_some_and(|g| g.first == Signal::HUP) || self.hangup_seen)
+        if sig == Signal::HUP
+            && tty.hung_up
+            && (self.grace.is_some_and(|g| g.first == Signal::HUP) || self.hangup_relayed)
         {
             fx.push(Effect::Note(Note::SameHangup));
             return true;
@@ -72,16 +74,30 @@ impl<E> Supervisor<E> {
     /// The caller's terminal went away: SIGHUP and the grace, once, unless ignored at start;
     /// the pty hangs up too (T10, S2).
     pub(super) fn hung_up(&mut self, now: Instant, fx: &mut Vec<Effect>) {
-        if self.grace.is_some_and(|g| g.first == Signal::HUP) || self.hangup_seen {
+        if self.grace.is_some_and(|g| g.first == Signal::HUP) || self.hangup_relayed {
             return fx.push(Effect::Note(Note::SameHangup));
         }
         if self.cfg.hup_ignored {
             return fx.push(Effect::Note(Note::HangupIgnored));
         }
-        fx.push(Effect::ClosePty);
+        self.close_pty(fx);
+        // During another signal's grace the terminal's going away, seen by snug alone, is no
+        // second request, and without snug no one would tell a job of it but a SIGHUP (which,
+        // when it comes, is relayed): after `exit` with a stopped job, bash's TERM, then the
+        // window closes, and the payload's TERM handler runs to its end. The grace goes on.
+        if self.grace.is_some() {
+            return fx.push(Effect::Note(Note::UnderGrace(Signal::HUP)));
+        }
         // As the kernel's SIGHUP to a session leader; no grace of a hangup runs (above), so
         // the terminal's state does not matter to this signal.
         self.signal(now, (Signal::HUP, Origin::Terminal, false), Tty::default(), fx);
+    }
+
+    /// Hang the sandbox's pty up, once (T10).
+    pub(super) fn close_pty(&mut self, fx: &mut Vec<Effect>) {
+        if !std::mem::replace(&mut self.pty_closed, true) {
+            fx.push(Effect::ClosePty);
+        }
     }
 
     /// snug received TSTP, TTIN or TTOU (or output waits under `tostop`): stop every sandbox

@@ -100,43 +100,58 @@ fn t10_kernel_hangup_first_and_nohup() {
     assert_eq!(sup.deadline(), None);
 }
 
-/// G4, T10: the terminal going away during another signal's grace (`exit` with a stopped
-/// job: bash's TERM, then the hangup) is no second request: the pty hangs up (which tells
-/// its foreground, as the kernel tells a terminal's), no SIGHUP is relayed to the rest (the
-/// kernel sends a background job none), and the grace runs on to the first signal's
-/// deadline; the kernel's SIGHUP of the same hangup counts once. Positive control: before,
-/// step 1 tore down (`TearDown(SecondSignal)`), cutting the payload's TERM handler short;
-/// relaying HUP instead cut it short too (the payload died of SIGHUP in its handler).
+/// G4, T10: the terminal going away during another signal's grace, as snug's bridge sees it
+/// (`exit` with a stopped job: bash's TERM, then the window closes) is no second request and
+/// no SIGHUP of anyone's: the pty hangs up, nothing is relayed (without snug nobody tells
+/// a background job), and the grace runs on to the first signal's deadline. The first
+/// SIGHUP that comes once the terminal is gone (the kernel's to a foreground group, the
+/// shell's to its jobs) is relayed under that grace, and later ones count once. Positive
+/// control: before, the hangup tore down (`TearDown(SecondSignal)`), cutting the payload's
+/// TERM handler short; a build that dropped the kernel's SIGHUP left a foreground payload
+/// without the SIGHUP it gets without snug (a tester's window closed during a kill's grace).
 #[test]
 fn g4_t10_a_hangup_during_the_grace_is_relayed_not_a_second_signal() {
     let mut sup = running(TERMINAL);
-    let kernel_hup = Event::Signal {
-        together: false,
-        sig: Signal::HUP,
-        origin: Origin::Terminal,
-        tty: Tty { hung_up: true, ..Tty::default() },
-    };
     script(
         &mut sup,
         vec![
             (0, sig(Signal::TERM, PID), with_grace(Signal::TERM, PID)),
+            (2, Event::HungUp, vec![Effect::ClosePty, Effect::Note(Note::UnderGrace(Signal::HUP))]),
             (
-                2,
-                Event::HungUp,
+                3,
+                kernel_hup_event(),
                 vec![
-                    Effect::ClosePty,
                     Effect::Note(Note::UnderGrace(Signal::HUP)),
-                    decided(Signal::HUP, Origin::Terminal, Action::Drop),
+                    decided(Signal::HUP, Origin::Terminal, Action::Relay),
                     Effect::Note(Note::KernelHangup),
+                    Effect::Order(Order::Signal(Signal::HUP)),
                 ],
             ),
-            (3, kernel_hup, vec![Effect::Note(Note::SameHangup)]),
+            (4, kernel_hup_event(), vec![Effect::Note(Note::SameHangup)]),
+            (5, Event::HungUp, vec![Effect::Note(Note::SameHangup)]),
         ],
     );
     assert_eq!(sup.deadline(), Some(at(1000)), "the grace was moved");
     let fx = sup.on(at(1000), Event::Tick);
     assert_eq!(fx.last(), Some(&Effect::TearDown(EndedBy::GraceExpired)));
     assert_eq!(sup.finish(), Some(End::TornDown(Signal::TERM)));
+
+    // The kernel's SIGHUP before the bridge's news: relayed, the pty hung up with it.
+    let mut k = running(TERMINAL);
+    script(&mut k, vec![(0, sig(Signal::TERM, PID), with_grace(Signal::TERM, PID))]);
+    let fx = k.on(at(2), kernel_hup_event());
+    assert_eq!(fx.first(), Some(&Effect::ClosePty), "{fx:?}");
+    assert_eq!(fx.last(), Some(&Effect::Order(Order::Signal(Signal::HUP))), "{fx:?}");
+    assert_eq!(k.on(at(3), Event::HungUp), vec![Effect::Note(Note::SameHangup)]);
+}
+
+fn kernel_hup_event() -> Event<&'static str> {
+    Event::Signal {
+        together: false,
+        sig: Signal::HUP,
+        origin: Origin::Terminal,
+        tty: Tty { hung_up: true, ..Tty::default() },
+    }
 }
 
 /// G4, T10: the caller's shell's SIGHUP to its jobs once the terminal is gone, during another
@@ -157,6 +172,7 @@ fn g4_t10_the_shells_hangup_during_the_grace_is_relayed() {
                 2,
                 shell_hup,
                 vec![
+                    Effect::ClosePty,
                     Effect::Note(Note::UnderGrace(Signal::HUP)),
                     decided(Signal::HUP, PID, Action::Relay),
                     Effect::Order(Order::Signal(Signal::HUP)),
