@@ -232,7 +232,7 @@ pub fn prepare(name: &str, dir: &Path, command: Vec<String>, started: std::time:
     let started_ns =
         stamped.unwrap_or_else(|| started.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
     let started = crate::report::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(started_ns as u64));
-    let meta = store::Meta { dir: dir.to_path_buf(), started, started_ns, command, root };
+    let meta = store::Meta { dir: dir.to_path_buf(), started, started_ns, command, root, applied: Default::default() };
     if let Err(e) = store::write_meta(&mut kept, meta) {
         let _ = store::remove(&kept);
         return Err(os(e));

@@ -31,9 +31,9 @@ pub struct Ask<'a> {
 /// # Errors
 /// As [`super::diff::load`]; 71 when DIR cannot be opened.
 pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
-    let (kept, dir, all) = super::diff::load(ask.name, ask.paths)?;
+    let (mut kept, dir, all) = super::diff::load(ask.name, ask.paths)?;
     super::store::not_running(&kept)?;
-    let started = kept.meta.as_ref().map_or(0, |m| m.started_ns);
+    let mut meta = kept.meta.clone().ok_or_else(|| failure(OS_ERROR, format!("{}: no record", ask.name)))?;
     let beneath = beneath();
     let root_fd = rustix::fs::openat2(
         rustix::fs::CWD,
@@ -45,7 +45,8 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
     .map_err(|e| {
         failure(OS_ERROR, format!("cannot open DIR {}: {}", dir.display(), crate::error::strerror(e.raw_os_error())))
     })?;
-    let (todo, refused) = super::plan::plan(ask, &all, root_fd.as_fd(), started, &dir);
+    let since = super::plan::Since { started: meta.started_ns, applied: &meta.applied };
+    let (todo, refused) = super::plan::plan(ask, &all, root_fd.as_fd(), &since, &dir);
     for line in &refused {
         crate::log::say!("snug: apply: {line}");
     }
@@ -59,9 +60,16 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
     let (dels, writes): (Vec<&Change>, Vec<&Change>) = todo.into_iter().partition(|c| c.kind == Kind::Deleted);
     let mut links = Links::new();
     let mut modes = super::modes::DirModes::new();
+    let mut wrote_in = std::collections::BTreeSet::new();
     for c in writes.iter().chain(dels.iter().rev()) {
         match write_one(root_fd.as_fd(), c, beneath, &mut links, &mut modes) {
-            Ok(()) => applied += 1,
+            Ok(()) => {
+                applied += 1;
+                wrote_in.insert(c.path.parent().unwrap_or(Path::new("")).to_path_buf());
+                if c.new == Some(Node::Dir) {
+                    wrote_in.insert(c.path.clone());
+                }
+            }
             Err(e) => {
                 failed += 1;
                 os_failed |= e.raw_os_error().is_some();
@@ -80,6 +88,15 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
         super::store::remove(&kept)?;
         crate::log::say!("snug: applied {applied} changes to {}; {q} is no longer kept", dir.display());
     } else {
+        // What stays kept is judged later against DIR as snug leaves it now.
+        for rel in wrote_in {
+            if let Some(t) = ctime_at(root_fd.as_fd(), &rel, beneath) {
+                meta.applied.insert(rel, t);
+            }
+        }
+        if let Err(e) = super::store::write_meta(&mut kept, meta) {
+            crate::log::say!("snug: apply: {}: {}", ask.name, crate::error::io_text(&e));
+        }
         crate::log::say!("snug: applied {applied} changes to {}; the rest stays kept as {q}", dir.display());
     }
     // R4: a write the system refused (EACCES, EROFS, ENOSPC) is snug's own failure, 71; a
@@ -89,6 +106,17 @@ pub fn apply(ask: &Ask<'_>) -> anyhow::Result<i32> {
         (false, true) => OS_ERROR,
         (false, false) => 1,
     })
+}
+
+/// The ctime (ns) of DIR's directory `rel` ("" is DIR), opened as `how` resolves.
+fn ctime_at(root: BorrowedFd<'_>, rel: &Path, how: ResolveFlags) -> Option<i128> {
+    let st = if rel.as_os_str().is_empty() {
+        rustix::fs::fstat(root).ok()?
+    } else {
+        let fd = rustix::fs::openat2(root, rel, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty(), how);
+        rustix::fs::fstat(fd.ok()?).ok()?
+    };
+    Some(i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec))
 }
 
 /// How every path below DIR is resolved: never leaving DIR, never following a symlink.

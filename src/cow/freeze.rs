@@ -146,8 +146,17 @@ fn fill(u: &Path, source: Option<&Path>, dir: &Path) -> anyhow::Result<()> {
         for e in entries {
             let e = e.map_err(|e| io(u, e))?;
             let to = u.join(e.file_name());
-            if std::fs::symlink_metadata(&to).is_err() {
-                copy(&e.path(), &to)?;
+            match std::fs::symlink_metadata(&to) {
+                Err(_) => copy(&e.path(), &to)?,
+                // A file the payload changed after the rename was copied up from the old
+                // name: at its new name it is the payload's, and whether the host changed the
+                // old one is asked of the old name's deletion (W4), not of this file.
+                Ok(m) if !m.is_dir() => {
+                    for prefix in ["trusted.overlay.", "user.overlay."] {
+                        let _ = rustix::fs::lremovexattr(&to, format!("{prefix}origin"));
+                    }
+                }
+                Ok(_) => {}
             }
         }
     }

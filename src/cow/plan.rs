@@ -23,12 +23,12 @@ use std::path::{Component, Path, PathBuf};
 
 /// The changes of `all` to write, in `all`'s order (parents before children), and one line
 /// per change refused; device nodes, FIFOs and sockets are left out, each with its line said
-/// now. `root` is DIR (`dir`) opened, `started` the run's start in ns since the epoch.
+/// now. `root` is DIR (`dir`) opened.
 pub fn plan<'a>(
     ask: &Ask<'_>,
     all: &'a [Change],
     root: BorrowedFd<'_>,
-    started: u128,
+    since: &Since<'_>,
     dir: &Path,
 ) -> (Vec<&'a Change>, Vec<String>) {
     let unprotect: Vec<PathBuf> = ask.unprotect.iter().map(|p| clean(p, dir)).collect();
@@ -47,7 +47,7 @@ pub fn plan<'a>(
             crate::log::say!("snug: apply: {q}: a {w}, not applied");
             continue;
         }
-        match judge(c, &todo, &held, root, started, ask.force) {
+        match judge(c, &todo, &held, root, since, ask.force) {
             Ok(()) => todo.push(c),
             Err(why) => {
                 refused.push(format!("{q}: {why}"));
@@ -58,6 +58,15 @@ pub fn plan<'a>(
     (todo, refused)
 }
 
+/// From when a host change counts (W4).
+pub struct Since<'a> {
+    /// The run's start in ns since the epoch.
+    pub started: u128,
+    /// The directories an earlier `apply` wrote in, with their ctime right after it
+    /// ([`super::store::Meta::applied`]): a ctime still that is snug's own change.
+    pub applied: &'a std::collections::BTreeMap<PathBuf, i128>,
+}
+
 /// Why `c` is refused, if it is; `todo` holds the changes accepted before it, `held` the
 /// paths refused before it.
 fn judge(
@@ -65,9 +74,10 @@ fn judge(
     todo: &[&Change],
     held: &[&Path],
     root: BorrowedFd<'_>,
-    started: u128,
+    since: &Since<'_>,
     force: bool,
 ) -> Result<(), String> {
+    let started = since.started;
     let under = |p: &Path| c.path.starts_with(p) && c.path != p;
     // Below a node this apply replaces by a directory (a symlink, a file), DIR keeps nothing
     // of its own and nothing is followed: the replacement is written first (path order) and
@@ -98,7 +108,7 @@ fn judge(
         Ok(st) if ctime(&st) >= started as i128 => {
             Err("changed on the host since the run started (--force writes over it)".into())
         }
-        Err(rustix::io::Errno::NOENT) if removed(c, &parent, started) => {
+        Err(rustix::io::Errno::NOENT) if removed(c, &parent, since) => {
             Err("removed on the host since the run started (--force writes it again)".into())
         }
         // A directory this apply removes goes with all it holds: a file the host changed in
@@ -144,10 +154,13 @@ fn changed_within(parent: &OwnedFd, name: &Path, started: i128) -> Option<PathBu
 }
 
 /// Whether `c`, which DIR's directory `parent` does not hold, is a node the host removed
-/// after the start (the module's note): copied up from DIR, from a directory changed since.
-fn removed(c: &Change, parent: &OwnedFd, started: u128) -> bool {
+/// after the start (the module's note): copied up from DIR, from a directory changed since,
+/// by other than an earlier `apply`.
+fn removed(c: &Change, parent: &OwnedFd, since: &Since<'_>) -> bool {
     let copied = c.kind == Kind::Added && c.source.as_deref().is_some_and(copied_up);
-    copied && rustix::fs::fstat(parent).is_ok_and(|st| ctime(&st) >= started as i128)
+    let rel = c.path.parent().unwrap_or(Path::new(""));
+    let changed = |st: Stat| ctime(&st) >= since.started as i128 && since.applied.get(rel) != Some(&ctime(&st));
+    copied && rustix::fs::fstat(parent).is_ok_and(changed)
 }
 
 /// A stat's ctime in ns since the epoch.

@@ -21,6 +21,11 @@ pub struct Meta {
     pub command: Vec<String>,
     /// Mounted as root (`trusted.overlay.*` attributes) or as a user (`user.overlay.*`).
     pub root: bool,
+    /// Directories of DIR (relative) that a `snug apply` which left changes kept wrote in,
+    /// with their ctime (ns) right after: a later apply does not take snug's own writes for
+    /// the host's (W4).
+    #[serde(default)]
+    pub applied: std::collections::BTreeMap<PathBuf, i128>,
 }
 
 /// One kept run.

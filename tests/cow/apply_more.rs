@@ -71,3 +71,32 @@ fn w4_one_path_inside_new_directories_applies() {
     assert_eq!(code(&out), 0, "the rest: {}", out.err);
     assert!(c.dir().join("other").exists() && c.dir().join("new/side").is_dir(), "the rest");
 }
+
+/// A file the payload moved (`mv src/f lib/f`, and as root `mv a z` of a directory then a
+/// change inside it), applied in two steps: first one new file alone, then the rest. The
+/// second apply is no conflict: the directory the first one wrote in changed by snug's hand,
+/// not the host's. Positive control: against the build before, the second apply refused
+/// `lib/f` as "removed on the host since the run started" (exit 1), and `--partial` deleted
+/// `src/f` without writing `lib/f`.
+#[test]
+fn w4_an_apply_in_two_steps_is_no_conflict_with_itself() {
+    each(&|who| {
+        let c = Case::new(who);
+        c.seed("src/f", "f\n");
+        c.seed("a/g", "g\n");
+        ran(
+            &c,
+            "w4two",
+            "mkdir lib && mv src/f lib/f && echo n > lib/n && mv a z && echo more >> z/g && echo new > z/new",
+        );
+        for first in ["lib/n", "z/new"] {
+            let out = c.run(&["apply", "w4two", first]);
+            assert_eq!(code(&out), 0, "{who:?} {first}: {}", out.err);
+        }
+        let out = c.run(&["apply", "w4two"]);
+        assert_eq!(code(&out), 0, "{who:?}: {}", out.err);
+        assert_eq!(std::fs::read_to_string(c.dir().join("lib/f")).unwrap(), "f\n", "{who:?}");
+        assert_eq!(std::fs::read_to_string(c.dir().join("z/g")).unwrap(), "g\nmore\n", "{who:?}");
+        assert!(!c.dir().join("src/f").exists() && !c.dir().join("a").exists(), "{who:?}: old names left");
+    });
+}

@@ -87,7 +87,8 @@ fn w3_a_path_neither_in_dir_nor_changed_is_64() {
 /// W4, W5: a run killed (SIGKILL) after `mv d1 d2`, before its end: its renamed directory is
 /// read from d1 at the first `diff`. When the host removed d1 before that, `diff` and
 /// `apply` say the contents are not known (exit 1) and write nothing, instead of applying an
-/// empty d2. Control: the same killed run with d1 left alone applies d2 whole. Positive
+/// empty d2; the same for a directory moved into d2 (`mv x/y d2/y`) whose old name the host
+/// changed. Control: the same killed run with d1 left alone applies d2 whole. Positive
 /// control: against the build that read the old name whatever the host had done, `apply`
 /// exited 0 with d2 holding only the payload's new file, d1's files lost.
 #[test]
@@ -96,12 +97,18 @@ fn w4_w5_a_killed_runs_rename_is_never_read_from_a_changed_host() {
         let c = Case::new(Who::Root);
         c.seed("d1/a", "a\n");
         c.seed("d1/s/b", "b\n");
-        let script = format!("mv d1 d2; echo new > d2/new; {}", super::ready_then_wait());
+        c.seed("x/y/f", "f\n");
+        // d2/y is x/y moved into the renamed directory: it points at its own old name.
+        let script = format!("mv d1 d2; echo new > d2/new; mv x/y d2/y; {}", super::ready_then_wait());
         let run = crate::common::start(&mut c.cow("w4kill", &script));
         super::wait_for(&c.side().join("ready"));
         crate::common::kill(run.pid, libc::SIGKILL);
         let _ = run.finish(super::LIMIT);
         if host_removes {
+            std::fs::write(c.dir().join("x/y/f"), "HOST\n").unwrap();
+            let out = c.run(&["diff", "w4kill"]);
+            assert_eq!(code(&out), 1, "x/y changed: {}{}", out.out, out.err);
+            assert!(out.err.contains("x/y") && out.err.contains("not known"), "{}", out.err);
             std::fs::remove_dir_all(c.dir().join("d1")).unwrap();
             for verb in ["diff", "apply"] {
                 let out = c.run(&[verb, "w4kill"]);
@@ -117,7 +124,7 @@ fn w4_w5_a_killed_runs_rename_is_never_read_from_a_changed_host() {
             let out = c.run(&["apply", "w4kill"]);
             assert_eq!(code(&out), 0, "control: {}", out.err);
             let d2 = c.dir().join("d2");
-            for (f, t) in [("a", "a\n"), ("s/b", "b\n"), ("new", "new\n")] {
+            for (f, t) in [("a", "a\n"), ("s/b", "b\n"), ("new", "new\n"), ("y/f", "f\n")] {
                 assert_eq!(std::fs::read_to_string(d2.join(f)).unwrap_or_default(), t, "control: d2/{f}");
             }
             assert!(!c.dir().join("d1").exists(), "control: d1 left");
