@@ -62,6 +62,9 @@ fn t1_a_dev_tty_prompt_works_with_stdin_a_pipe() {
 /// T1, T2: the payload's terminal is not the caller's but a pty with the caller's settings:
 /// `stty intr ^G` carries over and ^G is then the payload's interrupt. Positive control (the
 /// shared-terminal build): the payload's stdin was the caller's own terminal (88:0 as root).
+/// The payload sleeps in short steps: a ^C that sh catches between `echo ready` and the fork
+/// of its next `sleep` runs the trap only once that sleep ends (1 in about 20 runs with one
+/// `sleep 30`: init saw the foreground catch it, sh waited for the sleep that had not got it).
 #[test]
 fn t1_the_payload_terminal_is_a_pty_with_the_callers_settings() {
     let row = |who: Who| {
@@ -70,7 +73,7 @@ fn t1_the_payload_terminal_is_a_pty_with_the_callers_settings() {
         t.expect("ctty=");
         t.expect(PROMPT);
         t.line(&snug_line(
-            "sh -c 'echo \"ptty=$(stat -L -c %t:%T /proc/self/fd/0)=\"; stty -a | grep -o \"intr = [^;]*\"; trap \"echo got-int; exit 3\" INT; echo ready; sleep 30'",
+            "sh -c 'echo \"ptty=$(stat -L -c %t:%T /proc/self/fd/0)=\"; stty -a | grep -o \"intr = [^;]*\"; trap \"echo got-int; exit 3\" INT; echo ready; while :; do sleep 0.1; done'",
         ));
         t.expect("intr = ^G");
         t.expect("ready");
