@@ -297,8 +297,7 @@ pub(crate) fn kernel_at_least(major: u32, minor: u32) -> bool {
 /// At the run's end (SPEC W2): the line to print and the report's `changes`, or `None`
 /// (and the kept directory removed) when the payload changed nothing.
 pub fn finish(run: &Run) -> Option<(String, serde_json::Value)> {
-    let changes = match freeze::freeze(&run.kept.upper(), &run.dir, None)
-        .and_then(|()| changes::collect(&run.kept.upper(), &run.dir))
+    let changes = match freeze::at_end(&run.kept, &run.dir).and_then(|()| changes::collect(&run.kept.upper(), &run.dir))
     {
         Ok(c) => c,
         Err(e) => {

@@ -20,14 +20,8 @@ pub fn list() -> String {
             let _ = writeln!(out, "{}\t(no record: snug discard {})", k.name, crate::quote::quote(&k.name));
             continue;
         };
-        let frozen = || {
-            if store::running(&k) {
-                Ok(())
-            } else {
-                super::freeze::freeze(&k.upper(), &meta.dir, Some(meta.started_ns))
-            }
-        };
-        let counts = match frozen().and_then(|()| changes::collect(&k.upper(), &meta.dir)) {
+        let read = super::freeze::before_read(&k, meta).and_then(|()| changes::collect(&k.upper(), &meta.dir));
+        let counts = match read {
             Ok(c) => {
                 let (a, m, d) = changes::counts(&c);
                 format!("{a} added, {m} modified, {d} deleted")
@@ -60,9 +54,7 @@ pub fn load(name: &str, paths: &[PathBuf]) -> anyhow::Result<(Kept, PathBuf, Vec
     };
     let wanted: Vec<PathBuf> = paths.iter().map(|p| relative(p, &meta.dir)).collect::<anyhow::Result<_>>()?;
     // A run killed before its end left its renames as the overlay made them.
-    if !store::running(&kept) {
-        super::freeze::freeze(&kept.upper(), &meta.dir, Some(meta.started_ns))?;
-    }
+    super::freeze::before_read(&kept, &meta)?;
     let mut all = changes::collect(&kept.upper(), &meta.dir)?;
     if !wanted.is_empty() {
         // A directory the run made above a PATH, where DIR has nothing, comes with it: `apply

@@ -20,6 +20,34 @@ use crate::error::{failure, OS_ERROR};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
+/// The file in a kept run's directory that says its renames were made whole.
+const FROZEN: &str = "frozen";
+
+/// At the run's end: [`freeze`] `kept` over `dir`, and mark it done, so later reads do not
+/// walk its upper layer again (SPEC B10).
+///
+/// # Errors
+/// As [`freeze`].
+pub fn at_end(kept: &super::store::Kept, dir: &Path) -> anyhow::Result<()> {
+    freeze(&kept.upper(), dir, None)?;
+    let _ = std::fs::write(kept.path.join(FROZEN), b"");
+    Ok(())
+}
+
+/// Before a read of `kept` (`diff`, `apply`): a run that did not reach its end (SIGKILL) is
+/// frozen now, late ([`freeze`]); a running one, or one done already, is left as it is.
+///
+/// # Errors
+/// As [`freeze`].
+pub fn before_read(kept: &super::store::Kept, meta: &super::store::Meta) -> anyhow::Result<()> {
+    if super::store::running(kept) || kept.path.join(FROZEN).exists() {
+        return Ok(());
+    }
+    freeze(&kept.upper(), &meta.dir, Some(meta.started_ns))?;
+    let _ = std::fs::write(kept.path.join(FROZEN), b"");
+    Ok(())
+}
+
 /// Make every redirected directory under `upper` (the kept upper layer over `dir`) whole and
 /// opaque. A no-op where nothing was renamed, and once done (no redirect is left).
 ///
@@ -32,7 +60,7 @@ use std::path::Path;
 /// # Errors
 /// 71 naming the path that could not be read or written; 77 for a redirect out of DIR; 1
 /// for a late freeze whose old name changed (nothing is written then).
-pub fn freeze(upper: &Path, dir: &Path, late: Option<u128>) -> anyhow::Result<()> {
+fn freeze(upper: &Path, dir: &Path, late: Option<u128>) -> anyhow::Result<()> {
     if let Some(since) = late {
         sources(upper, Some(dir), dir, dir, &mut |renamed, source| match changed_since(source, since as i128) {
             Some(what) => Err(failure(
