@@ -39,7 +39,7 @@ pub fn stop(name: &str, now: bool) -> anyhow::Result<Outcome> {
                 Got::Empty if c.alive() && c.stopped() => send(name, c.pidfd.as_fd(), Signal::CONT)?,
                 // Closed unanswered by a run that is ending: it passed its last look at the
                 // socket as this stop connected. Its snug is gone, as after any stop.
-                Got::Empty if socket::readable(c.pidfd.as_fd(), 2000) => {
+                Got::Empty | Got::Closed if socket::readable(c.pidfd.as_fd(), 2000) => {
                     return Err(failure(USAGE, format!("no live sandbox named {name} (it ended as the stop came)")));
                 }
                 got => drop(client::expect_ok(name, got)?),
