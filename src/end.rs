@@ -39,3 +39,21 @@ pub fn die_of(sig: Signal) -> ! {
     crate::signals::unblock(sig);
     std::process::exit(128 + sig.raw())
 }
+
+/// Print what a subcommand made, as its end. A reader that went away (`snug completions bash
+/// | head -1`) ends snug as it ends `cat`: by SIGPIPE, quietly; any other failed write is 71
+/// (R4).
+///
+/// # Errors
+/// 71 naming the write's error.
+pub fn printed(text: String) -> anyhow::Result<Outcome> {
+    match crate::log::print(&text) {
+        Ok(()) => Ok(Outcome::Status(WaitStatus::Exited(0))),
+        Err(e) if e.raw_os_error() == Some(libc::EPIPE) => Ok(Outcome::Signal(Signal::PIPE)),
+        Err(e) => {
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            let why = crate::error::strerror(errno);
+            Err(crate::error::failure(crate::error::OS_ERROR, format!("cannot write to stdout: {why}")))
+        }
+    }
+}

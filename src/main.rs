@@ -182,21 +182,21 @@ fn run(record: &mut RunRecord, sink: &mut Option<report::Sink>) -> anyhow::Resul
     let args = match cli::parse()? {
         Command::Run(args) => args,
         Command::Doctor => std::process::exit(doctor::run()),
-        Command::ProfileList { names: false } => return print(profiles::list()?),
-        Command::ProfileList { names: true } => return print(profiles::names()),
-        Command::ProfileShow(name) => return print(policy::show(&name)?),
-        Command::Allow { dir, revoke } => return print(project::allow(dir.or_else(root::from_here), revoke)?),
-        Command::Completions(shell) => return print(manual::completions(shell)),
-        Command::Manpage { dir: None } => return print(manual::manpage()?),
-        Command::Manpage { dir: Some(d) } => return print(manual::install(&d)?),
-        Command::Ps { names: true, .. } => return print(live::ps::names()),
-        Command::Ps { json, .. } => return print(live::ps::ps(json)?),
+        Command::ProfileList { names: false } => return end::printed(profiles::list()?),
+        Command::ProfileList { names: true } => return end::printed(profiles::names()),
+        Command::ProfileShow(name) => return end::printed(policy::show(&name)?),
+        Command::Allow { dir, revoke } => return end::printed(project::allow(dir.or_else(root::from_here), revoke)?),
+        Command::Completions(shell) => return end::printed(manual::completions(shell)),
+        Command::Manpage { dir: None } => return end::printed(manual::manpage()?),
+        Command::Manpage { dir: Some(d) } => return end::printed(manual::install(&d)?),
+        Command::Ps { names: true, .. } => return end::printed(live::ps::names()),
+        Command::Ps { json, .. } => return end::printed(live::ps::ps(json)?),
         Command::Stop { name, now } => return live::stop::stop(&name, now),
         Command::Signal { name, sig } => return live::client::signal(&name, sig),
         Command::Exec { name, cmd } => return live::exec::run(&name, &cmd),
         Command::Cow(c) => {
             let (text, code) = cow::command(c)?;
-            return print(text).map(|_| Outcome::Status(WaitStatus::Exited(code)));
+            return end::printed(text).map(|_| Outcome::Status(WaitStatus::Exited(code)));
         }
     };
     sandbox(&args, record, sink)
@@ -311,7 +311,7 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
         let text = dryrun::render(mode, &env_file::hidden_in(&policy, &hidden), &argv, &extra, args.json);
         let text = with_protection(with_bounds(text, &limits, args.json), &protection, args.json);
         let text = root::with_root(text, &policy.target, &root, args.json);
-        return print(with_name(text, &name, args.json));
+        return end::printed(with_name(text, &name, args.json));
     };
     // W1: the overlay is mounted while snug goes on (B10), unless nest starts again for
     // other cgroups: an overlay in the first nest would hold the layers the second needs.
@@ -389,17 +389,4 @@ fn sandbox(args: &cli::RunArgs, record: &mut RunRecord, sink: &mut Option<report
     // directories): freeing them one by one cost some 20 µs of every run's end (SPEC B1).
     std::mem::forget((policy, request, argv, env, watch));
     Ok(outcome)
-}
-
-/// Print what a subcommand made. A reader that went away (`snug completions bash | head -1`)
-/// ends snug as it ends `cat`: by SIGPIPE, quietly; any other failed write is 71 (R4).
-fn print(text: String) -> anyhow::Result<Outcome> {
-    match log::print(&text) {
-        Ok(()) => Ok(Outcome::Status(WaitStatus::Exited(0))),
-        Err(e) if e.raw_os_error() == Some(libc::EPIPE) => Ok(Outcome::Signal(snug_core::Signal::PIPE)),
-        Err(e) => {
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            Err(error::failure(error::OS_ERROR, format!("cannot write to stdout: {}", error::strerror(errno))))
-        }
-    }
 }

@@ -8,7 +8,7 @@
 use super::changes::{Change, Kind, Node};
 use crate::error::{failure, OS_ERROR};
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
 /// What `snug apply` was asked.
@@ -116,7 +116,7 @@ fn ctime_at(root: BorrowedFd<'_>, rel: &Path, how: ResolveFlags) -> Option<i128>
         let fd = rustix::fs::openat2(root, rel, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty(), how);
         rustix::fs::fstat(fd.ok()?).ok()?
     };
-    Some(i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec))
+    Some(super::plan::ctime(&st))
 }
 
 /// How every path below DIR is resolved: never leaving DIR, never following a symlink.
@@ -292,10 +292,7 @@ fn chmod_nofollow(parent: BorrowedFd<'_>, name: &std::ffi::OsStr, mode: u32) -> 
     if rustix::fs::fstat(&fd)?.st_mode & libc::S_IFMT == libc::S_IFLNK {
         return Ok(());
     }
-    std::fs::set_permissions(
-        format!("/proc/self/fd/{}", fd.as_raw_fd()),
-        std::os::unix::fs::PermissionsExt::from_mode(mode),
-    )
+    super::modes::chmod_fd(fd.as_fd(), mode)
 }
 
 /// Remove `name` in `parent`, a directory with all it holds, never following a symlink.

@@ -107,20 +107,14 @@ fn sources(
 }
 
 /// The first path at or below `p` whose ctime is `since` (ns) or later, or `p` itself when it
-/// is gone or cannot be read; `None` when nothing changed.
+/// is gone or cannot be read; `None` when nothing changed. Below `p`, apply's own walk
+/// ([`super::plan::changed_within`]).
 fn changed_since(p: &Path, since: i128) -> Option<std::path::PathBuf> {
     let Ok(m) = std::fs::symlink_metadata(p) else { return Some(p.to_path_buf()) };
     if i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()) >= since {
         return Some(p.to_path_buf());
     }
-    if !m.is_dir() {
-        return None;
-    }
-    let Ok(entries) = std::fs::read_dir(p) else { return Some(p.to_path_buf()) };
-    entries.map(|e| e.map(|e| e.path())).find_map(|e| match e {
-        Ok(child) => changed_since(&child, since),
-        Err(_) => Some(p.to_path_buf()),
-    })
+    m.is_dir().then(|| super::plan::changed_within(rustix::fs::CWD, p, since).map(|inner| p.join(inner))).flatten()
 }
 
 /// A subdirectory of the upper layer: its path, its redirect (prefix, value), if any, and

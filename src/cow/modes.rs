@@ -67,7 +67,7 @@ impl DirModes {
 
 /// chmod of the node `fd` stands for (an `O_PATH` descriptor too), through its
 /// `/proc/self/fd` entry.
-fn chmod_fd(fd: BorrowedFd<'_>, mode: u32) -> std::io::Result<()> {
+pub(super) fn chmod_fd(fd: BorrowedFd<'_>, mode: u32) -> std::io::Result<()> {
     std::fs::set_permissions(
         format!("/proc/self/fd/{}", fd.as_raw_fd()),
         std::os::unix::fs::PermissionsExt::from_mode(mode),

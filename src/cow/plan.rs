@@ -18,7 +18,7 @@
 use super::apply::{beneath, parent_of, Ask};
 use super::changes::{copied_up, Change, Kind, Node};
 use rustix::fs::{AtFlags, Stat};
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
 /// The changes of `all` to write, in `all`'s order (parents before children), and one line
@@ -114,7 +114,7 @@ fn judge(
         // A directory this apply removes goes with all it holds: a file the host changed in
         // it since the start is a conflict too, though the directory's own ctime shows none.
         Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR && matches!(c.kind, Kind::Deleted | Kind::Type) => {
-            match changed_within(&parent, Path::new(name), started as i128) {
+            match changed_within(parent.as_fd(), Path::new(name), started as i128) {
                 Some(inner) => Err(format!(
                     "{} changed on the host since the run started (--force removes it)",
                     c.path.join(inner).display()
@@ -128,8 +128,9 @@ fn judge(
 
 /// The first path (relative to `name`) below the directory `name` in `parent` whose ctime is
 /// `started` or later, read without following a symlink; `None` when there is none. One the
-/// walk cannot read counts as changed: nothing unseen is removed without `--force`.
-fn changed_within(parent: &OwnedFd, name: &Path, started: i128) -> Option<PathBuf> {
+/// walk cannot read counts as changed: nothing unseen is removed without `--force`. An
+/// absolute `name` is opened as it is (`openat(2)` ignores `parent` then).
+pub(super) fn changed_within(parent: BorrowedFd<'_>, name: &Path, started: i128) -> Option<PathBuf> {
     use rustix::fs::{Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let Ok(dir) = rustix::fs::openat(parent, name, flags, Mode::empty()) else { return Some(PathBuf::new()) };
@@ -145,7 +146,7 @@ fn changed_within(parent: &OwnedFd, name: &Path, started: i128) -> Option<PathBu
             return Some(n.into());
         }
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-            if let Some(inner) = changed_within(&dir, Path::new(n), started) {
+            if let Some(inner) = changed_within(dir.as_fd(), Path::new(n), started) {
                 return Some(Path::new(n).join(inner));
             }
         }
@@ -164,7 +165,7 @@ fn removed(c: &Change, parent: &OwnedFd, since: &Since<'_>) -> bool {
 }
 
 /// A stat's ctime in ns since the epoch.
-fn ctime(st: &Stat) -> i128 {
+pub(super) fn ctime(st: &Stat) -> i128 {
     st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128
 }
 

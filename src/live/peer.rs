@@ -41,20 +41,21 @@ pub fn in_own_pid_namespace(conn: BorrowedFd<'_>, pid: Option<Pid>) -> bool {
         return false; // not visible here: an outer or unrelated namespace
     };
     let Some(pidfd) = pidfd_of(conn, pid) else { return false };
-    let fdinfo = crate::sys::fd::read_proc(&format!("/proc/self/fdinfo/{}", pidfd.as_fd().as_raw_fd()));
-    let own = crate::sys::fd::read_proc("/proc/self/status");
-    match (fdinfo, own) {
-        (Ok(peer), Ok(own)) => depth(&peer) > 0 && depth(&peer) == depth(&own),
-        _ => false,
-    }
+    depths(pidfd.as_fd()).is_some_and(|(peer, own)| peer > 0 && peer == own)
 }
 
 /// Whether the process behind `pidfd` runs in a pid namespace below this process's own. Such
 /// a process sees this one as pid 0 (`SO_PEERCRED`) and, as snug, refuses it like a sandbox.
 pub fn below_own(pidfd: BorrowedFd<'_>) -> bool {
-    let fdinfo = crate::sys::fd::read_proc(&format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd()));
-    let own = crate::sys::fd::read_proc("/proc/self/status");
-    matches!((fdinfo, own), (Ok(p), Ok(o)) if depth(&p) > depth(&o) && depth(&o) > 0)
+    depths(pidfd).is_some_and(|(peer, own)| peer > own && own > 0)
+}
+
+/// The [`depth`] of the process behind `pidfd` and of this process; `None` when either
+/// cannot be read.
+fn depths(pidfd: BorrowedFd<'_>) -> Option<(usize, usize)> {
+    let peer = crate::sys::fd::read_proc(&format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd())).ok()?;
+    let own = crate::sys::fd::read_proc("/proc/self/status").ok()?;
+    Some((depth(&peer), depth(&own)))
 }
 
 #[cfg(test)]
